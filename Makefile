@@ -1,0 +1,35 @@
+# oversub: the two commands are `make run` and `make test` (see README.md).
+SHELL := /bin/bash
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+CARGO ?= cargo
+OVERSUB := target/release/oversub
+
+.PHONY: run test deps build test-sim lint bench
+
+## make run: install what is missing, build release, run the default scenario.
+run: deps build
+	$(OVERSUB) run scenarios/default.toml
+
+deps:
+	@scripts/install-deps.sh rust
+
+build: deps
+	$(CARGO) build --release --locked
+
+# Sub-makefiles add their test targets to EXTRA_TESTS (kernel series, emulated host, conformance).
+EXTRA_TESTS :=
+-include kernel/kernel.mk
+-include kernel/functional/functional.mk
+
+## make test: every test in the repository.
+test: test-sim $(EXTRA_TESTS)
+
+lint: deps
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --release --locked --all-targets -- -D warnings
+
+test-sim: lint
+	$(CARGO) test --release --locked
+
+bench: build
+	$(CARGO) bench --locked

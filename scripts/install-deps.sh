@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what `make run` / `make test` need on a fresh Debian 12 machine.
+# Idempotent: installs only what is missing.  Usage: install-deps.sh [rust|kernel|all]
+set -euo pipefail
+what=${1:-all}
+
+apt_pkgs=()
+need_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed" || apt_pkgs+=("$1"); }
+
+if [[ $what == rust || $what == all ]]; then
+	need_pkg build-essential
+fi
+if [[ $what == kernel || $what == all ]]; then
+	for p in linux-source-6.12 build-essential bc flex bison libelf-dev libssl-dev dwarves cpio \
+		kmod rsync ccache sparse python3 qemu-system-x86 busybox-static; do
+		need_pkg "$p"
+	done
+fi
+if ((${#apt_pkgs[@]})); then
+	echo "install-deps: apt-get install ${apt_pkgs[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null
+	apt-get install -y -q "${apt_pkgs[@]}" >/dev/null
+fi
+
+if [[ $what == rust || $what == all ]]; then
+	if ! command -v cargo >/dev/null 2>&1; then
+		if [[ -x $HOME/.cargo/bin/cargo ]]; then
+			echo "install-deps: cargo is in \$HOME/.cargo/bin; add it to PATH" >&2
+		else
+			echo "install-deps: installing Rust via Debian's cargo package" >&2
+			apt-get install -y -q cargo rustc >/dev/null
+		fi
+	fi
+	if command -v rustup >/dev/null 2>&1; then
+		rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
+	fi
+fi
