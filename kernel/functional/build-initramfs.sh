@@ -5,7 +5,9 @@ set -euo pipefail
 out=$1 ftest=$2 stdir=$3; shift 3
 here=$(dirname "$(realpath "$0")")
 bb=$(command -v busybox || echo /bin/busybox)
-file -L "$bb" 2>/dev/null | grep -q 'statically linked' || { echo "busybox at $bb is not static (install busybox-static)" >&2; exit 1; }
+if readelf -l "$(realpath "$bb")" 2>/dev/null | grep -q 'Requesting program interpreter'; then
+	echo "busybox at $bb is not static (apt-get install busybox-static)" >&2; exit 1
+fi
 root=$(mktemp -d); trap 'rm -rf "$root"' EXIT
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,st,etc,root}
 cp "$bb" "$root/bin/busybox"

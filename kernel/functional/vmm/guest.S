@@ -50,6 +50,8 @@ loop:
 	je op_kvm_yield
 	cmpl $8, %eax
 	je op_read
+	cmpl $9, %eax
+	je op_ipi_spin
 	jmp done
 op_write:				/* *(u32 *)arg0 = arg1 */
 	movl 12(%esi), %edx
@@ -77,6 +79,13 @@ op_sti:
 op_cli:
 	cli
 	jmp done
+op_ipi_spin:				/* ICR_HI = arg0, ICR_LO = arg1, then one HvCallNotifyLongSpinWait */
+	movl 12(%esi), %eax
+	movl %eax, APIC+APIC_ICR_HI
+	movl 16(%esi), %eax
+	movl %eax, APIC+APIC_ICR_LO
+	movl $1, %ebp
+	jmp 1f
 op_hv_spin:				/* arg0 x HvCallNotifyLongSpinWait (code 0x0008) */
 	movl 12(%esi), %ebp
 1:	testl %ebp, %ebp
