@@ -12,7 +12,7 @@ if [[ $what == rust || $what == all ]]; then
 fi
 if [[ $what == kernel || $what == all ]]; then
 	for p in linux-source-6.12 build-essential bc flex bison libelf-dev libssl-dev dwarves cpio \
-		kmod rsync ccache sparse python3 qemu-system-x86 busybox-static; do
+		kmod rsync ccache sparse python3 python3-ply qemu-system-x86 busybox-static; do
 		need_pkg "$p"
 	done
 fi

@@ -1,0 +1,147 @@
+# shellcheck shell=bash
+# Shared helpers for the oversub kernel scripts (sourced, not executed).
+set -euo pipefail
+
+KDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)     # <repo>/kernel
+REPO=$(cd "$KDIR/.." && pwd)
+CACHE=${OVERSUB_CACHE:-$HOME/.cache/oversub}
+SRC=$CACHE/src                  # git repo: main worktree = unpatched (tag base)
+TREE_UNPATCHED=$SRC/unpatched
+TREE_PATCHED=$SRC/patched       # git worktree, branch oversub-patched = base + series
+BUILD=$CACHE/build
+JOBS=${OVERSUB_JOBS:-2}
+export CCACHE_DIR=${CCACHE_DIR:-$CACHE/ccache}
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
+# Stable paths in debug info/macros so ccache hits across worktrees.
+export CCACHE_BASEDIR=$CACHE
+export CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime
+export KBUILD_BUILD_TIMESTAMP='Thu Jan  1 00:00:00 UTC 2026'
+export KBUILD_BUILD_USER=oversub KBUILD_BUILD_HOST=oversub
+GIT_ID=(-c user.name="oversub developers" -c user.email="dev@oversub.invalid" -c commit.gpgsign=false)
+
+log() { echo "[kernel] $*" >&2; }
+die() { echo "[kernel] ERROR: $*" >&2; exit 1; }
+
+ensure_deps() {
+	local miss=0 p
+	for p in linux-source-6.12 build-essential bc flex bison libelf-dev libssl-dev dwarves cpio \
+		kmod rsync ccache sparse python3 python3-ply; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || miss=1
+	done
+	if ((miss)); then
+		log "installing build dependencies"
+		"$REPO/scripts/install-deps.sh" kernel >&2
+	fi
+}
+
+base_id() {
+	local tb=/usr/src/linux-source-6.12.tar.xz
+	[[ -f $tb ]] || die "$tb missing (apt-get install -y linux-source-6.12)"
+	echo "$(dpkg-query -W -f='${Version}' linux-source-6.12) $(stat -c '%s %Y' $tb)"
+}
+
+series_id() {
+	cat "$KDIR"/patches/*.patch | sha256sum | cut -d' ' -f1
+}
+
+# Extract the pristine tree once (git repo, commit tagged "base").
+prepare_base() {
+	local id; id=$(base_id)
+	if [[ -f $SRC/base-id && "$(cat "$SRC/base-id")" == "$id" ]] &&
+		git -C "$TREE_UNPATCHED" rev-parse -q --verify base >/dev/null; then
+		return 0
+	fi
+	log "extracting /usr/src/linux-source-6.12.tar.xz into $TREE_UNPATCHED"
+	rm -rf "$SRC" "$BUILD"
+	mkdir -p "$TREE_UNPATCHED"
+	tar -xJf /usr/src/linux-source-6.12.tar.xz -C "$TREE_UNPATCHED" --strip-components=1
+	(
+		cd "$TREE_UNPATCHED"
+		git init -q
+		git config gc.auto 0
+		git add -A -f .
+		git "${GIT_ID[@]}" commit -q -m "Linux $(make -s kernelversion) (Debian linux-source-6.12 $(dpkg-query -W -f='${Version}' linux-source-6.12))"
+		git tag base
+		git checkout -q --detach base
+	)
+	echo "$id" >"$SRC/base-id"
+}
+
+# Apply the series with git am into the patched worktree (only when it changed).
+prepare_patched() {
+	prepare_base
+	local id; id=$(series_id)
+	if [[ -f $SRC/series-id && "$(cat "$SRC/series-id")" == "$id" && -d $TREE_PATCHED ]]; then
+		return 0
+	fi
+	log "applying kernel/patches onto base in $TREE_PATCHED"
+	rm -f "$SRC/series-id"
+	if [[ ! -d $TREE_PATCHED ]]; then
+		git -C "$TREE_UNPATCHED" worktree prune
+		git -C "$TREE_UNPATCHED" worktree add -q -B oversub-patched "$TREE_PATCHED" base
+	fi
+	(
+		cd "$TREE_PATCHED"
+		git am --abort >/dev/null 2>&1 || true
+		git reset -q --hard base
+		git clean -q -fdx -e '*.orig'
+		local p
+		for p in "$KDIR"/patches/[0-9]*.patch; do
+			[[ $(basename "$p") == 0000-* ]] && continue
+			if ! git "${GIT_ID[@]}" am -q "$p" >/dev/null 2>&1; then
+				git am --abort >/dev/null 2>&1 || true
+				die "patch does not apply: $(basename "$p")"
+			fi
+		done
+	)
+	echo "$id" >"$SRC/series-id"
+}
+
+tree_of() {
+	case $1 in
+	patched) prepare_patched; echo "$TREE_PATCHED" ;;
+	unpatched) prepare_base; echo "$TREE_UNPATCHED" ;;
+	*) die "variant must be patched or unpatched" ;;
+	esac
+}
+
+# make wrapper: ccache, -j, quiet-ish, out-of-tree.
+kmake() {
+	local tree=$1 out=$2; shift 2
+	nice -n "${OVERSUB_NICE:-0}" make -s -C "$tree" O="$out" CC="ccache gcc" HOSTCC="ccache gcc" \
+		-j"$JOBS" "$@"
+}
+
+# Options that must survive the merge; a fragment that loses them is an error.
+REQUIRED_OPTS="KVM KVM_AMD KVM_INTEL FAIR_GROUP_SCHED CGROUP_SCHED SCHED_DEBUG SCHEDSTATS FTRACE DEBUG_FS"
+
+# configure_tree TREE OUT [ARCH]: tinyconfig + every kernel/config/*.config (sorted).
+configure_tree() {
+	local tree=$1 out=$2 arch=${3:-x86_64} id f o
+	id="$arch $(cat "$KDIR"/config/*.config | sha256sum | cut -d' ' -f1)"
+	mkdir -p "$out"
+	if [[ -f $out/.config && -f $out/.oversub-config-id && "$(cat "$out/.oversub-config-id")" == "$id" ]]; then
+		return 0
+	fi
+	log "configuring $out ($arch): tinyconfig + $(cd "$KDIR/config" && echo *.config)"
+	rm -f "$out/.oversub-config-id"
+	kmake "$tree" "$out" ARCH="$arch" tinyconfig >/dev/null
+	(cd "$tree" && ARCH=$arch scripts/kconfig/merge_config.sh -m -O "$out" "$out/.config" \
+		$(printf '%s\n' "$KDIR"/config/*.config | sort)) >/dev/null
+	kmake "$tree" "$out" ARCH="$arch" olddefconfig >/dev/null
+	if [[ $arch == x86_64 ]]; then
+		for o in $REQUIRED_OPTS; do
+			grep -q "^CONFIG_$o=y" "$out/.config" || die "CONFIG_$o=y did not survive the config merge"
+		done
+		for f in "$KDIR"/config/*.config; do
+			grep -E '^CONFIG_[A-Za-z0-9_]+=[^n]' "$f" | while IFS= read -r o; do
+				grep -qxF "$o" "$out/.config" || log "note: $(basename "$f"): '$o' not in final .config"
+			done || true
+			grep -E '^CONFIG_[A-Za-z0-9_]+=n' "$f" | while IFS= read -r o; do
+				o=${o%=n}
+				! grep -q "^$o=y" "$out/.config" || log "note: $(basename "$f"): $o=n overridden"
+			done || true
+		done
+	fi
+	echo "$id" >"$out/.oversub-config-id"
+}

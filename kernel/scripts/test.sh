@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# make test-kernel: everything that checks the kernel series.
+#
+#  1. apply kernel/patches onto pristine linux-source-6.12 with git am
+#  2. checkpatch.pl --strict on every patch (0 errors/warnings/checks)
+#  3. every patch builds on its own (objects of the directories it touches)
+#  4. W=1 and sparse (C=2) over the touched objects: no new warnings vs base
+#  5. i386 build of kernel/sched: no 64-bit division libgcc helpers
+#  6. the patched bzImage
+#  7. KUnit (UML) with vectors/*.json turned into C
+#
+# Results are cached per (series, config, vectors) in $OVERSUB_CACHE; each
+# cached result says so.  Ends with "N passed, N failed"; exit 1 on failure.
+source "$(dirname "$0")/common.sh"
+
+PASS=0
+FAIL=0
+FAILED=()
+T_START=$SECONDS
+
+pass() { PASS=$((PASS + 1)); echo "[kernel] PASS: $*"; }
+fail() { FAIL=$((FAIL + 1)); FAILED+=("$*"); echo "[kernel] FAIL: $*"; }
+stage() { echo; echo "[kernel] === $* ($((SECONDS - T_START))s elapsed)"; }
+
+finish() {
+	echo
+	if ((FAIL)); then
+		echo "[kernel] failures:"
+		printf '[kernel]   %s\n' "${FAILED[@]}"
+	fi
+	echo "[kernel] test-kernel took $((SECONDS - T_START))s"
+	echo "$PASS passed, $FAIL failed"
+	((FAIL == 0))
+	exit
+}
+
+# Cached results: a stamp named after what the result depends on.
+STAMPS=$CACHE/stamps
+mkdir -p "$STAMPS"
+stamp_ok() { [[ -f $STAMPS/$1 ]]; }
+stamp_set() { touch "$STAMPS/$1"; }
+
+stage "dependencies"
+ensure_deps
+
+stage "prepare trees (base = pristine linux-source-6.12, series applied with git am)"
+if (prepare_patched); then
+	pass "series applies with git am ($(ls "$KDIR"/patches/[0-9]*.patch | grep -vc /0000-) patches)"
+else
+	fail "series does not apply (see the patch named above)"
+	finish
+fi
+SID=$(series_id)
+CID=$(cat "$KDIR"/config/*.config | sha256sum | cut -c1-16)
+KEY=${SID:0:16}-$CID
+
+stage "checkpatch --strict"
+for p in "$KDIR"/patches/[0-9]*.patch; do
+	n=$(basename "$p")
+	[[ $n == 0000-* ]] && continue
+	out=$(cd "$TREE_UNPATCHED" && perl scripts/checkpatch.pl --strict "$p" 2>&1 || true)
+	if grep -q 'total: 0 errors, 0 warnings, 0 checks' <<<"$out" &&
+		grep -q '^Signed-off-by: ' "$p"; then
+		pass "checkpatch --strict $n"
+	else
+		echo "$out" | grep -E '^(ERROR|WARNING|CHECK)|^#|^total' | head -40
+		grep -q '^Signed-off-by: ' "$p" || echo "missing Signed-off-by"
+		fail "checkpatch --strict $n"
+	fi
+done
+
+# Directories a commit's changes need rebuilt.
+dirs_for_commit() {
+	local tree=$1 c=$2 files
+	files=$(git -C "$tree" diff --name-only "$c^" "$c")
+	{
+		grep -qE '^(kernel/sched/|include/trace/events/sched\.h|lib/Kconfig\.debug)' <<<"$files" && echo kernel/sched/
+		grep -qE '^(arch/x86/kvm/|arch/x86/include/asm/kvm|virt/kvm/|include/linux/kvm|include/trace/events/kvm\.h)' <<<"$files" && echo arch/x86/kvm/
+	} | sort -u
+}
+
+stage "each patch builds on its own"
+BISECT_TREE=$SRC/bisect
+if stamp_ok "bisect-$KEY"; then
+	pass "per-patch builds (cached result for this series and config)"
+else
+	ok=1
+	if [[ ! -d $BISECT_TREE ]]; then
+		git -C "$TREE_UNPATCHED" worktree prune
+		git -C "$TREE_UNPATCHED" worktree add -q --detach "$BISECT_TREE" base
+	fi
+	configure_tree "$BISECT_TREE" "$BUILD/bisect"
+	kmake "$BISECT_TREE" "$BUILD/bisect" prepare >/dev/null 2>&1 || true
+	for c in $(git -C "$TREE_PATCHED" rev-list --reverse base..HEAD); do
+		subj=$(git -C "$TREE_PATCHED" log -1 --format=%s "$c")
+		git -C "$BISECT_TREE" checkout -q --detach "$c"
+		dirs=$(dirs_for_commit "$TREE_PATCHED" "$c")
+		[[ -n $dirs ]] || dirs="kernel/sched/"
+		t0=$SECONDS
+		# shellcheck disable=SC2086
+		if kmake "$BISECT_TREE" "$BUILD/bisect" $dirs >"$BUILD/bisect.log" 2>&1; then
+			pass "builds: $subj [$(echo $dirs)] ($((SECONDS - t0))s)"
+		else
+			tail -30 "$BUILD/bisect.log"
+			fail "builds: $subj"
+			ok=0
+		fi
+	done
+	((ok)) && stamp_set "bisect-$KEY"
+fi
+
+# Objects containing the files the series touches.
+CHECK_OBJS="kernel/sched/core.o kernel/sched/fair.o kernel/sched/build_utility.o
+	arch/x86/kvm/lapic.o arch/x86/kvm/irq_comm.o arch/x86/kvm/x86.o
+	arch/x86/kvm/../../../virt/kvm/kvm_main.o"
+
+# Warnings of the touched files, without line:col (the series moves lines).
+norm_warnings() {
+	local tree=$1 touched=$2
+	sed -e "s#$tree/##g" -e 's#^\./##' |
+		grep -E '^[^ :]+:[0-9]+(:[0-9]+)?: (warning|error)' |
+		sed -E 's#^([^ :]+):[0-9]+(:[0-9]+)?: #\1: #' |
+		grep -F -f "$touched" | sort
+}
+
+stage "W=1 and sparse (C=2) on touched objects, compared with the base"
+if stamp_ok "wc-$KEY"; then
+	pass "W=1: no new warnings (cached result)"
+	pass "sparse: no new warnings (cached result)"
+else
+	touched=$BUILD/touched-files
+	git -C "$TREE_PATCHED" diff --name-only base HEAD >"$touched"
+	for v in unpatched patched; do
+		tree=$TREE_UNPATCHED
+		[[ $v == patched ]] && tree=$TREE_PATCHED
+		out=$BUILD/check-$v
+		configure_tree "$tree" "$out"
+		# Force the checked objects to be rebuilt so every warning is seen.
+		for o in $CHECK_OBJS; do rm -f "$out/$o"; done
+		# shellcheck disable=SC2086
+		kmake "$tree" "$out" W=1 $CHECK_OBJS >/dev/null 2>"$out/w1.log" || true
+		# shellcheck disable=SC2086
+		kmake "$tree" "$out" C=2 $CHECK_OBJS >/dev/null 2>"$out/sparse.log" || true
+		norm_warnings "$tree" "$touched" <"$out/w1.log" >"$out/w1.norm"
+		grep -v ': error: .*sparse' "$out/sparse.log" | grep -vE ': (warning|error): ' >/dev/null || true
+		norm_warnings "$tree" "$touched" <"$out/sparse.log" >"$out/sparse.norm"
+		for o in $CHECK_OBJS; do
+			[[ -f $out/$o ]] || { fail "W=1 build of $o ($v) failed"; tail -20 "$out/w1.log"; }
+		done
+	done
+	wc_ok=1
+	for k in w1 sparse; do
+		new=$(comm -13 "$BUILD/check-unpatched/$k.norm" "$BUILD/check-patched/$k.norm")
+		label=W=1
+		[[ $k == sparse ]] && label=sparse
+		if [[ -z $new ]]; then
+			pass "$label: no new warnings in touched files ($(wc -l <"$BUILD/check-patched/$k.norm") pre-existing)"
+		else
+			echo "$new"
+			fail "$label: new warnings in touched files"
+			wc_ok=0
+		fi
+	done
+	((wc_ok)) && stamp_set "wc-$KEY"
+fi
+
+stage "i386 build of kernel/sched: no 64-bit division helpers"
+# KVM cannot be built for i386 in 6.12 (it depends on X86_64), so only the
+# scheduler objects are checked here.
+I386=$BUILD/i386
+if stamp_ok "i386-$KEY"; then
+	pass "i386 kernel/sched has no __udivdi3/__divdi3/__umoddi3/__moddi3 (cached result)"
+else
+	configure_tree "$TREE_PATCHED" "$I386" i386
+	if ! grep -q '^CONFIG_FAIR_GROUP_SCHED=y' "$I386/.config"; then
+		fail "i386 config lacks FAIR_GROUP_SCHED"
+	fi
+	objs="kernel/sched/core.o kernel/sched/fair.o kernel/sched/build_utility.o"
+	# shellcheck disable=SC2086
+	if kmake "$TREE_PATCHED" "$I386" ARCH=i386 $objs >"$I386/build.log" 2>&1; then
+		bad=""
+		for o in $objs; do
+			b=$(nm -u "$I386/$o" | grep -E '__(u)?(div|mod)di3' || true)
+			[[ -n $b ]] && bad+="$o: $b"$'\n'
+		done
+		if [[ -z $bad ]]; then
+			pass "i386 kernel/sched has no __udivdi3/__divdi3/__umoddi3/__moddi3"
+			stamp_set "i386-$KEY"
+		else
+			echo "$bad"
+			fail "i386 kernel/sched references 64-bit division helpers"
+		fi
+	else
+		tail -30 "$I386/build.log"
+		fail "i386 build of kernel/sched"
+	fi
+fi
+
+stage "patched bzImage"
+if img=$("$KDIR/scripts/build.sh" patched | tail -1) && [[ -f $img ]]; then
+	pass "bzImage: $img"
+else
+	fail "patched bzImage build"
+fi
+
+stage "KUnit (UML) with vectors/*.json"
+KUNIT_BUILD=$BUILD/kunit
+gen=$TREE_PATCHED/kernel/sched/vcpu_deboost_test_vectors.h
+if python3 "$KDIR/scripts/gen_vectors.py" "$REPO/vectors" "$gen"; then
+	pass "vectors/*.json -> kernel/sched/vcpu_deboost_test_vectors.h"
+	if ! git -C "$TREE_PATCHED" diff --quiet -- kernel/sched/vcpu_deboost_test_vectors.h; then
+		echo "[kernel] note: vectors/ changed since the series was generated; KUnit uses the new vectors"
+	fi
+	kout=$KUNIT_BUILD.log
+	(cd "$TREE_PATCHED" && nice -n "${OVERSUB_NICE:-0}" python3 tools/testing/kunit/kunit.py run --arch=um \
+		--kunitconfig="$KDIR/kunitconfig" --build_dir="$KUNIT_BUILD" --jobs="$JOBS" \
+		--make_options "CC=ccache gcc" --make_options "HOSTCC=ccache gcc") >"$kout" 2>&1
+	krc=$?
+	grep -E '^\[..:..:..\] (\[(PASSED|FAILED|SKIPPED)\]|=+|Testing complete|Elapsed)' "$kout" |
+		grep -vE '^\[..:..:..\] =+$' | tail -20
+	summary=$(grep -E 'Testing complete\. Ran [0-9]+ tests' "$kout" | tail -1)
+	if [[ $summary =~ Ran\ ([0-9]+)\ tests:\ passed:\ ([0-9]+) ]]; then
+		kp=${BASH_REMATCH[2]}
+		kf=$((BASH_REMATCH[1] - kp))
+		PASS=$((PASS + kp))
+		FAIL=$((FAIL + kf))
+		echo "[kernel] KUnit: $summary"
+		((kf == 0 && krc == 0)) || { FAILED+=("KUnit: $summary"); ((kf)) || fail "kunit.py exited $krc"; }
+	else
+		tail -40 "$kout"
+		fail "KUnit did not run (see $kout)"
+	fi
+else
+	fail "vector generation"
+fi
+
+finish
