@@ -1,0 +1,148 @@
+//! The event queue: a binary heap ordered by (time, insertion sequence), so two
+//! events at the same instant pop in the order they were scheduled. That order
+//! is part of the determinism contract (docs/determinism.md).
+//!
+//! Pending events can be cancelled by id (a preempted task's completion event):
+//! cancelled ids are remembered until the event reaches the head and is dropped.
+
+use super::time::Time;
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashSet};
+
+/// Identifies one scheduled event (its insertion sequence number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EventId(u64);
+
+struct Entry<E> {
+    at: Time,
+    seq: u64,
+    ev: E,
+}
+
+impl<E> PartialEq for Entry<E> {
+    fn eq(&self, other: &Self) -> bool {
+        self.at == other.at && self.seq == other.seq
+    }
+}
+impl<E> Eq for Entry<E> {}
+impl<E> PartialOrd for Entry<E> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<E> Ord for Entry<E> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // BinaryHeap is a max-heap: invert so the earliest (time, seq) is on top.
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+/// Min-queue of events keyed by (time, insertion sequence).
+pub struct EventQueue<E> {
+    heap: BinaryHeap<Entry<E>>,
+    next_seq: u64,
+    cancelled: HashSet<u64>,
+    popped: u64,
+}
+
+impl<E> Default for EventQueue<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<E> EventQueue<E> {
+    pub fn new() -> Self {
+        EventQueue {
+            heap: BinaryHeap::new(),
+            next_seq: 0,
+            cancelled: HashSet::new(),
+            popped: 0,
+        }
+    }
+
+    /// Schedules `ev` at `at`; returns an id that `cancel` accepts.
+    pub fn push(&mut self, at: Time, ev: E) -> EventId {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.heap.push(Entry { at, seq, ev });
+        EventId(seq)
+    }
+
+    /// Cancels a pending event. Cancelling an event that already fired is a no-op.
+    pub fn cancel(&mut self, id: EventId) {
+        if id.0 < self.next_seq {
+            self.cancelled.insert(id.0);
+        }
+    }
+
+    /// Removes and returns the earliest live event.
+    pub fn pop(&mut self) -> Option<(Time, E)> {
+        while let Some(e) = self.heap.pop() {
+            if !self.cancelled.is_empty() && self.cancelled.remove(&e.seq) {
+                continue;
+            }
+            self.popped += 1;
+            return Some((e.at, e.ev));
+        }
+        None
+    }
+
+    /// Time of the earliest pending entry (possibly a cancelled one).
+    pub fn peek_time(&mut self) -> Option<Time> {
+        while let Some(e) = self.heap.peek() {
+            if self.cancelled.contains(&e.seq) {
+                let seq = e.seq;
+                self.heap.pop();
+                self.cancelled.remove(&seq);
+                continue;
+            }
+            return Some(e.at);
+        }
+        None
+    }
+
+    /// Number of events popped so far (cancelled ones excluded).
+    pub fn popped(&self) -> u64 {
+        self.popped
+    }
+
+    pub fn len(&self) -> usize {
+        self.heap.len() - self.cancelled.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_time_pops_in_insertion_order() {
+        let mut q = EventQueue::new();
+        q.push(Time(10), 'a');
+        q.push(Time(5), 'b');
+        q.push(Time(10), 'c');
+        q.push(Time(5), 'd');
+        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, vec!['b', 'd', 'a', 'c']);
+    }
+
+    #[test]
+    fn cancelled_events_never_pop() {
+        let mut q = EventQueue::new();
+        let a = q.push(Time(1), 1);
+        q.push(Time(2), 2);
+        let c = q.push(Time(3), 3);
+        q.cancel(a);
+        q.cancel(c);
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.peek_time(), Some(Time(2)));
+        assert_eq!(q.pop(), Some((Time(2), 2)));
+        assert_eq!(q.pop(), None);
+        assert_eq!(q.popped(), 1);
+    }
+}

@@ -1,0 +1,87 @@
+//! Scheduler invariants, checked after every event when enabled (tests, and
+//! `oversub run --check`):
+//! * per cfs_rq, the incrementally kept Σ (v_i - zero_vruntime)·w_i and Σ w_i
+//!   equal a recomputation from the queued entities (so Σ w_i·(V - v_i) is 0
+//!   up to the floor in `avg_vruntime()`);
+//! * the queue counts (nr_running, h_nr_queued, load) match the entities;
+//! * every runnable task is either on a CPU or queued somewhere (none lost),
+//!   and a CPU's curr is a running task of that CPU.
+
+use crate::sched::weight::scale_load_down;
+use crate::sched::{Scheduler, TaskState};
+
+pub fn check(s: &Scheduler) -> Result<(), String> {
+    for (qi, q) in s.cfs_rqs.iter().enumerate() {
+        let mut sum = 0i64;
+        let mut load = 0i64;
+        let mut weight = 0u64;
+        for &e in &q.queued {
+            let se = &s.ses[e.idx()];
+            if !se.on_rq {
+                return Err(format!("cfs_rq{qi}: {e} in the timeline but not on_rq"));
+            }
+            if se.cfs_rq.idx() != qi {
+                return Err(format!("cfs_rq{qi}: {e} belongs to {}", se.cfs_rq));
+            }
+            let w = scale_load_down(se.load.weight) as i64;
+            sum += (se.vruntime().wrapping_sub(q.zero_vruntime) as i64) * w;
+            load += w;
+            weight += se.load.weight;
+        }
+        if sum != q.avg_vruntime || load != q.avg_load {
+            return Err(format!(
+                "cfs_rq{qi}: avg_vruntime {} / avg_load {} but entities give {sum} / {load}",
+                q.avg_vruntime, q.avg_load
+            ));
+        }
+        let mut nr = q.queued.len() as u32;
+        if let Some(c) = q.curr {
+            if s.ses[c.idx()].on_rq {
+                nr += 1;
+                weight += s.ses[c.idx()].load.weight;
+            }
+        }
+        if nr != q.nr_running {
+            return Err(format!(
+                "cfs_rq{qi}: nr_running {} but {nr} entities queued",
+                q.nr_running
+            ));
+        }
+        if weight != q.load.weight {
+            return Err(format!(
+                "cfs_rq{qi}: load {} but entities weigh {weight}",
+                q.load.weight
+            ));
+        }
+    }
+    // h_nr_queued at each root equals the tasks queued on that CPU.
+    for rq in &s.rqs {
+        let queued = s
+            .tasks
+            .iter()
+            .filter(|t| t.cpu == rq.cpu && t.on_rq)
+            .count() as u32;
+        let root = &s.cfs_rqs[rq.cfs.idx()];
+        if root.h_nr_queued != queued || rq.nr_running != queued {
+            return Err(format!(
+                "{}: h_nr_queued {} nr_running {} but {queued} tasks queued",
+                rq.cpu, root.h_nr_queued, rq.nr_running
+            ));
+        }
+        if let Some(c) = rq.curr {
+            let t = &s.tasks[c.idx()];
+            if t.cpu != rq.cpu || !t.on_cpu || t.state != TaskState::Running {
+                return Err(format!("{}: curr {} is not running here", rq.cpu, t.name));
+            }
+        }
+    }
+    for t in &s.tasks {
+        if t.state == TaskState::Running && !t.on_rq {
+            return Err(format!("runnable task {} is on no runqueue", t.name));
+        }
+        if t.on_rq && !s.ses[t.se.idx()].on_rq {
+            return Err(format!("task {} on_rq but its entity is not", t.name));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,34 @@
+//! oversub: a deterministic simulator of an oversubscribed KVM host.
+//!
+//! * `engine`: virtual time, the event queue, seeded randomness;
+//! * `sched`: the host scheduler (Linux EEVDF fair class, cgroups, SMP, yield_to);
+//! * `task`: host task behaviours;
+//! * `scenario`: the TOML scenario format;
+//! * `sim`: the simulation loop; `report`: results; `invariants`: self-checks.
+
+pub mod engine;
+pub mod invariants;
+pub mod report;
+pub mod scenario;
+pub mod sched;
+pub mod sim;
+pub mod task;
+
+use scenario::Scenario;
+
+/// Runs a scenario with an optional seed and duration override.
+pub fn run_scenario(
+    sc: &Scenario,
+    seed: Option<u64>,
+    duration: Option<engine::Nanos>,
+) -> report::Report {
+    let mut sc = sc.clone();
+    if let Some(s) = seed {
+        sc.host.seed = s;
+    }
+    let d = duration.unwrap_or(sc.host.duration);
+    let mut sim = sim::Simulator::new(&sc);
+    let mut r = sim.run(d);
+    r.seed = sc.host.seed;
+    r
+}

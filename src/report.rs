@@ -1,0 +1,212 @@
+//! Run results: the JSON object of `oversub run --json` and the readable table.
+//!
+//! Everything but `wall_ns` and the derived rates is a pure function of the
+//! scenario and seed (docs/determinism.md).
+
+use crate::engine::Nanos;
+use crate::sim::Simulator;
+use serde::Serialize;
+use std::fmt::Write;
+
+#[derive(Serialize, Debug, Clone, Default, PartialEq)]
+pub struct Percentiles {
+    pub samples: u64,
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+    pub mean: u64,
+}
+
+impl Percentiles {
+    /// Nearest-rank percentiles of `v` (sorted in place).
+    pub fn of(v: &mut [u64]) -> Percentiles {
+        if v.is_empty() {
+            return Percentiles::default();
+        }
+        v.sort_unstable();
+        let rank = |p: f64| v[((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+        Percentiles {
+            samples: v.len() as u64,
+            p50: rank(0.50),
+            p99: rank(0.99),
+            max: *v.last().unwrap(),
+            mean: (v.iter().map(|&x| x as u128).sum::<u128>() / v.len() as u128) as u64,
+        }
+    }
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct TaskReport {
+    pub name: String,
+    pub cgroup: String,
+    pub cpu: u32,
+    pub cpu_ns: u64,
+    pub wait_ns: u64,
+    pub nr_switches: u64,
+    pub nr_voluntary_switches: u64,
+    pub nr_involuntary_switches: u64,
+    pub nr_yields: u64,
+    pub nr_yield_to: u64,
+    pub nr_yield_to_ok: u64,
+    pub nr_migrations: u64,
+    pub nr_wakeups: u64,
+    pub wakeup_latency_ns: Percentiles,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct CgroupReport {
+    pub path: String,
+    /// CPU time of the tasks in this cgroup and its descendants (cpuacct.usage).
+    pub cpu_ns: u64,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct CpuReport {
+    pub id: u32,
+    pub busy_ns: u64,
+    pub nr_switches: u64,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct Report {
+    pub kernel: String,
+    pub duration_ns: u64,
+    pub seed: u64,
+    pub cpus_n: u32,
+    pub hz: u32,
+    pub events: u64,
+    /// Wall-clock time of the run (not deterministic).
+    pub wall_ns: u64,
+    pub tasks: Vec<TaskReport>,
+    pub cgroups: Vec<CgroupReport>,
+    pub cpus: Vec<CpuReport>,
+}
+
+impl Report {
+    pub fn build(sim: &mut Simulator, duration: Nanos, wall_ns: u64) -> Report {
+        let s = &mut sim.sched;
+        let mut tasks = Vec::new();
+        for t in s.tasks.iter_mut() {
+            let cpu_ns = s.ses[t.se.idx()].sum_exec_runtime;
+            tasks.push(TaskReport {
+                name: t.name.clone(),
+                cgroup: s.groups[t.group.idx()].path.clone(),
+                cpu: t.cpu.0,
+                cpu_ns,
+                wait_ns: t.stats.wait_ns,
+                nr_switches: t.stats.nr_switches,
+                nr_voluntary_switches: t.stats.nr_voluntary_switches,
+                nr_involuntary_switches: t.stats.nr_involuntary_switches,
+                nr_yields: t.stats.nr_yields,
+                nr_yield_to: t.stats.nr_yield_to,
+                nr_yield_to_ok: t.stats.nr_yield_to_ok,
+                nr_migrations: t.stats.nr_migrations,
+                nr_wakeups: t.stats.nr_wakeups,
+                wakeup_latency_ns: Percentiles::of(&mut t.stats.wakeup_latency),
+            });
+        }
+        let mut cgroups = Vec::new();
+        for (gi, g) in s.groups.iter().enumerate() {
+            let cpu_ns = s
+                .tasks
+                .iter()
+                .filter(|t| s.group_is_descendant(t.group, crate::sched::GroupId(gi as u32)))
+                .map(|t| s.ses[t.se.idx()].sum_exec_runtime)
+                .sum();
+            cgroups.push(CgroupReport {
+                path: g.path.clone(),
+                cpu_ns,
+            });
+        }
+        let cpus = s
+            .rqs
+            .iter()
+            .map(|r| CpuReport {
+                id: r.cpu.0,
+                busy_ns: r.busy_ns,
+                nr_switches: r.nr_switches,
+            })
+            .collect();
+        Report {
+            kernel: s.cfg.preset.name().to_string(),
+            duration_ns: duration.0,
+            seed: 0,
+            cpus_n: s.cfg.nr_cpus,
+            hz: s.cfg.hz,
+            events: sim.events(),
+            wall_ns,
+            tasks,
+            cgroups,
+            cpus,
+        }
+    }
+
+    /// The JSON object (one line).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("report serialises")
+    }
+
+    /// A readable table.
+    pub fn to_table(&self) -> String {
+        let mut o = String::new();
+        let d = self.duration_ns as f64;
+        let _ = writeln!(
+            o,
+            "kernel {}  cpus {}  HZ {}  duration {}  seed {}  events {}  wall {:.3}s ({:.1} Mevents/s)",
+            self.kernel,
+            self.cpus_n,
+            self.hz,
+            Nanos(self.duration_ns),
+            self.seed,
+            self.events,
+            self.wall_ns as f64 / 1e9,
+            self.events as f64 / (self.wall_ns.max(1) as f64 / 1e9) / 1e6
+        );
+        let _ = writeln!(
+            o,
+            "{:<20} {:<12} {:>8} {:>10} {:>9} {:>8} {:>11} {:>11} {:>11}",
+            "task",
+            "cgroup",
+            "cpu%",
+            "cpu_ms",
+            "wait_ms",
+            "switches",
+            "lat_p50_us",
+            "lat_p99_us",
+            "lat_max_us"
+        );
+        for t in &self.tasks {
+            let l = &t.wakeup_latency_ns;
+            let lat = |x: u64| {
+                if l.samples == 0 {
+                    "-".to_string()
+                } else {
+                    format!("{:.1}", x as f64 / 1e3)
+                }
+            };
+            let _ = writeln!(
+                o,
+                "{:<20} {:<12} {:>8.2} {:>10.1} {:>9.1} {:>8} {:>11} {:>11} {:>11}",
+                t.name,
+                t.cgroup,
+                100.0 * t.cpu_ns as f64 / d,
+                t.cpu_ns as f64 / 1e6,
+                t.wait_ns as f64 / 1e6,
+                t.nr_switches,
+                lat(l.p50),
+                lat(l.p99),
+                lat(l.max)
+            );
+        }
+        let _ = writeln!(o, "{:<20} {:>10}", "cgroup", "cpu%");
+        for g in &self.cgroups {
+            let _ = writeln!(o, "{:<20} {:>10.2}", g.path, 100.0 * g.cpu_ns as f64 / d);
+        }
+        let _ = write!(o, "cpu busy%:");
+        for c in &self.cpus {
+            let _ = write!(o, " cpu{}={:.1}", c.id, 100.0 * c.busy_ns as f64 / d);
+        }
+        o.push('\n');
+        o
+    }
+}

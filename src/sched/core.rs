@@ -1,0 +1,271 @@
+//! The class-independent scheduler core: `__schedule()`, `try_to_wake_up()`,
+//! `wake_up_new_task()`, `do_sched_yield()`, `yield_to()` and
+//! `sched_tick()`, after kernel/sched/core.c and syscalls.c of Linux 6.12.117.
+//!
+//! Only the fair class exists in the model (plus the idle task: `rq.curr ==
+//! None`). Preemption takes effect at once: a reschedule request is served by
+//! the simulator right after the event that raised it (a user-space task or
+//! a vCPU in guest mode is preempted on the next interrupt return, which the
+//! model takes as immediate).
+
+use super::fair::{DEQUEUE_SLEEP, ENQUEUE_INITIAL, ENQUEUE_MIGRATED, ENQUEUE_WAKEUP, WF_FORK};
+use super::ids::{CpuId, TaskId};
+use super::{Scheduler, TaskState};
+
+/// `-ESRCH` as returned by `yield_to()`.
+pub const ESRCH: i32 = -3;
+
+/// A context switch done by `schedule()`: `prev` left the CPU, `next` got it
+/// (None is the idle task).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Switch {
+    pub cpu: CpuId,
+    pub prev: Option<TaskId>,
+    pub next: Option<TaskId>,
+    /// True when prev left still runnable (preempted or yielded).
+    pub prev_runnable: bool,
+}
+
+impl Scheduler {
+    /// `__schedule()`: block prev if it went to sleep, pick next (newidle
+    /// balance when nothing is runnable) and account the switch.
+    pub fn schedule(&mut self, cpu: CpuId) -> Option<Switch> {
+        self.rqs[cpu.idx()].need_resched = false;
+        let prev = self.rqs[cpu.idx()].curr;
+        if let Some(p) = prev {
+            let t = &self.tasks[p.idx()];
+            if t.state == TaskState::Sleeping && t.on_rq && !self.ses[t.se.idx()].sched_delayed {
+                // try_to_block_task(): a delayed dequeue keeps p->on_rq.
+                if self.dequeue_task_fair(p, DEQUEUE_SLEEP) {
+                    self.tasks[p.idx()].on_rq = false;
+                }
+            }
+        }
+        let mut next = self.pick_next_task_fair(cpu, prev);
+        if next.is_none() && self.sched_balance_newidle(cpu) > 0 {
+            next = self.pick_next_task_fair(cpu, prev);
+        }
+        if next.is_none() {
+            if let Some(p) = prev {
+                self.put_prev_task_fair(p);
+            }
+        }
+        if next == prev {
+            return None;
+        }
+        Some(self.context_switch(cpu, prev, next))
+    }
+
+    /// Bookkeeping of a switch: CPU busy time, wait time, switch counters and
+    /// the wakeup-latency sample of the incoming task.
+    fn context_switch(&mut self, cpu: CpuId, prev: Option<TaskId>, next: Option<TaskId>) -> Switch {
+        let now = self.now;
+        let rq = &mut self.rqs[cpu.idx()];
+        if prev.is_some() {
+            rq.busy_ns += now - rq.switched_at;
+        }
+        rq.switched_at = now;
+        rq.curr = next;
+        rq.nr_switches += 1;
+        let mut prev_runnable = false;
+        if let Some(p) = prev {
+            let t = &mut self.tasks[p.idx()];
+            t.on_cpu = false;
+            t.stats.nr_switches += 1;
+            if t.state == TaskState::Running {
+                prev_runnable = true;
+                t.stats.nr_involuntary_switches += 1;
+                t.wait_since = Some(now);
+            } else {
+                t.stats.nr_voluntary_switches += 1;
+            }
+        }
+        if let Some(n) = next {
+            let t = &mut self.tasks[n.idx()];
+            t.on_cpu = true;
+            if let Some(ws) = t.wait_since.take() {
+                t.stats.wait_ns += now - ws;
+            }
+            if let Some(wt) = t.wake_time.take() {
+                t.stats.wakeup_latency.push(now - wt);
+            }
+            let se = t.se;
+            self.ses[se.idx()].exec_start = now;
+        }
+        Switch {
+            cpu,
+            prev,
+            next,
+            prev_runnable,
+        }
+    }
+
+    /// `wakeup_preempt()`: the idle task is always preempted; otherwise the
+    /// fair class decides.
+    pub fn wakeup_preempt(&mut self, cpu: CpuId, p: TaskId, wake_flags: u32) {
+        match self.rqs[cpu.idx()].curr {
+            None => self.resched_curr(cpu),
+            Some(c) if c == p => {}
+            Some(_) => self.check_preempt_wakeup_fair(cpu, p, wake_flags),
+        }
+    }
+
+    /// `wake_up_new_task()`: first activation of a task, placed by the fork
+    /// balance with ENQUEUE_INITIAL (half a slice of deadline under
+    /// PLACE_DEADLINE_INITIAL).
+    pub fn wake_up_new_task(&mut self, p: TaskId) {
+        let cpu = self.select_task_rq_fork(p);
+        self.set_task_cpu(p, cpu);
+        let now = self.now;
+        let t = &mut self.tasks[p.idx()];
+        t.state = TaskState::Running;
+        t.on_rq = true;
+        t.wait_since = Some(now);
+        self.enqueue_task_fair(p, ENQUEUE_INITIAL);
+        self.wakeup_preempt(cpu, p, WF_FORK);
+    }
+
+    /// `try_to_wake_up()`: a delayed task is re-queued where it is
+    /// (`ttwu_runnable()`); a dequeued one goes through `select_task_rq_fair()`.
+    /// Returns false if the task was already awake.
+    pub fn try_to_wake_up(&mut self, p: TaskId, wake_flags: u32, waker: Option<CpuId>) -> bool {
+        if self.tasks[p.idx()].state == TaskState::Running {
+            return false;
+        }
+        let now = self.now;
+        {
+            let t = &mut self.tasks[p.idx()];
+            t.state = TaskState::Running;
+            t.stats.nr_wakeups += 1;
+            t.wake_time = Some(now);
+        }
+        if self.tasks[p.idx()].on_rq {
+            let cpu = self.tasks[p.idx()].cpu;
+            if self.ses[self.tasks[p.idx()].se.idx()].sched_delayed {
+                self.enqueue_task_fair(p, super::fair::ENQUEUE_DELAYED);
+            }
+            if !self.tasks[p.idx()].on_cpu {
+                self.tasks[p.idx()].wait_since = Some(now);
+                self.wakeup_preempt(cpu, p, wake_flags);
+            } else {
+                // Woken before it switched out: it simply keeps running.
+                self.tasks[p.idx()].wake_time = None;
+            }
+            return true;
+        }
+        let prev_cpu = self.tasks[p.idx()].cpu;
+        let cpu = self.select_task_rq_fair(p, prev_cpu, wake_flags, waker);
+        let mut flags = ENQUEUE_WAKEUP;
+        if cpu != prev_cpu {
+            self.set_task_cpu(p, cpu);
+            flags |= ENQUEUE_MIGRATED;
+        }
+        let t = &mut self.tasks[p.idx()];
+        t.on_rq = true;
+        t.wait_since = Some(now);
+        self.enqueue_task_fair(p, flags);
+        self.wakeup_preempt(cpu, p, wake_flags);
+        true
+    }
+
+    /// The running task on `cpu` goes to sleep (`set_current_state()` +
+    /// `schedule()`); the caller serves the returned switch.
+    pub fn block_current(&mut self, cpu: CpuId) -> Option<Switch> {
+        let p = self.rqs[cpu.idx()]
+            .curr
+            .expect("block_current on an idle CPU");
+        self.tasks[p.idx()].state = TaskState::Sleeping;
+        self.schedule(cpu)
+    }
+
+    /// `do_sched_yield()`: `yield_task_fair()` then `schedule()`.
+    pub fn do_sched_yield(&mut self, cpu: CpuId) -> Option<Switch> {
+        let p = self.rqs[cpu.idx()]
+            .curr
+            .expect("sched_yield on an idle CPU");
+        self.rqs[cpu.idx()].yld_count += 1;
+        self.tasks[p.idx()].stats.nr_yields += 1;
+        self.yield_task_fair(cpu);
+        self.schedule(cpu)
+    }
+
+    /// `yield_to()` (kernel/sched/syscalls.c, 6.12.117): -ESRCH when both
+    /// runqueues hold a single task; 0 when the target runs, sleeps (a delayed
+    /// task counts as sleeping) or is not queued; otherwise the target becomes
+    /// the buddy, the caller yields, the target's CPU is rescheduled if remote
+    /// and `preempt`, and the caller reschedules (returned switch).
+    pub fn yield_to(&mut self, cpu: CpuId, p: TaskId, preempt: bool) -> (i32, Option<Switch>) {
+        let curr = self.rqs[cpu.idx()].curr.expect("yield_to from an idle CPU");
+        self.tasks[curr.idx()].stats.nr_yield_to += 1;
+        let p_cpu = self.tasks[p.idx()].cpu;
+        if self.rqs[cpu.idx()].nr_running == 1 && self.rqs[p_cpu.idx()].nr_running == 1 {
+            return (ESRCH, None);
+        }
+        let t = &self.tasks[p.idx()];
+        if t.on_cpu || t.state != TaskState::Running {
+            return (0, None);
+        }
+        if !self.yield_to_task_fair(cpu, p) {
+            return (0, None);
+        }
+        self.rqs[cpu.idx()].yld_count += 1;
+        self.tasks[curr.idx()].stats.nr_yield_to_ok += 1;
+        if preempt && p_cpu != cpu {
+            self.resched_curr(p_cpu);
+        }
+        (1, self.schedule(cpu))
+    }
+
+    /// `sched_tick()` for a CPU: charge the running task (`task_tick_fair`),
+    /// then the periodic and nohz load-balance triggers.
+    pub fn sched_tick(&mut self, cpu: CpuId) {
+        if let Some(c) = self.rqs[cpu.idx()].curr {
+            self.task_tick_fair(cpu, c, false);
+        }
+        self.sched_balance_trigger(cpu);
+    }
+
+    /// Brings every running task's accounting up to `now` (end of a run).
+    pub fn sync_accounting(&mut self) {
+        for c in 0..self.nr_cpus() {
+            if let Some(t) = self.rqs[c].curr {
+                let mut s = Some(self.tasks[t.idx()].se);
+                while let Some(e) = s {
+                    let cfs = self.cfs_rq_of(e);
+                    if self.cfs_rqs[cfs.idx()].curr == Some(e) {
+                        self.update_curr(cfs);
+                    }
+                    s = self.parent_entity(e);
+                }
+                let now = self.now;
+                let rq = &mut self.rqs[c];
+                rq.busy_ns += now - rq.switched_at;
+                rq.switched_at = now;
+            }
+        }
+        let now = self.now;
+        for t in &mut self.tasks {
+            if let Some(ws) = t.wait_since {
+                t.stats.wait_ns += now - ws;
+                t.wait_since = Some(now);
+            }
+        }
+    }
+
+    /// `set_task_cpu()` for a task that is not queued: re-home its entity in the
+    /// destination CPU's copy of its group hierarchy (`set_task_rq()`).
+    pub fn set_task_cpu(&mut self, p: TaskId, cpu: CpuId) {
+        let t = &mut self.tasks[p.idx()];
+        if t.cpu != cpu {
+            t.stats.nr_migrations += 1;
+        }
+        t.cpu = cpu;
+        let g = t.group;
+        let se = t.se;
+        let q = self.groups[g.idx()].cfs_rq[cpu.idx()];
+        let parent = self.groups[g.idx()].se[cpu.idx()];
+        let e = &mut self.ses[se.idx()];
+        e.cfs_rq = q;
+        e.parent = parent;
+    }
+}

@@ -1,0 +1,162 @@
+//! `struct sched_entity` and `struct cfs_rq` of kernel/sched/sched.h (Linux
+//! 6.12.117), reduced to the fields the EEVDF model uses.
+//!
+//! Simplification: the kernel keeps queued entities in an augmented rb-tree
+//! ordered by deadline; here a cfs_rq keeps a plain vector and `pick_eevdf()`
+//! scans it for the eligible entity with the earliest deadline, ties broken by
+//! enqueue order (the rb-tree puts an equal key to the right). The result is
+//! the same entity the tree search returns; only the cost differs (O(n) vs
+//! O(log n), cheaper for the short per-CPU queues of the scenarios we run).
+
+use super::ids::{CfsRqId, CpuId, GroupId, SeId, TaskId};
+use super::pelt::SchedAvg;
+use super::weight::LoadWeight;
+
+/// Why an entity's vruntime moved. Every write goes through
+/// [`SchedEntity::set_vruntime`], so no code path can move vruntime silently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum VruntimeStep {
+    /// `update_curr()`: `calc_delta_fair(delta_exec)`.
+    Accounting,
+    /// `place_entity()` at enqueue.
+    Place,
+    /// `reweight_eevdf()`: lag-preserving rescale on a weight change.
+    Reweight,
+    /// `yield_task_fair()` forfeit: vruntime = deadline.
+    Forfeit,
+    /// A yield policy step of a later issue (e.g. a debooster).
+    YieldPolicy,
+}
+
+pub const VRUNTIME_STEPS: usize = 5;
+
+impl VruntimeStep {
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct SchedEntity {
+    pub load: LoadWeight,
+    vruntime: u64,
+    pub deadline: u64,
+    /// Lag stash (`V - v` at dequeue) or, while running under 6.12 semantics,
+    /// the RUN_TO_PARITY "protect slice" copy of the deadline.
+    pub vlag: i64,
+    /// v6.17+ slice protection bound (VPROT switch).
+    pub vprot: u64,
+    pub slice: u64,
+    pub custom_slice: bool,
+    pub rel_deadline: bool,
+    pub on_rq: bool,
+    pub sched_delayed: bool,
+    pub exec_start: u64,
+    pub sum_exec_runtime: u64,
+    pub prev_sum_exec_runtime: u64,
+    pub depth: u32,
+    pub parent: Option<SeId>,
+    /// The cfs_rq this entity is queued on (`cfs_rq_of(se)`).
+    pub cfs_rq: CfsRqId,
+    /// The queue a group entity represents (`group_cfs_rq(se)`); None for tasks.
+    pub my_q: Option<CfsRqId>,
+    pub task: Option<TaskId>,
+    /// Tie-break among equal deadlines: rb-tree insertion order.
+    pub enqueue_seq: u64,
+    /// Per-reason vruntime movement counters (for the audit invariant).
+    pub moved: [u64; VRUNTIME_STEPS],
+}
+
+impl SchedEntity {
+    pub fn new(load: LoadWeight, cfs_rq: CfsRqId) -> SchedEntity {
+        SchedEntity {
+            load,
+            vruntime: 0,
+            deadline: 0,
+            vlag: 0,
+            vprot: 0,
+            slice: 0,
+            custom_slice: false,
+            rel_deadline: false,
+            on_rq: false,
+            sched_delayed: false,
+            exec_start: 0,
+            sum_exec_runtime: 0,
+            prev_sum_exec_runtime: 0,
+            depth: 0,
+            parent: None,
+            cfs_rq,
+            my_q: None,
+            task: None,
+            enqueue_seq: 0,
+            moved: [0; VRUNTIME_STEPS],
+        }
+    }
+
+    pub fn vruntime(&self) -> u64 {
+        self.vruntime
+    }
+
+    /// The only way to change vruntime: names the policy step that does it.
+    pub fn set_vruntime(&mut self, v: u64, why: VruntimeStep) {
+        if v != self.vruntime {
+            self.moved[why.index()] += 1;
+        }
+        self.vruntime = v;
+    }
+
+    pub fn is_task(&self) -> bool {
+        self.task.is_some()
+    }
+}
+
+/// `struct cfs_rq`.
+#[derive(Clone, Debug)]
+pub struct CfsRq {
+    pub load: LoadWeight,
+    /// Entities queued here, curr included (`nr_running`, named `nr_queued` later).
+    pub nr_running: u32,
+    pub h_nr_queued: u32,
+    pub h_nr_runnable: u32,
+    pub h_nr_delayed: u32,
+    pub zero_vruntime: u64,
+    /// Σ (v_i - zero_vruntime) * w_i over queued entities, curr excluded.
+    pub avg_vruntime: i64,
+    /// Σ w_i (scale_load_down) over queued entities, curr excluded.
+    pub avg_load: i64,
+    pub curr: Option<SeId>,
+    pub next: Option<SeId>,
+    /// The "rb-tree": queued entities other than curr.
+    pub queued: Vec<SeId>,
+    pub tg: GroupId,
+    pub cpu: CpuId,
+    /// The group entity that represents this queue one level up (None: root).
+    pub owner: Option<SeId>,
+    pub avg: SchedAvg,
+    pub tg_load_avg_contrib: i64,
+    pub last_update_tg_load_avg: u64,
+}
+
+impl CfsRq {
+    pub fn new(tg: GroupId, cpu: CpuId, owner: Option<SeId>) -> CfsRq {
+        CfsRq {
+            load: LoadWeight::default(),
+            nr_running: 0,
+            h_nr_queued: 0,
+            h_nr_runnable: 0,
+            h_nr_delayed: 0,
+            zero_vruntime: (-(1i64 << 20)) as u64,
+            avg_vruntime: 0,
+            avg_load: 0,
+            curr: None,
+            next: None,
+            queued: Vec::new(),
+            tg,
+            cpu,
+            owner,
+            avg: SchedAvg::default(),
+            tg_load_avg_contrib: 0,
+            last_update_tg_load_avg: 0,
+        }
+    }
+}

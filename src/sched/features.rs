@@ -1,0 +1,210 @@
+//! Scheduler feature switches (kernel/sched/features.h) and kernel presets.
+//!
+//! Every behaviour that differs between the kernels we model is a switch here,
+//! never a silent choice. A preset fixes the defaults of one kernel version;
+//! a scenario may override any switch by its kernel name in `[host.features]`.
+
+use std::fmt;
+
+/// The kernel versions the host scheduler model can follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelPreset {
+    /// Vanilla v6.12.0: NEXT_BUDDY gates the buddy pick, no forfeit on yield.
+    V6_12_0,
+    /// Debian 6.12.117 (the project's base): PICK_BUDDY and forfeit backported.
+    V6_12_117,
+    /// v6.19: forfeit, PICK_BUDDY inside `__pick_eevdf()`, vprot slice protection.
+    V6_19,
+}
+
+impl KernelPreset {
+    pub const ALL: [KernelPreset; 3] = [
+        KernelPreset::V6_12_0,
+        KernelPreset::V6_12_117,
+        KernelPreset::V6_19,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelPreset::V6_12_0 => "6.12.0",
+            KernelPreset::V6_12_117 => "6.12.117",
+            KernelPreset::V6_19 => "6.19",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<KernelPreset> {
+        KernelPreset::ALL.into_iter().find(|p| p.name() == s)
+    }
+
+    /// The feature defaults of this kernel.
+    pub fn features(self) -> SchedFeatures {
+        let base = SchedFeatures {
+            place_lag: true,
+            place_deadline_initial: true,
+            place_rel_deadline: true,
+            run_to_parity: true,
+            preempt_short: true,
+            next_buddy: false,
+            pick_buddy: true,
+            cache_hot_buddy: true,
+            delay_dequeue: true,
+            delay_zero: true,
+            wakeup_preemption: true,
+            hrtick: false,
+            forfeit_yield: true,
+            buddy_in_pick_eevdf: false,
+            vprot: false,
+            next_buddy_gates_pick: false,
+        };
+        match self {
+            KernelPreset::V6_12_0 => SchedFeatures {
+                pick_buddy: false,
+                forfeit_yield: false,
+                next_buddy_gates_pick: true,
+                ..base
+            },
+            KernelPreset::V6_12_117 => base,
+            KernelPreset::V6_19 => SchedFeatures {
+                buddy_in_pick_eevdf: true,
+                vprot: true,
+                ..base
+            },
+        }
+    }
+}
+
+impl fmt::Display for KernelPreset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `sched_feat()` switches plus the version-dependent behaviours that are not
+/// sched_feat bits in the kernel (named in upper case like the others).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedFeatures {
+    pub place_lag: bool,
+    pub place_deadline_initial: bool,
+    pub place_rel_deadline: bool,
+    pub run_to_parity: bool,
+    pub preempt_short: bool,
+    /// 6.12.0: also gates honouring `cfs_rq->next` at pick. 6.12.117+: only
+    /// wakeup-preemption buddy nomination.
+    pub next_buddy: bool,
+    /// Honour `cfs_rq->next` at pick if eligible (2a77e4be12cb; absent in 6.12.0).
+    pub pick_buddy: bool,
+    pub cache_hot_buddy: bool,
+    pub delay_dequeue: bool,
+    pub delay_zero: bool,
+    pub wakeup_preemption: bool,
+    /// Slice expiry enforced by a high-resolution timer instead of the tick.
+    pub hrtick: bool,
+    /// FORFEIT_YIELD: `yield_task_fair()` sets vruntime = deadline when eligible
+    /// (79104becf42b). Not a sched_feat bit in the kernel.
+    pub forfeit_yield: bool,
+    /// PICK_BUDDY_IN_PICK_EEVDF: the buddy check sits in `__pick_eevdf()` after the
+    /// single-entity shortcut and before curr/RUN_TO_PARITY (523afd46059d, v6.19).
+    pub buddy_in_pick_eevdf: bool,
+    /// VPROT: slice protection in `se->vprot`, bounded by the queue's minimum
+    /// slice (v6.17+), instead of the 6.12 "vlag == deadline" stash.
+    pub vprot: bool,
+    /// NEXT_BUDDY_GATES_PICK: 6.12.0's `pick_next_entity()` honours the buddy
+    /// under NEXT_BUDDY (there is no PICK_BUDDY bit before 2a77e4be12cb).
+    pub next_buddy_gates_pick: bool,
+}
+
+/// Names accepted in `[host.features]`, in the order they are documented.
+pub const FEATURE_NAMES: [&str; 16] = [
+    "PLACE_LAG",
+    "PLACE_DEADLINE_INITIAL",
+    "PLACE_REL_DEADLINE",
+    "RUN_TO_PARITY",
+    "PREEMPT_SHORT",
+    "NEXT_BUDDY",
+    "PICK_BUDDY",
+    "CACHE_HOT_BUDDY",
+    "DELAY_DEQUEUE",
+    "DELAY_ZERO",
+    "WAKEUP_PREEMPTION",
+    "HRTICK",
+    "FORFEIT_YIELD",
+    "PICK_BUDDY_IN_PICK_EEVDF",
+    "VPROT",
+    "NEXT_BUDDY_GATES_PICK",
+];
+
+impl SchedFeatures {
+    fn slot(&mut self, name: &str) -> Option<&mut bool> {
+        Some(match name {
+            "PLACE_LAG" => &mut self.place_lag,
+            "PLACE_DEADLINE_INITIAL" => &mut self.place_deadline_initial,
+            "PLACE_REL_DEADLINE" => &mut self.place_rel_deadline,
+            "RUN_TO_PARITY" => &mut self.run_to_parity,
+            "PREEMPT_SHORT" => &mut self.preempt_short,
+            "NEXT_BUDDY" => &mut self.next_buddy,
+            "PICK_BUDDY" => &mut self.pick_buddy,
+            "CACHE_HOT_BUDDY" => &mut self.cache_hot_buddy,
+            "DELAY_DEQUEUE" => &mut self.delay_dequeue,
+            "DELAY_ZERO" => &mut self.delay_zero,
+            "WAKEUP_PREEMPTION" => &mut self.wakeup_preemption,
+            "HRTICK" => &mut self.hrtick,
+            "FORFEIT_YIELD" => &mut self.forfeit_yield,
+            "PICK_BUDDY_IN_PICK_EEVDF" => &mut self.buddy_in_pick_eevdf,
+            "VPROT" => &mut self.vprot,
+            "NEXT_BUDDY_GATES_PICK" => &mut self.next_buddy_gates_pick,
+            _ => return None,
+        })
+    }
+
+    /// Sets a switch by its kernel name; false if the name is unknown.
+    pub fn set(&mut self, name: &str, on: bool) -> bool {
+        match self.slot(name) {
+            Some(s) => {
+                *s = on;
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<bool> {
+        let mut c = *self;
+        c.slot(name).map(|s| *s)
+    }
+
+    /// Is a buddy honoured at pick time? (6.12.0: NEXT_BUDDY; later: PICK_BUDDY.)
+    pub fn honour_buddy(&self) -> bool {
+        if self.next_buddy_gates_pick {
+            self.next_buddy
+        } else {
+            self.pick_buddy
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_differ_where_the_kernels_do() {
+        let v0 = KernelPreset::V6_12_0.features();
+        let v117 = KernelPreset::V6_12_117.features();
+        let v19 = KernelPreset::V6_19.features();
+        assert!(!v0.pick_buddy && !v0.forfeit_yield && !v0.honour_buddy());
+        assert!(v117.pick_buddy && v117.forfeit_yield && !v117.buddy_in_pick_eevdf);
+        assert!(v19.buddy_in_pick_eevdf && v19.vprot && v19.forfeit_yield);
+        assert!(!v117.hrtick && !v117.next_buddy);
+    }
+
+    #[test]
+    fn every_documented_name_is_settable() {
+        let mut f = KernelPreset::V6_12_117.features();
+        for n in FEATURE_NAMES {
+            let before = f.get(n).unwrap();
+            assert!(f.set(n, !before));
+            assert_eq!(f.get(n), Some(!before));
+        }
+        assert!(!f.set("NO_SUCH_FEATURE", true));
+    }
+}

@@ -1,0 +1,122 @@
+//! Task-group weights: `calc_group_shares()`, `update_cfs_group()`,
+//! `reweight_entity()`/`reweight_eevdf()` and the load-average plumbing that
+//! feeds them (`update_load_avg()` -> `update_tg_load_avg()`), after
+//! kernel/sched/fair.c of Linux 6.12.117 (CONFIG_FAIR_GROUP_SCHED, CONFIG_SMP).
+
+use super::entity::VruntimeStep;
+use super::ids::{CfsRqId, SeId};
+use super::weight::{scale_load_down, MIN_SHARES};
+use super::{Scheduler, ROOT_GROUP};
+
+impl Scheduler {
+    /// `update_load_avg()` reduced to the cfs_rq signal (see `pelt`), followed by
+    /// `update_tg_load_avg()` as with UPDATE_TG.
+    pub fn update_load_avg(&mut self, cfs: CfsRqId) {
+        let now = self.now;
+        let q = &mut self.cfs_rqs[cfs.idx()];
+        let load = scale_load_down(q.load.weight);
+        q.avg.update(now, load);
+        self.update_tg_load_avg(cfs);
+    }
+
+    /// `update_tg_load_avg()`: propagate this CPU's contribution to `tg->load_avg`
+    /// when it moved by more than 1/64, at most once per ms.
+    fn update_tg_load_avg(&mut self, cfs: CfsRqId) {
+        let now = self.now;
+        let q = &mut self.cfs_rqs[cfs.idx()];
+        if q.tg == ROOT_GROUP {
+            return;
+        }
+        if now.saturating_sub(q.last_update_tg_load_avg) < 1_000_000
+            && q.last_update_tg_load_avg != 0
+        {
+            return;
+        }
+        let delta = q.avg.load_avg as i64 - q.tg_load_avg_contrib;
+        if delta.abs() > q.tg_load_avg_contrib / 64 {
+            q.tg_load_avg_contrib = q.avg.load_avg as i64;
+            q.last_update_tg_load_avg = now.max(1);
+            let tg = q.tg;
+            self.groups[tg.idx()].load_avg += delta;
+        }
+    }
+
+    /// `calc_group_shares()`: this CPU's share of `tg->shares`, in proportion to
+    /// its load (max of instantaneous weight and PELT average) over the group's
+    /// total, clamped to [MIN_SHARES, tg->shares].
+    pub fn calc_group_shares(&self, cfs: CfsRqId) -> u64 {
+        let q = &self.cfs_rqs[cfs.idx()];
+        let tg = &self.groups[q.tg.idx()];
+        let tg_shares = tg.shares as i64;
+        let load = (scale_load_down(q.load.weight) as i64).max(q.avg.load_avg as i64);
+        let mut tg_weight = tg.load_avg;
+        tg_weight -= q.tg_load_avg_contrib;
+        tg_weight += load;
+        let mut shares = tg_shares * load;
+        if tg_weight != 0 {
+            shares /= tg_weight;
+        }
+        shares.clamp(MIN_SHARES as i64, tg_shares) as u64
+    }
+
+    /// `update_cfs_group()`: re-weight a group entity from its queue's state; an
+    /// empty queue keeps its weight (matters for DELAY_DEQUEUE).
+    pub fn update_cfs_group(&mut self, se: SeId) {
+        let Some(gq) = self.ses[se.idx()].my_q else {
+            return;
+        };
+        if self.cfs_rqs[gq.idx()].load.weight == 0 {
+            return;
+        }
+        let shares = self.calc_group_shares(gq);
+        if self.ses[se.idx()].load.weight != shares {
+            let cfs = self.cfs_rq_of(se);
+            self.reweight_entity(cfs, se, shares);
+        }
+    }
+
+    /// `reweight_entity()`.
+    pub fn reweight_entity(&mut self, cfs: CfsRqId, se: SeId, weight: u64) {
+        let is_curr = self.cfs_rqs[cfs.idx()].curr == Some(se);
+        let mut avruntime = 0;
+        let on_rq = self.ses[se.idx()].on_rq;
+        if on_rq {
+            self.update_curr(cfs);
+            avruntime = self.avg_vruntime(cfs);
+            if !is_curr {
+                self.dequeue_from_timeline(cfs, se);
+            }
+            let w = self.ses[se.idx()].load.weight;
+            self.cfs_rqs[cfs.idx()].load.sub(w);
+        }
+        if on_rq {
+            self.reweight_eevdf(se, avruntime, weight);
+        } else {
+            let e = &mut self.ses[se.idx()];
+            e.vlag = (e.vlag as i128 * e.load.weight as i128 / weight as i128) as i64;
+        }
+        self.ses[se.idx()].load.set(weight);
+        if on_rq {
+            self.cfs_rqs[cfs.idx()].load.add(weight);
+            if !is_curr {
+                self.enqueue_into_timeline(cfs, se);
+            }
+        }
+    }
+
+    /// `reweight_eevdf()`: keep lag and the relative deadline across a weight
+    /// change: v' = V - (V - v) w/w', d' = V + (d - V) w/w'.
+    fn reweight_eevdf(&mut self, se: SeId, avruntime: u64, weight: u64) {
+        let old_weight = self.ses[se.idx()].load.weight;
+        if avruntime != self.ses[se.idx()].vruntime() {
+            let vlag = self.entity_lag(avruntime, se);
+            let vlag = (vlag as i128 * old_weight as i128 / weight as i128) as i64;
+            self.ses[se.idx()]
+                .set_vruntime(avruntime.wrapping_sub(vlag as u64), VruntimeStep::Reweight);
+        }
+        let e = &mut self.ses[se.idx()];
+        let vslice = e.deadline.wrapping_sub(avruntime) as i64;
+        let vslice = (vslice as i128 * old_weight as i128 / weight as i128) as i64;
+        e.deadline = avruntime.wrapping_add(vslice as u64);
+    }
+}

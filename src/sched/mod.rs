@@ -1,0 +1,342 @@
+//! The host scheduler: a model of kernel/sched (fair class) of Linux 6.12.117,
+//! with kernel presets for 6.12.0 and 6.19 (see `features`).
+//!
+//! Layout follows the kernel: `fair` holds the EEVDF fair-class functions of
+//! fair.c, `core` the class-independent parts of core.c/syscalls.c (schedule,
+//! wakeups, yield_to, the tick), `group` the task-group weight machinery,
+//! `balance` SMP placement and load balancing, `pelt` the load signal.
+//!
+//! The model is driven by `sim::Simulator`: every entry point runs at the
+//! virtual instant `Scheduler::now`, and reschedule requests are collected and
+//! served by the simulator (`take_resched`).
+
+pub mod balance;
+pub mod core;
+pub mod entity;
+pub mod fair;
+pub mod features;
+pub mod group;
+pub mod ids;
+pub mod pelt;
+pub mod weight;
+
+pub use entity::{CfsRq, SchedEntity, VruntimeStep};
+pub use features::{KernelPreset, SchedFeatures};
+pub use ids::{CfsRqId, CpuId, GroupId, SeId, TaskId};
+
+use weight::{nice_to_weight, LoadWeight, NICE_0_LOAD};
+
+/// `sysctl_sched_migration_cost` (ns): a task that ran this recently is cache hot.
+pub const SYSCTL_SCHED_MIGRATION_COST: u64 = 500_000;
+
+/// Static configuration of the modelled host.
+#[derive(Clone, Debug)]
+pub struct SchedConfig {
+    pub nr_cpus: u32,
+    pub hz: u32,
+    pub features: SchedFeatures,
+    pub preset: KernelPreset,
+}
+
+impl SchedConfig {
+    /// `TICK_NSEC`.
+    pub fn tick_nsec(&self) -> u64 {
+        (1_000_000_000 + self.hz as u64 / 2) / self.hz as u64
+    }
+
+    /// `sysctl_sched_base_slice`: 0.7 ms scaled by 1 + ilog2(min(ncpus, 8))
+    /// (SCHED_TUNABLESCALING_LOG, the default).
+    pub fn base_slice(&self) -> u64 {
+        let n = self.nr_cpus.clamp(1, 8);
+        let factor = 1 + (31 - n.leading_zeros()) as u64;
+        700_000 * factor
+    }
+}
+
+/// `p->__state` reduced to what the fair class looks at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    /// TASK_RUNNING: on a CPU or queued to run.
+    Running,
+    /// Blocked (TASK_INTERRUPTIBLE); may still be queued as a delayed entity.
+    Sleeping,
+}
+
+/// Per-task counters as /proc/PID/sched and schedstat report them.
+#[derive(Clone, Debug, Default)]
+pub struct TaskStats {
+    pub wait_ns: u64,
+    pub nr_switches: u64,
+    pub nr_voluntary_switches: u64,
+    pub nr_involuntary_switches: u64,
+    pub nr_yields: u64,
+    pub nr_yield_to: u64,
+    pub nr_yield_to_ok: u64,
+    pub nr_migrations: u64,
+    pub nr_wakeups: u64,
+    /// Wakeup-to-run latencies (ns), one sample per wakeup that reached a CPU.
+    pub wakeup_latency: Vec<u64>,
+}
+
+pub struct Task {
+    pub id: TaskId,
+    pub name: String,
+    pub se: SeId,
+    /// `task_cpu(p)`.
+    pub cpu: CpuId,
+    pub state: TaskState,
+    /// `p->on_rq`: queued (including a delayed-dequeue entity).
+    pub on_rq: bool,
+    /// `task_on_cpu()`.
+    pub on_cpu: bool,
+    pub group: GroupId,
+    pub nice: i32,
+    /// `p->cpus_mask`.
+    pub allowed: Vec<bool>,
+    pub stats: TaskStats,
+    /// When the pending wakeup happened (cleared when the task runs).
+    pub wake_time: Option<u64>,
+    /// Since when the task waits queued but not running.
+    pub wait_since: Option<u64>,
+}
+
+/// `struct task_group`.
+pub struct TaskGroup {
+    pub path: String,
+    pub parent: Option<GroupId>,
+    /// `tg->shares` (scaled).
+    pub shares: u64,
+    /// `tg->load_avg`: Σ over CPUs of the cfs_rqs' `tg_load_avg_contrib`.
+    pub load_avg: i64,
+    /// One cfs_rq per CPU.
+    pub cfs_rq: Vec<CfsRqId>,
+    /// The group's entity per CPU (None for the root group).
+    pub se: Vec<Option<SeId>>,
+    pub depth: u32,
+}
+
+/// `struct rq`, the per-CPU runqueue.
+pub struct Rq {
+    pub cpu: CpuId,
+    pub cfs: CfsRqId,
+    /// The running task; None means the idle task.
+    pub curr: Option<TaskId>,
+    pub nr_running: u32,
+    pub need_resched: bool,
+    /// When the current task (or idle) started running here.
+    pub switched_at: u64,
+    pub busy_ns: u64,
+    pub next_balance: u64,
+    pub nr_balance_failed: u32,
+    pub yld_count: u64,
+    pub nr_switches: u64,
+}
+
+/// The host scheduler state. See the module doc.
+pub struct Scheduler {
+    pub cfg: SchedConfig,
+    pub feat: SchedFeatures,
+    /// The virtual instant every entry point runs at (`rq_clock()`).
+    pub now: u64,
+    pub tasks: Vec<Task>,
+    pub ses: Vec<SchedEntity>,
+    pub cfs_rqs: Vec<CfsRq>,
+    pub groups: Vec<TaskGroup>,
+    pub rqs: Vec<Rq>,
+    enqueue_seq: u64,
+    resched: Vec<CpuId>,
+    pub nohz_next_balance: u64,
+    /// HRTICK timers armed by `hrtick_start_fair()`: (cpu, expiry), drained by
+    /// the simulator.
+    pub hrtick_requests: Vec<(CpuId, u64)>,
+    /// A policy step run inside `yield_to_task_fair()` after `set_next_buddy()`
+    /// and before `yield_task_fair()` (where the seed series hooks its
+    /// debooster); None on an unpatched kernel.
+    pub yield_to_hook: Option<YieldToHook>,
+}
+
+/// See [`Scheduler::yield_to_hook`].
+pub type YieldToHook = fn(&mut Scheduler, CpuId, TaskId);
+
+/// The root task group.
+pub const ROOT_GROUP: GroupId = GroupId(0);
+
+impl Scheduler {
+    pub fn new(cfg: SchedConfig) -> Scheduler {
+        let feat = cfg.features;
+        let n = cfg.nr_cpus as usize;
+        let mut s = Scheduler {
+            cfg,
+            feat,
+            now: 0,
+            tasks: Vec::new(),
+            ses: Vec::new(),
+            cfs_rqs: Vec::new(),
+            groups: Vec::new(),
+            rqs: Vec::new(),
+            enqueue_seq: 0,
+            resched: Vec::new(),
+            nohz_next_balance: 0,
+            hrtick_requests: Vec::new(),
+            yield_to_hook: None,
+        };
+        let mut root_rqs = Vec::with_capacity(n);
+        for c in 0..n {
+            let id = CfsRqId(s.cfs_rqs.len() as u32);
+            s.cfs_rqs
+                .push(CfsRq::new(ROOT_GROUP, CpuId(c as u32), None));
+            root_rqs.push(id);
+            s.rqs.push(Rq {
+                cpu: CpuId(c as u32),
+                cfs: id,
+                curr: None,
+                nr_running: 0,
+                need_resched: false,
+                switched_at: 0,
+                busy_ns: 0,
+                next_balance: 0,
+                nr_balance_failed: 0,
+                yld_count: 0,
+                nr_switches: 0,
+            });
+        }
+        s.groups.push(TaskGroup {
+            path: "/".into(),
+            parent: None,
+            shares: NICE_0_LOAD,
+            load_avg: 0,
+            cfs_rq: root_rqs,
+            se: vec![None; n],
+            depth: 0,
+        });
+        s
+    }
+
+    pub fn nr_cpus(&self) -> usize {
+        self.rqs.len()
+    }
+
+    /// Creates a task group under `parent` with `tg->shares` = `shares` (scaled);
+    /// one cfs_rq and one group entity per CPU, as `alloc_fair_sched_group()`.
+    pub fn create_group(&mut self, path: &str, parent: GroupId, shares: u64) -> GroupId {
+        let gid = GroupId(self.groups.len() as u32);
+        let depth = self.groups[parent.idx()].depth + 1;
+        let mut cfs = Vec::new();
+        let mut ses = Vec::new();
+        for c in 0..self.nr_cpus() {
+            let parent_q = self.groups[parent.idx()].cfs_rq[c];
+            let parent_se = self.groups[parent.idx()].se[c];
+            let se_id = SeId(self.ses.len() as u32);
+            let q = CfsRqId(self.cfs_rqs.len() as u32);
+            self.cfs_rqs
+                .push(CfsRq::new(gid, CpuId(c as u32), Some(se_id)));
+            // init_tg_cfs_entry(): the group entity starts at NICE_0_LOAD.
+            let mut se = SchedEntity::new(LoadWeight::new(NICE_0_LOAD), parent_q);
+            se.parent = parent_se;
+            se.depth = parent_se.map_or(0, |p| self.ses[p.idx()].depth + 1);
+            se.my_q = Some(q);
+            self.ses.push(se);
+            cfs.push(q);
+            ses.push(Some(se_id));
+        }
+        self.groups.push(TaskGroup {
+            path: path.to_string(),
+            parent: Some(parent),
+            shares,
+            load_avg: 0,
+            cfs_rq: cfs,
+            se: ses,
+            depth,
+        });
+        gid
+    }
+
+    /// Creates a sleeping task (not yet woken) in `group`, placed on `cpu`.
+    pub fn create_task(
+        &mut self,
+        name: &str,
+        group: GroupId,
+        nice: i32,
+        allowed: Vec<bool>,
+        cpu: CpuId,
+        custom_slice: Option<u64>,
+    ) -> TaskId {
+        let id = TaskId(self.tasks.len() as u32);
+        let se_id = SeId(self.ses.len() as u32);
+        let q = self.groups[group.idx()].cfs_rq[cpu.idx()];
+        let mut se = SchedEntity::new(LoadWeight::new(nice_to_weight(nice)), q);
+        se.task = Some(id);
+        se.parent = self.groups[group.idx()].se[cpu.idx()];
+        se.depth = se.parent.map_or(0, |p| self.ses[p.idx()].depth + 1);
+        se.slice = custom_slice.unwrap_or_else(|| self.cfg.base_slice());
+        se.custom_slice = custom_slice.is_some();
+        self.ses.push(se);
+        self.tasks.push(Task {
+            id,
+            name: name.to_string(),
+            se: se_id,
+            cpu,
+            state: TaskState::Sleeping,
+            on_rq: false,
+            on_cpu: false,
+            group,
+            nice,
+            allowed,
+            stats: TaskStats::default(),
+            wake_time: None,
+            wait_since: None,
+        });
+        id
+    }
+
+    /// `resched_curr()`: asks the simulator to run `__schedule()` on `cpu`.
+    pub fn resched_curr(&mut self, cpu: CpuId) {
+        let rq = &mut self.rqs[cpu.idx()];
+        if !rq.need_resched {
+            rq.need_resched = true;
+            self.resched.push(cpu);
+        }
+    }
+
+    /// Pops the next CPU with a pending reschedule, lowest request first.
+    pub fn take_resched(&mut self) -> Option<CpuId> {
+        if self.resched.is_empty() {
+            None
+        } else {
+            Some(self.resched.remove(0))
+        }
+    }
+
+    pub fn next_enqueue_seq(&mut self) -> u64 {
+        self.enqueue_seq += 1;
+        self.enqueue_seq
+    }
+
+    /// `cfs_rq_of(se)`.
+    pub fn cfs_rq_of(&self, se: SeId) -> CfsRqId {
+        self.ses[se.idx()].cfs_rq
+    }
+
+    /// `parent_entity(se)`.
+    pub fn parent_entity(&self, se: SeId) -> Option<SeId> {
+        self.ses[se.idx()].parent
+    }
+
+    /// The task's leaf cfs_rq (`task_cfs_rq(p)`).
+    pub fn task_cfs_rq(&self, p: TaskId) -> CfsRqId {
+        self.ses[self.tasks[p.idx()].se.idx()].cfs_rq
+    }
+
+    /// Is `g` equal to or below `ancestor` in the group tree?
+    pub fn group_is_descendant(&self, mut g: GroupId, ancestor: GroupId) -> bool {
+        loop {
+            if g == ancestor {
+                return true;
+            }
+            match self.groups[g.idx()].parent {
+                Some(p) => g = p,
+                None => return false,
+            }
+        }
+    }
+}

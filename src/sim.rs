@@ -1,0 +1,410 @@
+//! The simulator: builds a host from a scenario and drives the scheduler model
+//! through the event queue.
+//!
+//! Events are per-CPU ticks (aligned to the jiffy grid, stopped while a CPU is
+//! idle, as NOHZ_IDLE does), the end of a running task's CPU burst, timers
+//! that wake sleeping tasks, and HRTICK expiries. After each event every
+//! pending reschedule request is served, in the order it was raised.
+//! Invalidation of a burst-end event when its task is switched out uses a
+//! per-CPU generation number.
+
+use crate::engine::{EventQueue, Nanos, SimRng, Time};
+use crate::report::Report;
+use crate::scenario::{expanded_names, Scenario, TaskKind};
+use crate::sched::core::Switch;
+use crate::sched::weight::scale_load;
+use crate::sched::{CpuId, GroupId, SchedConfig, Scheduler, TaskId, ROOT_GROUP};
+use crate::task::{Behaviour, Next, World};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    Tick(CpuId),
+    BurstEnd(CpuId, u64),
+    Timer(TaskId),
+    HrTick(CpuId, u64),
+}
+
+/// Per-task simulator state (besides the scheduler's).
+struct TaskSim {
+    behaviour: Behaviour,
+    /// CPU time left in the current burst; None when the behaviour must be
+    /// asked for its next step as soon as the task runs (after a wakeup).
+    remaining: Option<Nanos>,
+    /// When the burst started consuming on the current CPU.
+    running_since: Option<Time>,
+    started: bool,
+}
+
+/// A host under simulation.
+pub struct Simulator {
+    pub sched: Scheduler,
+    queue: EventQueue<Ev>,
+    tasks: Vec<TaskSim>,
+    world: World,
+    cpu_gen: Vec<u64>,
+    hrtick_gen: Vec<u64>,
+    tick_armed: Vec<bool>,
+    tick: u64,
+    pub now: Time,
+    events: u64,
+    /// Cgroup path of each task group, for reports.
+    pub group_paths: Vec<String>,
+    pub task_group: Vec<GroupId>,
+    check_invariants: bool,
+    _rng: SimRng,
+}
+
+impl Simulator {
+    /// Builds the host and its tasks from a validated scenario.
+    pub fn new(sc: &Scenario) -> Simulator {
+        let cfg = SchedConfig {
+            nr_cpus: sc.host.cpus,
+            hz: sc.host.hz,
+            features: sc.host.features,
+            preset: sc.host.kernel,
+        };
+        let mut sched = Scheduler::new(cfg);
+        let mut by_path: BTreeMap<String, GroupId> = BTreeMap::new();
+        by_path.insert("/".into(), ROOT_GROUP);
+        // Declared parents come first after sorting by depth.
+        let mut cgs = sc.cgroups.clone();
+        cgs.sort_by_key(|c| c.path.matches('/').count());
+        for c in &cgs {
+            let parent = by_path[&crate::scenario::parent_path(&c.path)];
+            // cpu.weight w is cpu.shares w * 1024 / 100 (sched_group_set_shares).
+            let shares = scale_load(c.weight as u64 * 1024 / 100).max(scale_load(2));
+            let g = sched.create_group(&c.path, parent, shares);
+            by_path.insert(c.path.clone(), g);
+        }
+        let group_paths = sched.groups.iter().map(|g| g.path.clone()).collect();
+        let n = sc.host.cpus as usize;
+        let mut sim = Simulator {
+            sched,
+            queue: EventQueue::new(),
+            tasks: Vec::new(),
+            world: World::default(),
+            cpu_gen: vec![0; n],
+            hrtick_gen: vec![0; n],
+            tick_armed: vec![false; n],
+            tick: 0,
+            now: Time::ZERO,
+            events: 0,
+            group_paths,
+            task_group: Vec::new(),
+            check_invariants: false,
+            _rng: SimRng::new(sc.host.seed, 0),
+        };
+        sim.tick = sim.sched.cfg.tick_nsec();
+        // Create tasks; round-robin initial CPUs over each task's allowed set.
+        let mut next_cpu = 0usize;
+        let mut names: BTreeMap<String, TaskId> = BTreeMap::new();
+        let mut pending_targets: Vec<(TaskId, String)> = Vec::new();
+        for t in &sc.tasks {
+            let allowed: Vec<bool> = match &t.cpus {
+                Some(list) => (0..n).map(|c| list.contains(&(c as u32))).collect(),
+                None => vec![true; n],
+            };
+            let group = by_path[&t.cgroup];
+            let slice = t.slice.map(|s| s.0);
+            let tnames = expanded_names(t);
+            let mut ids = Vec::new();
+            for name in &tnames {
+                let cpu = (0..n)
+                    .map(|k| (next_cpu + k) % n)
+                    .find(|&c| allowed[c])
+                    .unwrap_or(0);
+                next_cpu = cpu + 1;
+                let id = sim.sched.create_task(
+                    name,
+                    group,
+                    t.nice,
+                    allowed.clone(),
+                    CpuId(cpu as u32),
+                    slice,
+                );
+                names.insert(name.clone(), id);
+                sim.task_group.push(group);
+                ids.push(id);
+            }
+            match &t.kind {
+                TaskKind::Hog => ids.iter().for_each(|_| sim.push_task(Behaviour::Hog)),
+                TaskKind::Periodic { period, run, phase } => {
+                    for _ in &ids {
+                        sim.push_task(Behaviour::Periodic {
+                            period: *period,
+                            run: *run,
+                            next_expiry: Time::ZERO + *phase,
+                            active: false,
+                        });
+                    }
+                }
+                TaskKind::YieldLoop { work, target } => {
+                    for &id in &ids {
+                        sim.push_task(Behaviour::YieldLoop {
+                            work: *work,
+                            target: None,
+                        });
+                        if let Some(tg) = target {
+                            pending_targets.push((id, tg.clone()));
+                        }
+                    }
+                }
+                TaskKind::PingPong { run } => {
+                    for pair in ids.chunks(2) {
+                        let a_to_b = sim.world.new_pipe(u32::MAX);
+                        let b_to_a = sim.world.new_pipe(u32::MAX);
+                        sim.push_task(Behaviour::PingPong {
+                            run: *run,
+                            rx: b_to_a,
+                            tx: a_to_b,
+                            partner: pair[1],
+                            working: true,
+                        });
+                        sim.push_task(Behaviour::PingPong {
+                            run: *run,
+                            rx: a_to_b,
+                            tx: b_to_a,
+                            partner: pair[0],
+                            working: false,
+                        });
+                    }
+                }
+                TaskKind::Messaging {
+                    fds,
+                    send,
+                    recv,
+                    pipe_slots,
+                } => {
+                    let f = *fds as usize;
+                    for group_ids in ids.chunks(2 * f) {
+                        let pipes: Vec<usize> =
+                            (0..f).map(|_| sim.world.new_pipe(*pipe_slots)).collect();
+                        let readers: Vec<TaskId> = group_ids[f..].to_vec();
+                        for s in 0..f {
+                            sim.push_task(Behaviour::Sender {
+                                send: *send,
+                                pipes: pipes.clone(),
+                                readers: readers.clone(),
+                                cursor: s % f,
+                            });
+                        }
+                        for &p in &pipes {
+                            sim.push_task(Behaviour::Receiver {
+                                recv: *recv,
+                                pipe: p,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        for (id, tg) in pending_targets {
+            if let Behaviour::YieldLoop { target, .. } = &mut sim.tasks[id.idx()].behaviour {
+                *target = Some(names[&tg]);
+            }
+        }
+        sim
+    }
+
+    fn push_task(&mut self, b: Behaviour) {
+        self.tasks.push(TaskSim {
+            behaviour: b,
+            remaining: None,
+            running_since: None,
+            started: false,
+        });
+    }
+
+    /// Checks the scheduler invariants after every event (tests).
+    pub fn set_check_invariants(&mut self, on: bool) {
+        self.check_invariants = on;
+    }
+
+    /// Runs until `duration` of virtual time has passed; returns the report.
+    pub fn run(&mut self, duration: Nanos) -> Report {
+        let wall = std::time::Instant::now();
+        let end = Time::ZERO + duration;
+        // All tasks start at t=0, in creation order (wake_up_new_task).
+        self.set_now(Time::ZERO);
+        for i in 0..self.tasks.len() {
+            self.sched.wake_up_new_task(TaskId(i as u32));
+            self.serve_resched();
+        }
+        while let Some(t) = self.queue.peek_time() {
+            if t > end {
+                break;
+            }
+            let (t, ev) = self.queue.pop().expect("peeked");
+            self.set_now(t);
+            self.events += 1;
+            self.dispatch(ev);
+            self.serve_resched();
+            if self.check_invariants {
+                if let Err(e) = crate::invariants::check(&self.sched) {
+                    panic!("invariant violated at {t}: {e}");
+                }
+            }
+        }
+        self.set_now(end);
+        self.sched.sync_accounting();
+        Report::build(self, duration, wall.elapsed().as_nanos() as u64)
+    }
+
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    fn set_now(&mut self, t: Time) {
+        self.now = t;
+        self.sched.now = t.0;
+    }
+
+    fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::Tick(cpu) => {
+                self.tick_armed[cpu.idx()] = false;
+                if self.sched.rqs[cpu.idx()].curr.is_some() {
+                    self.sched.sched_tick(cpu);
+                    self.arm_tick(cpu);
+                }
+            }
+            Ev::HrTick(cpu, gen) => {
+                if gen == self.hrtick_gen[cpu.idx()] {
+                    if let Some(c) = self.sched.rqs[cpu.idx()].curr {
+                        self.sched.task_tick_fair(cpu, c, true);
+                    }
+                }
+            }
+            Ev::BurstEnd(cpu, gen) => {
+                if gen != self.cpu_gen[cpu.idx()] {
+                    return;
+                }
+                let p = self.sched.rqs[cpu.idx()]
+                    .curr
+                    .expect("burst end on idle CPU");
+                let ts = &mut self.tasks[p.idx()];
+                ts.running_since = None;
+                ts.remaining = None;
+                self.step(cpu, p);
+            }
+            Ev::Timer(p) => {
+                self.sched.try_to_wake_up(p, 0, None);
+            }
+        }
+    }
+
+    /// Asks the running task's behaviour what to do next and does it.
+    fn step(&mut self, cpu: CpuId, p: TaskId) {
+        let now = self.now;
+        let ts = &mut self.tasks[p.idx()];
+        let step = if ts.started {
+            ts.behaviour.on_burst_end(p, now, &mut self.world)
+        } else {
+            ts.started = true;
+            ts.behaviour.start(p, now, &mut self.world)
+        };
+        for w in step.wake {
+            self.sched.try_to_wake_up(w, 0, Some(cpu));
+        }
+        match step.next {
+            Next::Run(d) => {
+                self.tasks[p.idx()].remaining = Some(d);
+                self.start_burst(cpu, p);
+            }
+            Next::Yield(d) => {
+                self.tasks[p.idx()].remaining = Some(d);
+                let sw = self.sched.do_sched_yield(cpu);
+                self.after_own_switch(cpu, p, sw);
+            }
+            Next::YieldTo(t, d) => {
+                self.tasks[p.idx()].remaining = Some(d);
+                let (_, sw) = self.sched.yield_to(cpu, t, true);
+                self.after_own_switch(cpu, p, sw);
+            }
+            Next::Sleep(timer) => {
+                self.tasks[p.idx()].remaining = None;
+                if let Some(at) = timer {
+                    self.queue.push(at.max(now), Ev::Timer(p));
+                }
+                let sw = self.sched.block_current(cpu);
+                self.after_own_switch(cpu, p, sw);
+            }
+        }
+    }
+
+    /// After a yield/block by `p`: apply the switch, or keep `p` running.
+    fn after_own_switch(&mut self, cpu: CpuId, p: TaskId, sw: Option<Switch>) {
+        match sw {
+            Some(sw) => self.apply_switch(sw),
+            None => {
+                // Still on the CPU (nothing else to run): continue.
+                if self.sched.rqs[cpu.idx()].curr == Some(p) {
+                    self.start_burst(cpu, p);
+                }
+            }
+        }
+    }
+
+    /// Schedules the end of `p`'s burst on `cpu` (a zero-length burst asks the
+    /// behaviour for its next step right away).
+    fn start_burst(&mut self, cpu: CpuId, p: TaskId) {
+        self.cpu_gen[cpu.idx()] += 1;
+        let gen = self.cpu_gen[cpu.idx()];
+        let ts = &mut self.tasks[p.idx()];
+        ts.running_since = Some(self.now);
+        let d = ts.remaining.unwrap_or(Nanos::ZERO);
+        self.queue.push(self.now + d, Ev::BurstEnd(cpu, gen));
+    }
+
+    fn apply_switch(&mut self, sw: Switch) {
+        let now = self.now;
+        let c = sw.cpu.idx();
+        self.cpu_gen[c] += 1;
+        if let Some(prev) = sw.prev {
+            let ts = &mut self.tasks[prev.idx()];
+            if let Some(since) = ts.running_since.take() {
+                if let Some(r) = ts.remaining.as_mut() {
+                    *r = *r - (now - since);
+                }
+            }
+        }
+        if let Some(next) = sw.next {
+            self.start_burst(sw.cpu, next);
+            if !self.tick_armed[c] {
+                self.arm_tick(sw.cpu);
+            }
+        }
+    }
+
+    /// Next tick on the jiffy grid, strictly after now.
+    fn arm_tick(&mut self, cpu: CpuId) {
+        let t = (self.now.0 / self.tick + 1) * self.tick;
+        self.queue.push(Time(t), Ev::Tick(cpu));
+        self.tick_armed[cpu.idx()] = true;
+    }
+
+    fn serve_resched(&mut self) {
+        loop {
+            for (cpu, at) in std::mem::take(&mut self.sched.hrtick_requests) {
+                self.hrtick_gen[cpu.idx()] += 1;
+                let gen = self.hrtick_gen[cpu.idx()];
+                self.queue.push(Time(at), Ev::HrTick(cpu, gen));
+            }
+            let Some(cpu) = self.sched.take_resched() else {
+                break;
+            };
+            if !self.sched.rqs[cpu.idx()].need_resched {
+                continue;
+            }
+            if let Some(sw) = self.sched.schedule(cpu) {
+                self.apply_switch(sw);
+            }
+        }
+    }
+
+    /// Task ids in creation order with their cgroup paths (for reports).
+    pub fn task_ids(&self) -> impl Iterator<Item = TaskId> {
+        (0..self.tasks.len() as u32).map(TaskId)
+    }
+}

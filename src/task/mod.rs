@@ -1,0 +1,239 @@
+//! Host task behaviours: what a task does with the CPU when it has it.
+//!
+//! A behaviour is a small state machine. While its task runs it consumes a
+//! *burst* of CPU time; when the burst is used up the simulator asks for the
+//! next [`Step`]: keep running, yield, yield_to another task, wake others, or
+//! block (with an optional timer). Preemption only pauses a burst.
+//!
+//! Kinds (scenario `kind`): `hog`, `periodic`, `yield_loop`, `pingpong`,
+//! `messaging`. Parameters are documented on each variant and in README.md.
+
+use crate::engine::{Nanos, Time};
+use crate::sched::TaskId;
+
+/// What a task does when its current burst is used up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Keep running for this much more CPU time.
+    Run(Nanos),
+    /// `sched_yield()`, then run this much when next on a CPU.
+    Yield(Nanos),
+    /// `yield_to(target, preempt = true)`, then run this much.
+    YieldTo(TaskId, Nanos),
+    /// Block; wake at the given instant if set (a timer), else when woken.
+    Sleep(Option<Time>),
+}
+
+/// One step of a behaviour: tasks to wake (in order), then what to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub wake: Vec<TaskId>,
+    pub next: Next,
+}
+
+impl Step {
+    pub fn just(next: Next) -> Step {
+        Step {
+            wake: Vec::new(),
+            next,
+        }
+    }
+}
+
+/// Bounded FIFO between tasks, like a pipe of `capacity` messages.
+#[derive(Clone, Debug)]
+pub struct Pipe {
+    pub capacity: u32,
+    pub len: u32,
+    /// Reader blocked on an empty pipe.
+    pub reader_waiting: Option<TaskId>,
+    /// Writers blocked on a full pipe.
+    pub writers_waiting: Vec<TaskId>,
+}
+
+/// State shared between behaviours (the pipes of pingpong and messaging).
+#[derive(Default)]
+pub struct World {
+    pub pipes: Vec<Pipe>,
+}
+
+impl World {
+    pub fn new_pipe(&mut self, capacity: u32) -> usize {
+        self.pipes.push(Pipe {
+            capacity,
+            len: 0,
+            reader_waiting: None,
+            writers_waiting: Vec::new(),
+        });
+        self.pipes.len() - 1
+    }
+}
+
+/// A host task's behaviour and its parameters.
+#[derive(Clone, Debug)]
+pub enum Behaviour {
+    /// Always runnable (a busy loop).
+    Hog,
+    /// Run `run` every `period`, first expiry at `next_expiry` (cyclictest-like).
+    /// An overrun activation is followed at once by the next one.
+    Periodic {
+        period: Nanos,
+        run: Nanos,
+        next_expiry: Time,
+        active: bool,
+    },
+    /// `sched_yield()` after every `work` of CPU; with `target`, `yield_to()` it
+    /// instead (a spinner handing its CPU to a named task).
+    YieldLoop { work: Nanos, target: Option<TaskId> },
+    /// Half of a pair passing a token through two pipes: on receiving it, run
+    /// `run`, write it to the partner, then block reading.
+    PingPong {
+        run: Nanos,
+        rx: usize,
+        tx: usize,
+        partner: TaskId,
+        working: bool,
+    },
+    /// A hackbench sender: writes messages round-robin to its group's
+    /// receivers, `send` CPU per message, blocking while a pipe is full.
+    Sender {
+        send: Nanos,
+        pipes: Vec<usize>,
+        readers: Vec<TaskId>,
+        cursor: usize,
+    },
+    /// A hackbench receiver: `recv` CPU per message, blocking on an empty pipe.
+    Receiver { recv: Nanos, pipe: usize },
+}
+
+const FOREVER: Nanos = Nanos(u64::MAX / 4);
+
+impl Behaviour {
+    /// The first step after the task is created (it is already on a CPU).
+    pub fn start(&mut self, me: TaskId, now: Time, world: &mut World) -> Step {
+        match self {
+            Behaviour::Periodic { next_expiry, .. } if *next_expiry > now => {
+                Step::just(Next::Sleep(Some(*next_expiry)))
+            }
+            Behaviour::Periodic { .. } => self.on_burst_end(me, now, world),
+            Behaviour::PingPong {
+                working: true, run, ..
+            } => Step::just(Next::Run(*run)),
+            Behaviour::Sender { send, .. } => Step::just(Next::Run(*send)),
+            Behaviour::YieldLoop { work, .. } => Step::just(Next::Run(*work)),
+            _ => self.on_burst_end(me, now, world),
+        }
+    }
+
+    /// Called when the task's burst is used up, and when a task that blocked
+    /// runs again (its wake reason is read from the shared state).
+    pub fn on_burst_end(&mut self, me: TaskId, now: Time, world: &mut World) -> Step {
+        match self {
+            Behaviour::Hog => Step::just(Next::Run(FOREVER)),
+            Behaviour::Periodic {
+                period,
+                run,
+                next_expiry,
+                active,
+            } => {
+                if *active && now < *next_expiry {
+                    *active = false;
+                    return Step::just(Next::Sleep(Some(*next_expiry)));
+                }
+                // Timer expired (woken by it, or overrun): next activation.
+                *active = true;
+                while *next_expiry <= now {
+                    *next_expiry += *period;
+                }
+                Step::just(Next::Run(*run))
+            }
+            Behaviour::YieldLoop { work, target } => match target {
+                Some(t) => Step::just(Next::YieldTo(*t, *work)),
+                None => Step::just(Next::Yield(*work)),
+            },
+            Behaviour::PingPong {
+                run,
+                rx,
+                tx,
+                partner,
+                working,
+            } => {
+                let mut wake = Vec::new();
+                if *working {
+                    // Pass the token on.
+                    *working = false;
+                    if world.write(*tx) {
+                        wake.push(*partner);
+                    }
+                }
+                let next = if world.read(*rx, me).is_some() {
+                    *working = true;
+                    Next::Run(*run)
+                } else {
+                    Next::Sleep(None)
+                };
+                Step { wake, next }
+            }
+            Behaviour::Sender {
+                send,
+                pipes,
+                readers,
+                cursor,
+            } => {
+                let pi = pipes[*cursor];
+                if !world.try_write(pi, me) {
+                    return Step::just(Next::Sleep(None));
+                }
+                let mut wake = Vec::new();
+                if world.write(pi) {
+                    wake.push(readers[*cursor]);
+                }
+                *cursor = (*cursor + 1) % pipes.len();
+                Step {
+                    wake,
+                    next: Next::Run(*send),
+                }
+            }
+            Behaviour::Receiver { recv, pipe } => match world.read(*pipe, me) {
+                Some(writers) => Step {
+                    wake: writers,
+                    next: Next::Run(*recv),
+                },
+                None => Step::just(Next::Sleep(None)),
+            },
+        }
+    }
+}
+
+impl World {
+    /// Puts one message in the pipe; true if a blocked reader must be woken.
+    fn write(&mut self, pipe: usize) -> bool {
+        let p = &mut self.pipes[pipe];
+        p.len += 1;
+        p.reader_waiting.take().is_some()
+    }
+
+    /// Room for a message? If not, `me` is queued as a blocked writer.
+    fn try_write(&mut self, pipe: usize, me: TaskId) -> bool {
+        let p = &mut self.pipes[pipe];
+        if p.len < p.capacity {
+            return true;
+        }
+        if !p.writers_waiting.contains(&me) {
+            p.writers_waiting.push(me);
+        }
+        false
+    }
+
+    /// Takes one message: Some(blocked writers to wake), or None after
+    /// registering `me` as the blocked reader of an empty pipe.
+    fn read(&mut self, pipe: usize, me: TaskId) -> Option<Vec<TaskId>> {
+        let p = &mut self.pipes[pipe];
+        if p.len == 0 {
+            p.reader_waiting = Some(me);
+            return None;
+        }
+        p.len -= 1;
+        Some(std::mem::take(&mut p.writers_waiting))
+    }
+}
