@@ -885,9 +885,10 @@ impl Scheduler {
     }
 
     /// `yield_task_fair()` (6.12.117): charge the yielder and, with FORFEIT_YIELD
-    /// (79104becf42b, absent in 6.12.0), forfeit the rest of its request if it
-    /// is eligible: v = deadline, then a new deadline. 6.12.0 leaves the entity
-    /// where it is (its deadline only moves by `update_deadline()`).
+    /// (79104becf42b), forfeit the rest of its request if it is eligible:
+    /// v = deadline, then a new deadline. Without it (6.12.0) the yielder keeps
+    /// its vruntime and its deadline moves one slice later
+    /// (`se->deadline += calc_delta_fair(se->slice, se)`).
     pub fn yield_task_fair(&mut self, cpu: CpuId) {
         let Some(curr) = self.rqs[cpu.idx()].curr else {
             return;
@@ -899,7 +900,10 @@ impl Scheduler {
         let cfs = self.cfs_rq_of(se);
         self.clear_buddies(cfs, se);
         self.update_curr(cfs);
-        if self.feat.forfeit_yield && self.entity_eligible(cfs, se) {
+        if !self.feat.forfeit_yield {
+            let e = &mut self.ses[se.idx()];
+            e.deadline = e.deadline.wrapping_add(calc_delta_fair(e.slice, &e.load));
+        } else if self.entity_eligible(cfs, se) {
             let d = self.ses[se.idx()].deadline;
             self.ses[se.idx()].set_vruntime(d, VruntimeStep::Forfeit);
             self.update_deadline(cfs, se);
