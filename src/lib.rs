@@ -6,6 +6,7 @@
 //! * `scenario`: the TOML scenario format;
 //! * `sim`: the simulation loop; `report`: results; `invariants`: self-checks.
 
+pub mod conform;
 pub mod engine;
 pub mod invariants;
 pub mod report;

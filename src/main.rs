@@ -36,6 +36,27 @@ enum Cmd {
     },
     /// Validate a scenario file only.
     Check { file: PathBuf },
+    /// Run host-only scenarios on the real kernel and in the simulator and
+    /// compare CPU shares and wakeup latencies (docs/conformance.md).
+    Conform {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Real runs per scenario (the run-to-run spread needs >= 2).
+        #[arg(long, default_value_t = 3)]
+        runs: u32,
+        /// Print one JSON object instead of tables.
+        #[arg(long)]
+        json: bool,
+        /// Override each scenario's [host].duration ("2s", "500ms", ...).
+        #[arg(long)]
+        duration: Option<String>,
+    },
+    /// A real worker process of `conform` (internal).
+    #[command(name = "__worker", hide = true)]
+    Worker {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn load(file: &std::path::Path) -> Result<Scenario, ExitCode> {
@@ -48,6 +69,33 @@ fn load(file: &std::path::Path) -> Result<Scenario, ExitCode> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Worker { args } => ExitCode::from(oversub::conform::worker::main(&args) as u8),
+        Cmd::Conform {
+            files,
+            runs,
+            json,
+            duration,
+        } => {
+            let duration = match duration.as_deref().map(parse_duration) {
+                None => None,
+                Some(Ok(d)) if d.0 > 0 => Some(d.0),
+                Some(Ok(_)) => {
+                    eprintln!("--duration: must be positive");
+                    return ExitCode::from(2);
+                }
+                Some(Err(m)) => {
+                    eprintln!("--duration: {m}");
+                    return ExitCode::from(2);
+                }
+            };
+            let opts = oversub::conform::Options {
+                files,
+                runs,
+                json,
+                duration,
+            };
+            ExitCode::from(oversub::conform::run(&opts) as u8)
+        }
         Cmd::Check { file } => match load(&file) {
             Ok(sc) => {
                 println!(

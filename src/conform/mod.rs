@@ -1,0 +1,474 @@
+//! `oversub conform`: runs host-only scenarios on the real kernel and in the
+//! simulator, side by side, and compares CPU shares and wakeup latencies.
+//!
+//! * [`host`]: what the machine is (CPUs, HZ, kernel, cpu controller);
+//! * [`real`]: the real run (cgroups, worker processes, schedstat);
+//! * [`worker`]: the worker processes (`oversub __worker`).
+//!
+//! Tolerances (docs/conformance.md): a CPU share agrees when
+//! |real - sim| <= max(2% of real, the real run-to-run spread, 0.2 points);
+//! a latency median agrees when |real - sim| <= max(25% of real, 20 us).
+//! p99 is printed for information only.
+
+pub mod host;
+pub mod real;
+pub mod worker;
+
+use crate::scenario::{Scenario, TaskKind};
+use host::{CpuController, HostInfo};
+use serde::Serialize;
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Relative tolerance of CPU shares.
+pub const SHARE_REL_TOL: f64 = 0.02;
+/// Absolute floor of the CPU share tolerance (fraction of the total).
+pub const SHARE_ABS_TOL: f64 = 0.002;
+/// Relative tolerance of latency medians.
+pub const LAT_REL_TOL: f64 = 0.25;
+/// Absolute floor of the latency median tolerance, ns.
+pub const LAT_ABS_TOL_NS: f64 = 20_000.0;
+
+/// Options of `oversub conform`.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub files: Vec<PathBuf>,
+    pub runs: u32,
+    pub json: bool,
+    /// Overrides each scenario's `[host].duration`, ns.
+    pub duration: Option<u64>,
+}
+
+/// One compared figure.
+#[derive(Serialize, Clone, Debug)]
+pub struct Row {
+    /// "task" or "cgroup".
+    pub kind: String,
+    pub name: String,
+    /// "share" (fraction of the scenario's CPU time) or "lat_p50" (ns).
+    pub metric: String,
+    pub real_mean: f64,
+    pub real_min: f64,
+    pub real_max: f64,
+    pub sim: f64,
+    /// (sim - real_mean) / real_mean.
+    pub rel_err: f64,
+    pub tolerance: f64,
+    /// None: informational only.
+    pub pass: Option<bool>,
+}
+
+/// The outcome of one scenario.
+#[derive(Serialize, Clone, Debug)]
+pub struct ScenarioResult {
+    pub file: String,
+    /// "pass", "fail", "skip" or "error".
+    pub status: String,
+    pub message: String,
+    pub rows: Vec<Row>,
+}
+
+/// Why a scenario cannot be run by conform, if it cannot.
+pub fn host_only_check(sc: &Scenario, cpus: u32) -> Result<(), String> {
+    for t in &sc.tasks {
+        match &t.kind {
+            TaskKind::Messaging { .. } => {
+                return Err(format!(
+                    "task {}: kind messaging is not host-only (conform runs hog, periodic, yield_loop, pingpong)",
+                    t.name
+                ))
+            }
+            TaskKind::YieldLoop {
+                target: Some(tg), ..
+            } => {
+                return Err(format!(
+                    "task {}: yield_loop target {tg:?} needs yield_to(), which user space cannot call",
+                    t.name
+                ))
+            }
+            _ => {}
+        }
+        if t.slice.is_some() {
+            return Err(format!(
+                "task {}: custom slices are not supported by conform",
+                t.name
+            ));
+        }
+        if let Some(c) = t.cpus.as_ref().and_then(|v| v.iter().find(|&&c| c >= cpus)) {
+            return Err(format!(
+                "task {}: CPU {c} does not exist here ({cpus} CPUs)",
+                t.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The scenario as the simulator runs it to mirror this machine.
+pub fn simulated(sc: &Scenario, h: &HostInfo) -> Scenario {
+    let mut s = sc.clone();
+    s.host.cpus = h.cpus;
+    s.host.hz = h.hz;
+    s.host.kernel = h.preset;
+    s.host.features = h.preset.features();
+    s.host.overrides.clear();
+    s
+}
+
+fn in_subtree(task_cg: &str, cg: &str) -> bool {
+    let cg = cg.trim_end_matches('/');
+    cg.is_empty() || task_cg == cg || task_cg.starts_with(&format!("{cg}/"))
+}
+
+/// Per-task figures of one run: (name, cgroup, cpu_ns, latency p50/p99).
+pub type RunFigures = Vec<(String, String, u64, Option<(u64, u64)>)>;
+
+fn shares(run: &RunFigures) -> Vec<f64> {
+    let total: u64 = run.iter().map(|t| t.2).sum::<u64>().max(1);
+    run.iter().map(|t| t.2 as f64 / total as f64).collect()
+}
+
+fn cg_share(run: &RunFigures, cg: &str) -> f64 {
+    let total: u64 = run.iter().map(|t| t.2).sum::<u64>().max(1);
+    let s: u64 = run
+        .iter()
+        .filter(|t| in_subtree(&t.1, cg))
+        .map(|t| t.2)
+        .sum();
+    s as f64 / total as f64
+}
+
+fn share_row(kind: &str, name: &str, real: &[f64], sim: f64) -> Row {
+    let mean = real.iter().sum::<f64>() / real.len().max(1) as f64;
+    let min = real.iter().cloned().fold(f64::INFINITY, f64::min);
+    let max = real.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let tol = (SHARE_REL_TOL * mean).max(max - min).max(SHARE_ABS_TOL);
+    Row {
+        kind: kind.into(),
+        name: name.into(),
+        metric: "share".into(),
+        real_mean: mean,
+        real_min: min,
+        real_max: max,
+        sim,
+        rel_err: if mean > 0.0 { (sim - mean) / mean } else { 0.0 },
+        tolerance: tol,
+        pass: Some((sim - mean).abs() <= tol + 1e-12),
+    }
+}
+
+fn lat_row(name: &str, metric: &str, real: &[f64], sim: f64, judged: bool) -> Row {
+    let mean = real.iter().sum::<f64>() / real.len().max(1) as f64;
+    let min = real.iter().cloned().fold(f64::INFINITY, f64::min);
+    let max = real.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let tol = (LAT_REL_TOL * mean).max(LAT_ABS_TOL_NS);
+    Row {
+        kind: "task".into(),
+        name: name.into(),
+        metric: metric.into(),
+        real_mean: mean,
+        real_min: min,
+        real_max: max,
+        sim,
+        rel_err: if mean > 0.0 { (sim - mean) / mean } else { 0.0 },
+        tolerance: tol,
+        pass: judged.then_some((sim - mean).abs() <= tol),
+    }
+}
+
+/// Compares real runs (same task order as `sim`) with the simulated run.
+pub fn compare(sc: &Scenario, real: &[RunFigures], sim: &RunFigures) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let real_shares: Vec<Vec<f64>> = real.iter().map(shares).collect();
+    let sim_shares = shares(sim);
+    for (i, t) in sim.iter().enumerate() {
+        let r: Vec<f64> = real_shares.iter().map(|s| s[i]).collect();
+        rows.push(share_row("task", &t.0, &r, sim_shares[i]));
+        if let Some((p50, p99)) = t.3 {
+            let r50: Vec<f64> = real
+                .iter()
+                .filter_map(|r| r[i].3)
+                .map(|l| l.0 as f64)
+                .collect();
+            let r99: Vec<f64> = real
+                .iter()
+                .filter_map(|r| r[i].3)
+                .map(|l| l.1 as f64)
+                .collect();
+            if !r50.is_empty() {
+                rows.push(lat_row(&t.0, "lat_p50", &r50, p50 as f64, true));
+                rows.push(lat_row(&t.0, "lat_p99", &r99, p99 as f64, false));
+            }
+        }
+    }
+    for c in &sc.cgroups {
+        let r: Vec<f64> = real.iter().map(|run| cg_share(run, &c.path)).collect();
+        rows.push(share_row("cgroup", &c.path, &r, cg_share(sim, &c.path)));
+    }
+    rows
+}
+
+fn fmt_val(metric: &str, v: f64) -> String {
+    if metric == "share" {
+        format!("{:.2}%", v * 100.0)
+    } else {
+        format!("{:.1}us", v / 1000.0)
+    }
+}
+
+/// The table of one scenario's rows.
+pub fn table(rows: &[Row]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "  {:<6} {:<22} {:<7} {:>9} {:>19} {:>9} {:>8} {:>8}  verdict",
+        "what", "name", "metric", "real", "real min..max", "sim", "rel.err", "tol"
+    );
+    for r in rows {
+        let verdict = match r.pass {
+            Some(true) => "ok",
+            Some(false) => "FAIL",
+            None => "info",
+        };
+        let _ = writeln!(
+            s,
+            "  {:<6} {:<22} {:<7} {:>9} {:>19} {:>9} {:>7.1}% {:>8}  {verdict}",
+            r.kind,
+            r.name,
+            r.metric,
+            fmt_val(&r.metric, r.real_mean),
+            format!(
+                "{}..{}",
+                fmt_val(&r.metric, r.real_min),
+                fmt_val(&r.metric, r.real_max)
+            ),
+            fmt_val(&r.metric, r.sim),
+            r.rel_err * 100.0,
+            fmt_val(&r.metric, r.tolerance),
+        );
+    }
+    s
+}
+
+/// The one-line statement of the tolerances.
+pub fn tolerance_line() -> String {
+    format!(
+        "tolerances: CPU share |sim-real| <= max({:.0}% of real, real spread max-min, {:.1} points); latency p50 <= max({:.0}% of real, {:.0}us); p99 informational",
+        SHARE_REL_TOL * 100.0,
+        SHARE_ABS_TOL * 100.0,
+        LAT_REL_TOL * 100.0,
+        LAT_ABS_TOL_NS / 1000.0
+    )
+}
+
+fn sim_figures(sc: &Scenario, h: &HostInfo, duration: Option<u64>) -> RunFigures {
+    let s = simulated(sc, h);
+    let r = crate::run_scenario(&s, None, duration.map(crate::engine::Nanos));
+    r.tasks
+        .iter()
+        .map(|t| {
+            let lat = t.wakeup_latency_ns.clone();
+            let periodic = sc.tasks.iter().any(|ts| {
+                matches!(ts.kind, TaskKind::Periodic { .. })
+                    && crate::scenario::expanded_names(ts).contains(&t.name)
+            });
+            (
+                t.name.clone(),
+                t.cgroup.clone(),
+                t.cpu_ns,
+                periodic.then_some((lat.p50, lat.p99)),
+            )
+        })
+        .collect()
+}
+
+/// Runs `oversub conform`; returns the exit code (0 all agreed or skipped,
+/// 1 a disagreement or error).
+pub fn run(opts: &Options) -> i32 {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
+    }
+    let h = HostInfo::detect();
+    let ctl = host::detect_cpu_controller();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "host: {} CPUs, kernel {} (simulated with preset {}), {}",
+        h.cpus,
+        h.release,
+        h.preset,
+        h.hz_note()
+    );
+    let _ = writeln!(
+        out,
+        "features: compared at the host's defaults only (the host cannot toggle sched features; [host.features] overrides are ignored)"
+    );
+    match &ctl {
+        Ok(c) => {
+            let _ = writeln!(out, "cpu controller: {}", c.describe());
+        }
+        Err(e) => {
+            let _ = writeln!(out, "conform: SKIP (cannot run on the real kernel: {e})");
+        }
+    }
+    let _ = writeln!(out, "{}", tolerance_line());
+    if !opts.json {
+        print!("{out}");
+    }
+    let mut results = Vec::new();
+    for f in &opts.files {
+        let r = run_file(f, &h, &ctl, opts, &stop);
+        if !opts.json {
+            print_result(&r);
+        }
+        results.push(r);
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            eprintln!("conform: interrupted; workers killed and cgroups removed");
+            return 130;
+        }
+    }
+    let count = |s: &str| results.iter().filter(|r| r.status == s).count();
+    let (pass, fail, skip, err) = (count("pass"), count("fail"), count("skip"), count("error"));
+    if opts.json {
+        let v = serde_json::json!({
+            "host": {"cpus": h.cpus, "hz": h.hz, "hz_source": h.hz_note(), "release": h.release,
+                     "preset": h.preset.name(),
+                     "controller": ctl.as_ref().map(|c| c.describe()).unwrap_or_else(|e| format!("skip: {e}"))},
+            "tolerances": tolerance_line(),
+            "scenarios": results,
+            "passed": pass, "failed": fail, "skipped": skip, "errors": err,
+        });
+        println!("{v}");
+    } else {
+        println!("conform: {pass} passed, {fail} failed, {skip} skipped, {err} errors");
+    }
+    if fail + err > 0 {
+        1
+    } else {
+        0
+    }
+}
+
+fn print_result(r: &ScenarioResult) {
+    println!(
+        "{}: {}{}",
+        r.file,
+        r.status.to_uppercase(),
+        if r.message.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", r.message)
+        }
+    );
+    if !r.rows.is_empty() {
+        print!("{}", table(&r.rows));
+    }
+}
+
+fn run_file(
+    f: &std::path::Path,
+    h: &HostInfo,
+    ctl: &Result<CpuController, String>,
+    opts: &Options,
+    stop: &Arc<AtomicBool>,
+) -> ScenarioResult {
+    let file = f.display().to_string();
+    let res = |status: &str, message: String, rows: Vec<Row>| ScenarioResult {
+        file: file.clone(),
+        status: status.into(),
+        message,
+        rows,
+    };
+    let sc = match Scenario::load(f) {
+        Ok(s) => s,
+        Err(e) => return res("error", e.to_string(), vec![]),
+    };
+    if let Err(e) = host_only_check(&sc, h.cpus) {
+        return res("error", format!("rejected: {e}"), vec![]);
+    }
+    let ctl = match ctl {
+        Ok(c) => c,
+        Err(e) => return res("skip", e.clone(), vec![]),
+    };
+    let duration = opts.duration.unwrap_or(sc.host.duration.0);
+    let sim = sim_figures(&sc, h, Some(duration));
+    let mut real_runs = Vec::new();
+    for i in 0..opts.runs.max(1) {
+        let tag = format!("oversub-conform-{}-{i}", std::process::id());
+        match real::run_once(&sc, ctl, &tag, duration, stop) {
+            Ok(tasks) => real_runs.push(
+                tasks
+                    .into_iter()
+                    .map(|t| {
+                        let lat = t.latency.map(|p| (p.p50, p.p99));
+                        (t.name, t.cgroup, t.cpu_ns, lat)
+                    })
+                    .collect::<RunFigures>(),
+            ),
+            Err(e) => return res("error", format!("real run {}: {e}", i + 1), vec![]),
+        }
+    }
+    let rows = compare(&sc, &real_runs, &sim);
+    let ok = rows.iter().all(|r| r.pass != Some(false));
+    let msg = format!(
+        "{} real runs of {} ms",
+        real_runs.len(),
+        duration / 1_000_000
+    );
+    res(if ok { "pass" } else { "fail" }, msg, rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fig(v: &[(&str, &str, u64)]) -> RunFigures {
+        v.iter()
+            .map(|(n, c, x)| (n.to_string(), c.to_string(), *x, None))
+            .collect()
+    }
+
+    #[test]
+    fn subtree() {
+        assert!(in_subtree("/a/b", "/a"));
+        assert!(!in_subtree("/ab", "/a"));
+        assert!(in_subtree("/x", "/"));
+    }
+
+    #[test]
+    fn share_tolerance_uses_spread() {
+        let r = share_row("task", "a", &[0.25, 0.25], 0.254);
+        assert_eq!(r.pass, Some(true)); // 2% of 0.25 = 0.005
+        let r = share_row("task", "a", &[0.25, 0.25], 0.26);
+        assert_eq!(r.pass, Some(false));
+        let r = share_row("task", "a", &[0.24, 0.26], 0.265);
+        assert_eq!(r.pass, Some(true)); // spread 0.02
+    }
+
+    #[test]
+    fn compare_cgroups_and_tasks() {
+        let sc = Scenario::parse(
+            "t.toml",
+            "[[cgroup]]\npath=\"/a\"\nweight=100\n[[cgroup]]\npath=\"/b\"\nweight=300\n\
+             [[task]]\nname=\"x\"\nkind=\"hog\"\ncgroup=\"/a\"\n[[task]]\nname=\"y\"\nkind=\"hog\"\ncgroup=\"/b\"\n",
+        )
+        .unwrap();
+        let real = vec![fig(&[("x", "/a", 250), ("y", "/b", 750)])];
+        let sim = fig(&[("x", "/a", 251), ("y", "/b", 749)]);
+        let rows = compare(&sc, &real, &sim);
+        assert_eq!(rows.len(), 4);
+        assert!(rows.iter().all(|r| r.pass == Some(true)));
+        assert!(table(&rows).contains("/b"));
+        assert!(host_only_check(&sc, 2).is_ok());
+    }
+
+    #[test]
+    fn rejects_messaging_and_missing_cpus() {
+        let sc =
+            Scenario::parse("t.toml", "[[task]]\nname=\"h\"\nkind=\"hog\"\ncpus=[3]\n").unwrap();
+        assert!(host_only_check(&sc, 2).unwrap_err().contains("CPU 3"));
+    }
+}

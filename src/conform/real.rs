@@ -1,0 +1,258 @@
+//! Running a host-only scenario on the real kernel: cgroups under the host's
+//! cpu controller, one worker process per task, CPU time from
+//! `/proc/PID/schedstat`, cleanup of every process and cgroup on every path.
+
+use super::host::CpuController;
+use super::worker::{self, mono_now, GRACE_NS};
+use crate::report::Percentiles;
+use crate::scenario::{expanded_names, Scenario, TaskKind};
+use rustix::process::{Pid, Signal};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The weight of the per-run parent cgroup: high, so that the scenario gets
+/// the machine even when something else runs on it.
+pub const BASE_WEIGHT: u32 = 10000;
+
+/// One task's real measurement.
+#[derive(Clone, Debug)]
+pub struct RealTask {
+    pub name: String,
+    pub cgroup: String,
+    pub cpu_ns: u64,
+    pub latency: Option<Percentiles>,
+}
+
+/// The cgroups of one run, removed (deepest first) when dropped.
+pub struct CgroupTree {
+    ctl: CpuController,
+    base: PathBuf,
+    created: Vec<PathBuf>,
+}
+
+impl CgroupTree {
+    pub fn create(ctl: &CpuController, tag: &str, sc: &Scenario) -> Result<CgroupTree, String> {
+        let base = ctl.root().join(tag);
+        let mut t = CgroupTree {
+            ctl: ctl.clone(),
+            base: base.clone(),
+            created: Vec::new(),
+        };
+        t.mkdir(&base)?;
+        t.set_weight(&base, BASE_WEIGHT)?;
+        for c in &sc.cgroups {
+            let mut p = base.clone();
+            for comp in c.path.split('/').filter(|s| !s.is_empty()) {
+                p.push(comp);
+                if !t.created.contains(&p) {
+                    t.mkdir(&p)?;
+                }
+            }
+            t.set_weight(&p, c.weight)?;
+        }
+        Ok(t)
+    }
+
+    fn mkdir(&mut self, p: &Path) -> Result<(), String> {
+        std::fs::create_dir(p).map_err(|e| format!("mkdir {}: {e}", p.display()))?;
+        self.created.push(p.to_path_buf());
+        if let CpuController::V2 { .. } = self.ctl {
+            // Children of this group need the cpu controller delegated.
+            let _ = std::fs::write(p.join("cgroup.subtree_control"), "+cpu");
+        }
+        Ok(())
+    }
+
+    fn set_weight(&self, p: &Path, w: u32) -> Result<(), String> {
+        let (f, v) = self.ctl.weight_file(w);
+        std::fs::write(p.join(f), &v).map_err(|e| format!("{}/{f} <- {v}: {e}", p.display()))
+    }
+
+    /// The directory of scenario cgroup `path` ("/" is the run's base).
+    pub fn dir(&self, path: &str) -> PathBuf {
+        let mut p = self.base.clone();
+        p.extend(path.split('/').filter(|s| !s.is_empty()));
+        p
+    }
+
+    pub fn attach(&self, path: &str, pid: u32) -> Result<(), String> {
+        let f = self.dir(path).join("cgroup.procs");
+        std::fs::write(&f, pid.to_string()).map_err(|e| format!("{} <- {pid}: {e}", f.display()))
+    }
+}
+
+impl Drop for CgroupTree {
+    fn drop(&mut self) {
+        for p in self.created.iter().rev() {
+            for _ in 0..100 {
+                if std::fs::remove_dir(p).is_ok() || !p.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// Worker processes, killed and reaped when dropped.
+struct Workers(Vec<(Child, String, String)>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for (c, _, _) in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Field 1 of `/proc/PID/schedstat`: ns on CPU.
+pub fn schedstat_cpu(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// Sleeps until `t` (CLOCK_MONOTONIC ns) in short steps, failing on interrupt.
+fn sleep_until(t: u64, stop: &AtomicBool) -> Result<(), String> {
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return Err("interrupted".into());
+        }
+        let now = mono_now();
+        if now >= t {
+            return Ok(());
+        }
+        worker::sleep_until(t.min(now + 20_000_000));
+    }
+}
+
+/// Runs `sc` once on the real kernel for `duration` ns.
+pub fn run_once(
+    sc: &Scenario,
+    ctl: &CpuController,
+    tag: &str,
+    duration: u64,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<RealTask>, String> {
+    let tree = CgroupTree::create(ctl, tag, sc)?;
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let nprocs: u64 = sc.tasks.iter().map(|t| t.count as u64).sum();
+    let start = mono_now() + 300_000_000 + nprocs * 20_000_000;
+    let end = start + duration;
+    let mut workers = Workers(Vec::new());
+    let base_kv = [("start", start), ("end", end)];
+    for t in &sc.tasks {
+        let names = expanded_names(t);
+        let mut pp_pipes: Vec<(Stdio, Stdio)> = Vec::new();
+        if let TaskKind::PingPong { .. } = t.kind {
+            for _ in 0..names.len() / 2 {
+                let (ab_r, ab_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+                    .map_err(|e| format!("pipe: {e}"))?;
+                let (ba_r, ba_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+                    .map_err(|e| format!("pipe: {e}"))?;
+                // A reads b->a and writes a->b; B the other way round.
+                pp_pipes.push((Stdio::from(ba_r), Stdio::from(ab_w)));
+                pp_pipes.push((Stdio::from(ab_r), Stdio::from(ba_w)));
+            }
+            pp_pipes.reverse();
+        }
+        for (i, name) in names.iter().enumerate() {
+            let mut kv: Vec<(&str, u64)> = base_kv.to_vec();
+            let kind = match &t.kind {
+                TaskKind::Hog => "hog",
+                TaskKind::Periodic { period, run, phase } => {
+                    kv.extend([("period", period.0), ("run", run.0), ("phase", phase.0)]);
+                    "periodic"
+                }
+                TaskKind::YieldLoop { work, .. } => {
+                    kv.push(("work", work.0));
+                    "yield_loop"
+                }
+                TaskKind::PingPong { run } => {
+                    kv.extend([("run", run.0), ("initiator", (i % 2 == 0) as u64)]);
+                    "pingpong"
+                }
+                TaskKind::Messaging { .. } => return Err("messaging is not host-only".into()),
+            };
+            let mut cmd = Command::new(&exe);
+            cmd.arg("__worker").args(worker::args_for(kind, &kv));
+            cmd.stderr(Stdio::piped());
+            match pp_pipes.pop() {
+                Some((rx, tx)) => {
+                    cmd.stdin(rx).stdout(tx);
+                }
+                None => {
+                    cmd.stdin(Stdio::null()).stdout(Stdio::null());
+                }
+            }
+            let child = cmd
+                .spawn()
+                .map_err(|e| format!("spawn worker {name}: {e}"))?;
+            let pid = child.id();
+            workers.0.push((child, name.clone(), t.cgroup.clone()));
+            tree.attach(&t.cgroup, pid)?;
+            let rpid = Pid::from_raw(pid as i32).ok_or("bad pid")?;
+            rustix::process::setpriority_process(Some(rpid), t.nice)
+                .map_err(|e| format!("setpriority {name} {}: {e}", t.nice))?;
+            if let Some(cpus) = &t.cpus {
+                let mut set = rustix::thread::CpuSet::new();
+                for &c in cpus {
+                    set.set(c as usize);
+                }
+                rustix::thread::sched_setaffinity(Some(rpid), &set)
+                    .map_err(|e| format!("sched_setaffinity {name}: {e}"))?;
+            }
+        }
+    }
+    if mono_now() + 50_000_000 > start {
+        return Err("setting up the workers took longer than planned".into());
+    }
+    sleep_until(start - 20_000_000, stop)?;
+    let pids: Vec<u32> = workers.0.iter().map(|(c, _, _)| c.id()).collect();
+    let before: Vec<Option<u64>> = pids.iter().map(|&p| schedstat_cpu(p)).collect();
+    sleep_until(end, stop)?;
+    let after: Vec<Option<u64>> = pids.iter().map(|&p| schedstat_cpu(p)).collect();
+    // Wait for the workers to finish on their own (they stop at end + grace).
+    let deadline = end + GRACE_NS + 3_000_000_000;
+    let mut out = Vec::new();
+    for (i, (c, name, cg)) in workers.0.iter_mut().enumerate() {
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return Err("interrupted".into());
+            }
+            match c.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if mono_now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                _ => {
+                    let _ = rustix::process::kill_process(
+                        Pid::from_raw(c.id() as i32).ok_or("bad pid")?,
+                        Signal::KILL,
+                    );
+                    let _ = c.wait();
+                    break;
+                }
+            }
+        }
+        let mut err = String::new();
+        if let Some(mut e) = c.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        let (Some(b), Some(a)) = (before[i], after[i]) else {
+            return Err(format!("worker {name} died early: {}", err.trim()));
+        };
+        out.push(RealTask {
+            name: name.clone(),
+            cgroup: cg.clone(),
+            cpu_ns: a.saturating_sub(b),
+            latency: worker::parse_latency(&err),
+        });
+    }
+    drop(workers);
+    drop(tree);
+    Ok(out)
+}

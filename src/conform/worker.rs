@@ -1,0 +1,192 @@
+//! The real worker processes of `oversub conform` (run as the hidden
+//! `oversub __worker KIND key=value...`). Each waits until `start`
+//! (CLOCK_MONOTONIC, ns), behaves like its simulated kind, and exits at `end`
+//! plus a grace period. Periodic workers print their wakeup-latency summary
+//! (timer expiry to running, cyclictest-style) on stderr as one line
+//! `latency samples=N p50=NS p99=NS max=NS mean=NS`.
+
+use crate::report::Percentiles;
+use rustix::thread::{clock_nanosleep_absolute, ClockId};
+use rustix::time::{clock_gettime, ClockId as TClock, Timespec};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+/// How long workers keep going after the measured window ends, so that the
+/// parent reads `/proc/PID/schedstat` of live processes.
+pub const GRACE_NS: u64 = 300_000_000;
+
+fn ns(t: Timespec) -> u64 {
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// CLOCK_MONOTONIC now, in ns.
+pub fn mono_now() -> u64 {
+    ns(clock_gettime(TClock::Monotonic))
+}
+
+fn thread_cpu() -> u64 {
+    ns(clock_gettime(TClock::ThreadCPUTime))
+}
+
+/// Sleeps until CLOCK_MONOTONIC reaches `t` (ns).
+pub fn sleep_until(t: u64) {
+    let ts = Timespec {
+        tv_sec: (t / 1_000_000_000) as _,
+        tv_nsec: (t % 1_000_000_000) as _,
+    };
+    while clock_nanosleep_absolute(ClockId::Monotonic, &ts).is_err() {}
+}
+
+/// Burns `d` ns of this thread's CPU time.
+fn spin_cpu(d: u64) {
+    let t0 = thread_cpu();
+    while thread_cpu().saturating_sub(t0) < d {}
+}
+
+/// Parses `key=value` arguments.
+pub fn parse_args(args: &[String]) -> Result<BTreeMap<String, u64>, String> {
+    let mut m = BTreeMap::new();
+    for a in args {
+        let (k, v) = a
+            .split_once('=')
+            .ok_or_else(|| format!("worker argument {a:?} is not key=value"))?;
+        let v: u64 = v
+            .parse()
+            .map_err(|_| format!("worker argument {a:?}: not an integer"))?;
+        m.insert(k.to_string(), v);
+    }
+    Ok(m)
+}
+
+/// The command line of a worker (after `__worker`).
+pub fn args_for(kind: &str, kv: &[(&str, u64)]) -> Vec<String> {
+    let mut v = vec![kind.to_string()];
+    v.extend(kv.iter().map(|(k, x)| format!("{k}={x}")));
+    v
+}
+
+/// Runs one worker; returns the process exit code.
+pub fn main(args: &[String]) -> i32 {
+    match run(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("oversub worker: {e}");
+            2
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    let (kind, rest) = args.split_first().ok_or("worker: missing kind")?;
+    let a = parse_args(rest)?;
+    let get = |k: &str| -> Result<u64, String> {
+        a.get(k)
+            .copied()
+            .ok_or_else(|| format!("worker {kind}: missing {k}="))
+    };
+    // Die with the parent; no timer slack, so that latency is the scheduler's.
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
+    let start = get("start")?;
+    let end = get("end")?;
+    let stop = end + GRACE_NS;
+    sleep_until(start);
+    match kind.as_str() {
+        "hog" => while mono_now() < stop {},
+        "yield_loop" => {
+            let work = get("work")?;
+            while mono_now() < stop {
+                spin_cpu(work);
+                rustix::thread::sched_yield();
+            }
+        }
+        "periodic" => {
+            let (period, burst, phase) = (get("period")?, get("run")?, get("phase")?);
+            let mut lat = Vec::new();
+            let mut expiry = start + phase;
+            loop {
+                sleep_until(expiry);
+                let now = mono_now();
+                if expiry < end {
+                    lat.push(now.saturating_sub(expiry));
+                }
+                if now >= stop {
+                    break;
+                }
+                spin_cpu(burst);
+                let now = mono_now();
+                while expiry <= now {
+                    expiry += period;
+                }
+            }
+            let p = Percentiles::of(&mut lat);
+            eprintln!(
+                "latency samples={} p50={} p99={} max={} mean={}",
+                p.samples, p.p50, p.p99, p.max, p.mean
+            );
+        }
+        "pingpong" => {
+            let burst = get("run")?;
+            let mut working = get("initiator")? == 1;
+            let mut rx = std::io::stdin().lock();
+            let mut tx = std::io::stdout().lock();
+            let mut b = [0u8; 1];
+            loop {
+                if working {
+                    spin_cpu(burst);
+                    if tx.write_all(&b).and_then(|_| tx.flush()).is_err() {
+                        break;
+                    }
+                }
+                working = true;
+                if mono_now() >= stop || rx.read_exact(&mut b).is_err() {
+                    break;
+                }
+            }
+        }
+        k => return Err(format!("unknown worker kind {k:?}")),
+    }
+    Ok(())
+}
+
+/// Parses a periodic worker's stderr summary line.
+pub fn parse_latency(text: &str) -> Option<Percentiles> {
+    let line = text.lines().find_map(|l| l.strip_prefix("latency "))?;
+    let kv: BTreeMap<&str, u64> = line
+        .split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
+        .collect();
+    Some(Percentiles {
+        samples: *kv.get("samples")?,
+        p50: *kv.get("p50")?,
+        p99: *kv.get("p99")?,
+        max: *kv.get("max")?,
+        mean: *kv.get("mean")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_round_trip() {
+        let v = args_for("periodic", &[("start", 5), ("period", 1000)]);
+        assert_eq!(v[0], "periodic");
+        let m = parse_args(&v[1..]).unwrap();
+        assert_eq!(m["start"], 5);
+        assert_eq!(m["period"], 1000);
+        assert!(parse_args(&["x".into()]).is_err());
+    }
+
+    #[test]
+    fn latency_line() {
+        let p = parse_latency("junk\nlatency samples=3 p50=10 p99=20 max=30 mean=12\n").unwrap();
+        assert_eq!(
+            (p.samples, p.p50, p.p99, p.max, p.mean),
+            (3, 10, 20, 30, 12)
+        );
+        assert!(parse_latency("nothing").is_none());
+    }
+}
