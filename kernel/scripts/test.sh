@@ -23,6 +23,7 @@ fail() { FAIL=$((FAIL + 1)); FAILED+=("$*"); echo "[kernel] FAIL: $*"; }
 stage() { echo; echo "[kernel] === $* ($((SECONDS - T_START))s elapsed)"; }
 
 finish() {
+	trap - ERR
 	echo
 	if ((FAIL)); then
 		echo "[kernel] failures:"
@@ -33,6 +34,10 @@ finish() {
 	((FAIL == 0))
 	exit
 }
+
+# Any unexpected error still prints the summary and fails.
+set -E
+trap 'fail "unexpected error at test.sh line $LINENO: $BASH_COMMAND"; finish' ERR
 
 # Cached results: a stamp named after what the result depends on.
 STAMPS=$CACHE/stamps
@@ -76,6 +81,7 @@ dirs_for_commit() {
 	{
 		grep -qE '^(kernel/sched/|include/trace/events/sched\.h|lib/Kconfig\.debug)' <<<"$files" && echo kernel/sched/
 		grep -qE '^(arch/x86/kvm/|arch/x86/include/asm/kvm|virt/kvm/|include/linux/kvm|include/trace/events/kvm\.h)' <<<"$files" && echo arch/x86/kvm/
+		true
 	} | sort -u
 }
 
