@@ -8,7 +8,9 @@
 
 pub mod conform;
 pub mod engine;
+pub mod guest;
 pub mod invariants;
+pub mod kvm;
 pub mod report;
 pub mod scenario;
 pub mod sched;

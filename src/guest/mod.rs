@@ -1,0 +1,5 @@
+//! Guest-side models: lock implementations as pure state machines
+//! (`spinlock`) and named workload profiles (`workload`).
+
+pub mod spinlock;
+pub mod workload;

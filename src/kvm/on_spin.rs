@@ -1,0 +1,609 @@
+//! The directed-yield decision `kvm_vcpu_on_spin` (virt/kvm/kvm_main.c) as a
+//! pure procedure over the VM's vCPU states and a `yield_to` callback that
+//! stands for the host scheduler (`kvm_vcpu_yield_to` -> `yield_to(task, 1)`:
+//! > 0 boosted, 0 failed, < 0 `-ESRCH`).
+//!
+//! Three forms, selected by [`OnSpinVariant`]:
+//! * `V612TwoPass`: 6.12.117 (kvm_main.c:4059), two passes over
+//!   `kvm_for_each_vcpu` around `last_boosted_vcpu`;
+//! * `V613SingleLoop`: 6.13+ single loop (commit 7e513617da71) with the
+//!   `last_boosted_vcpu = i` (loop offset) bug, or the `= idx` fix (6.19-rc1);
+//! * `IpiAware`: the seed series' candidate selection (v1 patches 9/10 and
+//!   10/10, semantics.md 2.4/2.5) on top of the 6.12 two-pass loop.
+
+use super::vcpu::VcpuState;
+use super::VcpuIdx;
+
+/// `-ESRCH` as returned by `yield_to` when both runqueues have one task.
+pub const ESRCH: i32 = 3;
+
+/// How the IPI-aware strict round orders its candidates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpiOrder {
+    /// As the v1/v2 patch code does it: `kvm_vcpu_is_good_yield_candidate`
+    /// is an OR of the three priorities used as a filter inside the ordinary
+    /// round-robin scan (verified patch text).
+    FilterInScanOrder,
+    /// The confirmed IPI receiver is tried before the round-robin scan (the
+    /// "priority 1 first" reading); it is not retried in the scan.
+    ReceiverFirst,
+}
+
+/// Which `kvm_vcpu_on_spin` is modelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnSpinVariant {
+    /// Linux 6.12.117.
+    V612TwoPass,
+    /// Linux 6.13..6.18 (`fixed_index = false`) or 6.19+ (`true`).
+    V613SingleLoop { fixed_index: bool },
+    /// The seed series on top of 6.12.117's loop.
+    IpiAware {
+        enable_relaxed_boost: bool,
+        order: IpiOrder,
+    },
+}
+
+/// Why a candidate passed the filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    /// Series P1: `kvm_vcpu_is_ipi_receiver(me, vcpu)`.
+    IpiReceiver,
+    /// Series P2 / upstream exemption: `kvm_arch_dy_has_pending_interrupt`.
+    PendingInterrupt,
+    /// Preempted (in kernel mode when that was asked).
+    Preempted,
+    /// Upstream only: `ready` but not `preempted` (e.g. woken from halt).
+    ReadyNotPreempted,
+    /// Series relaxed round: any preempted vCPU.
+    Relaxed,
+}
+
+/// Which round of the IPI-aware form (upstream forms use `Strict` only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Round {
+    Strict,
+    Relaxed,
+}
+
+/// One `kvm_vcpu_yield_to` call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    pub target: VcpuIdx,
+    pub tier: Tier,
+    pub round: Round,
+    pub result: i32,
+}
+
+/// What one `kvm_vcpu_on_spin` call did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OnSpinDecision {
+    /// The vCPU that was boosted (yield_to > 0), if any.
+    pub target: Option<VcpuIdx>,
+    pub tier: Option<Tier>,
+    pub round: Option<Round>,
+    /// Every yield attempt, in order.
+    pub attempts: Vec<Attempt>,
+    /// The final `yielded` value.
+    pub yielded: i32,
+    /// Remaining `try` budget (starts at 3).
+    pub tries_left: i32,
+}
+
+/// Per-VM state read and written by `kvm_vcpu_on_spin`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpinVm {
+    /// `kvm->last_boosted_vcpu` (zero-initialised with the VM).
+    pub last_boosted_vcpu: i64,
+}
+
+/// Upstream filter 4 (6.12.117 kvm_main.c:4098): reject a preempted vCPU in
+/// user mode when `yield_to_kernel_mode`, unless it has a pending interrupt.
+fn upstream_filter(v: &VcpuState, ytkm: bool) -> Option<Tier> {
+    let pi = v.kvm_arch_dy_has_pending_interrupt();
+    let pik = v.kvm_arch_vcpu_preempted_in_kernel();
+    if v.preempted && ytkm && !pi && !pik {
+        return None;
+    }
+    Some(if !v.preempted {
+        Tier::ReadyNotPreempted
+    } else if ytkm && !pik {
+        Tier::PendingInterrupt
+    } else {
+        Tier::Preempted
+    })
+}
+
+/// The series' `kvm_vcpu_is_good_yield_candidate` (v1 9/10).
+fn good_yield_candidate(v: &VcpuState, is_receiver: bool, ytkm: bool) -> Option<Tier> {
+    if is_receiver {
+        return Some(Tier::IpiReceiver);
+    }
+    if v.kvm_arch_dy_has_pending_interrupt() {
+        return Some(Tier::PendingInterrupt);
+    }
+    if !v.preempted {
+        return None;
+    }
+    if ytkm && !v.kvm_arch_vcpu_preempted_in_kernel() {
+        return None;
+    }
+    Some(Tier::Preempted)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Filter {
+    Upstream,
+    Strict,
+    Relaxed,
+}
+
+struct Ctx<'a, F: FnMut(VcpuIdx) -> i32> {
+    vcpus: &'a mut [VcpuState],
+    me: usize,
+    ytkm: bool,
+    receiver: Option<VcpuIdx>,
+    skip_receiver: bool,
+    yield_to: F,
+    tries: i32,
+    attempts: Vec<Attempt>,
+}
+
+impl<F: FnMut(VcpuIdx) -> i32> Ctx<'_, F> {
+    /// The per-vCPU body of the loop. Returns `Some(yielded)` if
+    /// `kvm_vcpu_yield_to` was called.
+    fn candidate(&mut self, idx: usize, filter: Filter, round: Round) -> Option<i32> {
+        let v = self.vcpus.get(idx)?;
+        if !v.ready || idx == self.me {
+            return None;
+        }
+        if v.blocking && !v.vcpu_dy_runnable() {
+            return None;
+        }
+        let is_rcv = self.receiver == Some(v.idx);
+        if is_rcv && self.skip_receiver {
+            return None;
+        }
+        let tier = match filter {
+            Filter::Upstream => upstream_filter(v, self.ytkm)?,
+            Filter::Strict => good_yield_candidate(v, is_rcv, self.ytkm)?,
+            Filter::Relaxed => {
+                if !v.preempted {
+                    return None;
+                }
+                Tier::Relaxed
+            }
+        };
+        let target = v.idx;
+        if !self
+            .vcpus
+            .get_mut(idx)?
+            .kvm_vcpu_eligible_for_directed_yield()
+        {
+            return None;
+        }
+        let result = (self.yield_to)(target);
+        self.attempts.push(Attempt {
+            target,
+            tier,
+            round,
+            result,
+        });
+        Some(result)
+    }
+
+    /// The 6.12.117 two-pass loop (kvm_main.c:4078-4115), with `yielded`
+    /// as its running value. Returns the final `yielded`.
+    fn two_pass(&mut self, last: i64, filter: Filter, round: Round, mut yielded: i32) -> i32 {
+        let n = self.vcpus.len();
+        let mut pass = 0;
+        while pass < 2 && yielded == 0 && self.tries != 0 {
+            for i in 0..n {
+                let ii = i as i64;
+                if pass == 0 && ii <= last {
+                    continue;
+                } else if pass == 1 && ii > last {
+                    break;
+                }
+                if let Some(y) = self.candidate(i, filter, round) {
+                    yielded = y;
+                    if y > 0 {
+                        return y;
+                    } else if y < 0 {
+                        self.tries -= 1;
+                        if self.tries == 0 {
+                            break;
+                        }
+                    }
+                }
+            }
+            pass += 1;
+        }
+        yielded
+    }
+}
+
+/// `kvm_vcpu_on_spin(me, yield_to_kernel_mode)`: see the module doc.
+///
+/// * `vcpus`: the VM's vCPUs in `vcpu_idx` order (`vcpus[i].idx == i`);
+///   `dy_eligible` / `in_spin_loop` are updated as the kernel does.
+/// * `receiver`: for the IPI-aware form, the vCPU `v` for which
+///   `kvm_vcpu_is_ipi_receiver(me, v)` holds now (see `lapic`), if any.
+/// * `yield_to`: the host scheduler's `yield_to` result for that vCPU's task.
+///
+/// An out-of-range `me` makes no attempt.
+pub fn kvm_vcpu_on_spin<F: FnMut(VcpuIdx) -> i32>(
+    vm: &mut SpinVm,
+    vcpus: &mut [VcpuState],
+    me: VcpuIdx,
+    yield_to_kernel_mode: bool,
+    variant: OnSpinVariant,
+    receiver: Option<VcpuIdx>,
+    yield_to: F,
+) -> OnSpinDecision {
+    let me_i = me.idx();
+    let mut ctx = Ctx {
+        vcpus,
+        me: me_i,
+        ytkm: yield_to_kernel_mode,
+        receiver,
+        skip_receiver: false,
+        yield_to,
+        tries: 3,
+        attempts: Vec::new(),
+    };
+    let n = ctx.vcpus.len();
+    if me_i >= n {
+        return OnSpinDecision {
+            target: None,
+            tier: None,
+            round: None,
+            attempts: Vec::new(),
+            yielded: 0,
+            tries_left: 3,
+        };
+    }
+    let mut yielded = 0;
+    match variant {
+        OnSpinVariant::V613SingleLoop { fixed_index } => {
+            if n >= 2 {
+                ctx.vcpus[me_i].in_spin_loop = true;
+                let start = vm.last_boosted_vcpu.saturating_add(1);
+                for i in 0..n {
+                    let idx = (start.saturating_add(i as i64)).rem_euclid(n as i64) as usize;
+                    if idx == me_i {
+                        continue;
+                    }
+                    if let Some(y) = ctx.candidate(idx, Filter::Upstream, Round::Strict) {
+                        yielded = y;
+                        if y > 0 {
+                            vm.last_boosted_vcpu = if fixed_index { idx as i64 } else { i as i64 };
+                            break;
+                        } else if y < 0 {
+                            ctx.tries -= 1;
+                            if ctx.tries == 0 {
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        OnSpinVariant::V612TwoPass => {
+            ctx.vcpus[me_i].in_spin_loop = true;
+            let last = vm.last_boosted_vcpu;
+            yielded = ctx.two_pass(last, Filter::Upstream, Round::Strict, 0);
+        }
+        OnSpinVariant::IpiAware {
+            enable_relaxed_boost,
+            order,
+        } => {
+            ctx.vcpus[me_i].in_spin_loop = true;
+            let last = vm.last_boosted_vcpu;
+            if order == IpiOrder::ReceiverFirst {
+                if let Some(r) = receiver {
+                    if let Some(y) = ctx.candidate(r.idx(), Filter::Strict, Round::Strict) {
+                        yielded = y;
+                        if y < 0 {
+                            ctx.tries -= 1;
+                        }
+                    }
+                    ctx.skip_receiver = true;
+                }
+            }
+            if yielded <= 0 {
+                // The receiver-first attempt does not stop the scan.
+                yielded = ctx.two_pass(last, Filter::Strict, Round::Strict, 0);
+            }
+            ctx.skip_receiver = false;
+            if enable_relaxed_boost && yielded <= 0 {
+                yielded = ctx.two_pass(last, Filter::Relaxed, Round::Relaxed, 0);
+            }
+        }
+    }
+    let winner = if yielded > 0 {
+        ctx.attempts.last().copied().filter(|a| a.result > 0)
+    } else {
+        None
+    };
+    if let (Some(w), OnSpinVariant::V612TwoPass | OnSpinVariant::IpiAware { .. }) =
+        (winner, variant)
+    {
+        // 6.12: `last_boosted_vcpu = i`, and i is the vCPU index there.
+        vm.last_boosted_vcpu = i64::from(w.target.0);
+    }
+    if let Some(m) = ctx.vcpus.get_mut(me_i) {
+        m.in_spin_loop = false;
+        m.dy_eligible = false;
+    }
+    OnSpinDecision {
+        target: winner.map(|a| a.target),
+        tier: winner.map(|a| a.tier),
+        round: winner.map(|a| a.round),
+        attempts: ctx.attempts,
+        yielded,
+        tries_left: ctx.tries,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kvm::vcpu::Cpl;
+    use crate::sched::TaskId;
+
+    /// `n` vCPUs, all preempted in guest kernel mode (ready).
+    fn vm(n: u32) -> Vec<VcpuState> {
+        (0..n)
+            .map(|i| {
+                let mut v = VcpuState::new(VcpuIdx(i), Some(TaskId(i)));
+                v.kvm_sched_out(true, false);
+                v
+            })
+            .collect()
+    }
+
+    fn run(
+        svm: &mut SpinVm,
+        v: &mut [VcpuState],
+        me: u32,
+        variant: OnSpinVariant,
+        receiver: Option<VcpuIdx>,
+        mut res: impl FnMut(VcpuIdx) -> i32,
+    ) -> OnSpinDecision {
+        kvm_vcpu_on_spin(svm, v, VcpuIdx(me), true, variant, receiver, |t| res(t))
+    }
+
+    fn targets(d: &OnSpinDecision) -> Vec<u32> {
+        d.attempts.iter().map(|a| a.target.0).collect()
+    }
+
+    const V612: OnSpinVariant = OnSpinVariant::V612TwoPass;
+
+    #[test]
+    fn round_robin_starts_after_last_boosted_and_skips_me() {
+        let mut v = vm(4);
+        let mut s = SpinVm {
+            last_boosted_vcpu: 1,
+        };
+        let d = run(&mut s, &mut v, 3, V612, None, |_| 0);
+        // pass 0: 2 (3 = me); pass 1: 0, 1.
+        assert_eq!(targets(&d), vec![2, 0, 1]);
+        assert_eq!(d.target, None);
+        let d = run(&mut s, &mut v, 3, V612, None, |t| i32::from(t.0 == 0));
+        assert_eq!(d.target, Some(VcpuIdx(0)));
+        assert_eq!(s.last_boosted_vcpu, 0);
+        let d = run(&mut s, &mut v, 3, V612, None, |_| 1);
+        assert_eq!(d.target, Some(VcpuIdx(1)));
+    }
+
+    #[test]
+    fn not_ready_and_blocking_not_runnable_are_skipped() {
+        let mut v = vm(4);
+        v[1].kvm_sched_in(); // running: not ready
+        v[2].blocking = true; // halted, nothing pending
+        v[3].blocking = true;
+        v[3].pv_unhalted = true; // kicked: dy-runnable
+        let mut s = SpinVm::default();
+        let d = run(&mut s, &mut v, 0, V612, None, |_| 0);
+        assert_eq!(targets(&d), vec![3]);
+    }
+
+    #[test]
+    fn preempted_in_user_rejected_unless_pending_interrupt() {
+        let mut v = vm(3);
+        v[1].cpl = Cpl::User;
+        v[1].kvm_sched_out(true, false);
+        v[2].cpl = Cpl::User;
+        v[2].kvm_sched_out(true, false);
+        v[2].apicv_active = true;
+        v[2].pi_pending = true;
+        let mut s = SpinVm::default();
+        let d = run(&mut s, &mut v, 0, V612, None, |_| 0);
+        assert_eq!(targets(&d), vec![2]);
+        assert_eq!(d.attempts[0].tier, Tier::PendingInterrupt);
+        // Without yield_to_kernel_mode the user-mode vCPU is a candidate.
+        let d = kvm_vcpu_on_spin(&mut s, &mut v, VcpuIdx(0), false, V612, None, |_| 0);
+        assert_eq!(targets(&d), vec![1, 2]);
+    }
+
+    #[test]
+    fn ready_not_preempted_passes_upstream_but_not_series_strict() {
+        let mut v = vm(2);
+        v[1].kvm_sched_in();
+        v[1].kvm_vcpu_block();
+        v[1].kvm_vcpu_wake_up();
+        v[1].pending_request = true; // KVM_REQ_EVENT from the wakeup
+        let mut s = SpinVm::default();
+        let d = run(&mut s, &mut v, 0, V612, None, |_| 1);
+        assert_eq!(d.tier, Some(Tier::ReadyNotPreempted));
+        let strict_only = OnSpinVariant::IpiAware {
+            enable_relaxed_boost: false,
+            order: IpiOrder::FilterInScanOrder,
+        };
+        let d = run(&mut s, &mut v, 0, strict_only, None, |_| 1);
+        assert!(d.attempts.is_empty());
+        // ... unless it is the confirmed IPI receiver.
+        let d = run(&mut s, &mut v, 0, strict_only, Some(VcpuIdx(1)), |_| 1);
+        assert_eq!(d.tier, Some(Tier::IpiReceiver));
+    }
+
+    #[test]
+    fn dy_eligible_alternates_for_spinning_candidates() {
+        let mut v = vm(2);
+        v[1].in_spin_loop = true;
+        v[1].dy_eligible = false;
+        let mut s = SpinVm::default();
+        let d1 = run(&mut s, &mut v, 0, V612, None, |_| 1);
+        assert!(d1.attempts.is_empty(), "first check: not eligible, toggled");
+        let d2 = run(&mut s, &mut v, 0, V612, None, |_| 1);
+        assert_eq!(d2.target, Some(VcpuIdx(1)));
+        // me leaves the spin loop not eligible.
+        assert!(!v[0].in_spin_loop && !v[0].dy_eligible);
+    }
+
+    #[test]
+    fn three_esrch_exhaust_the_budget() {
+        let mut v = vm(6);
+        let mut s = SpinVm::default();
+        let d = run(&mut s, &mut v, 0, V612, None, |_| -ESRCH);
+        assert_eq!(targets(&d), vec![1, 2, 3]);
+        assert_eq!(d.tries_left, 0);
+        // Failures (0) do not consume the budget.
+        let d = run(&mut s, &mut v, 0, V612, None, |t| {
+            if t.0 % 2 == 1 {
+                0
+            } else {
+                -ESRCH
+            }
+        });
+        assert_eq!(targets(&d), vec![1, 2, 3, 4, 5]);
+        assert_eq!(d.tries_left, 1);
+    }
+
+    #[test]
+    fn v612_second_pass_skipped_when_last_attempt_was_esrch() {
+        // yielded keeps the last result: a trailing -ESRCH in pass 0 ends the
+        // outer loop (`!yielded`) even with budget left.
+        let mut v = vm(4);
+        let mut s = SpinVm {
+            last_boosted_vcpu: 2,
+        };
+        let d = run(&mut s, &mut v, 1, V612, None, |_| -ESRCH);
+        assert_eq!(targets(&d), vec![3]);
+        assert_eq!(d.tries_left, 2);
+        // The single loop of 6.13 goes on.
+        let d = run(
+            &mut s,
+            &mut v,
+            1,
+            OnSpinVariant::V613SingleLoop { fixed_index: true },
+            None,
+            |_| -ESRCH,
+        );
+        assert_eq!(targets(&d), vec![3, 0, 2]);
+    }
+
+    #[test]
+    fn v613_index_bug_is_observable() {
+        let mut v = vm(8);
+        let buggy = OnSpinVariant::V613SingleLoop { fixed_index: false };
+        let fixed = OnSpinVariant::V613SingleLoop { fixed_index: true };
+        let mut s = SpinVm {
+            last_boosted_vcpu: 4,
+        };
+        // start = 5; vCPU 5 is busy, vCPU 6 is boosted at offset i = 1.
+        let d = run(&mut s, &mut v, 0, buggy, None, |t| i32::from(t.0 == 6));
+        assert_eq!(d.target, Some(VcpuIdx(6)));
+        assert_eq!(s.last_boosted_vcpu, 1, "stores the loop offset");
+        let d = run(&mut s, &mut v, 0, buggy, None, |_| 1);
+        assert_eq!(d.target, Some(VcpuIdx(2)), "restarts from the wrong vCPU");
+        let mut s = SpinVm {
+            last_boosted_vcpu: 4,
+        };
+        run(&mut s, &mut v, 0, fixed, None, |t| i32::from(t.0 == 6));
+        assert_eq!(s.last_boosted_vcpu, 6);
+        let d = run(&mut s, &mut v, 0, fixed, None, |_| 1);
+        assert_eq!(d.target, Some(VcpuIdx(7)));
+    }
+
+    #[test]
+    fn v613_needs_two_vcpus() {
+        let mut v = vm(1);
+        let mut s = SpinVm::default();
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            OnSpinVariant::V613SingleLoop { fixed_index: true },
+            None,
+            |_| 1,
+        );
+        assert!(d.attempts.is_empty());
+    }
+
+    #[test]
+    fn ipi_aware_relaxed_round_and_shared_budget() {
+        let relaxed = OnSpinVariant::IpiAware {
+            enable_relaxed_boost: true,
+            order: IpiOrder::FilterInScanOrder,
+        };
+        let mut v = vm(4);
+        for i in 1..4 {
+            v[i].cpl = Cpl::User;
+            v[i].kvm_sched_out(true, false);
+        }
+        let mut s = SpinVm::default();
+        // Strict round rejects all user-mode vCPUs; relaxed takes vCPU 1.
+        let d = run(&mut s, &mut v, 0, relaxed, None, |_| 1);
+        assert_eq!(d.round, Some(Round::Relaxed));
+        assert_eq!(d.tier, Some(Tier::Relaxed));
+        assert_eq!(s.last_boosted_vcpu, 1);
+        // Budget shared: two -ESRCH in strict (kernel-mode 2 and 3) leave one for relaxed.
+        let mut v = vm(4);
+        v[1].cpl = Cpl::User;
+        v[1].kvm_sched_out(true, false);
+        let mut s = SpinVm::default();
+        let d = run(&mut s, &mut v, 0, relaxed, None, |_| -ESRCH);
+        let rounds: Vec<Round> = d.attempts.iter().map(|a| a.round).collect();
+        assert_eq!(targets(&d), vec![2, 3, 1]);
+        assert_eq!(rounds, vec![Round::Strict, Round::Strict, Round::Relaxed]);
+        assert_eq!(d.tries_left, 0);
+    }
+
+    #[test]
+    fn ipi_aware_receiver_first_order() {
+        let first = OnSpinVariant::IpiAware {
+            enable_relaxed_boost: false,
+            order: IpiOrder::ReceiverFirst,
+        };
+        let scan = OnSpinVariant::IpiAware {
+            enable_relaxed_boost: false,
+            order: IpiOrder::FilterInScanOrder,
+        };
+        let mut v = vm(4);
+        let mut s = SpinVm::default();
+        let d = run(&mut s, &mut v, 0, scan, Some(VcpuIdx(3)), |_| 1);
+        assert_eq!(
+            (d.target, d.tier),
+            (Some(VcpuIdx(1)), Some(Tier::Preempted))
+        );
+        let mut s = SpinVm::default();
+        let d = run(&mut s, &mut v, 0, first, Some(VcpuIdx(3)), |_| 1);
+        assert_eq!(
+            (d.target, d.tier),
+            (Some(VcpuIdx(3)), Some(Tier::IpiReceiver))
+        );
+        // A failed receiver is not retried in the scan.
+        let mut s = SpinVm::default();
+        let d = run(&mut s, &mut v, 0, first, Some(VcpuIdx(3)), |_| 0);
+        assert_eq!(targets(&d), vec![3, 1, 2]);
+    }
+
+    #[test]
+    fn bad_me_index_is_harmless() {
+        let mut v = vm(2);
+        let mut s = SpinVm::default();
+        let d = run(&mut s, &mut v, 9, V612, None, |_| 1);
+        assert!(d.attempts.is_empty() && d.target.is_none());
+    }
+}
