@@ -368,9 +368,9 @@ mod tests {
         me: u32,
         variant: OnSpinVariant,
         receiver: Option<VcpuIdx>,
-        mut res: impl FnMut(VcpuIdx) -> i32,
+        res: impl FnMut(VcpuIdx) -> i32,
     ) -> OnSpinDecision {
-        kvm_vcpu_on_spin(svm, v, VcpuIdx(me), true, variant, receiver, |t| res(t))
+        kvm_vcpu_on_spin(svm, v, VcpuIdx(me), true, variant, receiver, res)
     }
 
     fn targets(d: &OnSpinDecision) -> Vec<u32> {
@@ -548,9 +548,9 @@ mod tests {
             order: IpiOrder::FilterInScanOrder,
         };
         let mut v = vm(4);
-        for i in 1..4 {
-            v[i].cpl = Cpl::User;
-            v[i].kvm_sched_out(true, false);
+        for x in v.iter_mut().skip(1) {
+            x.cpl = Cpl::User;
+            x.kvm_sched_out(true, false);
         }
         let mut s = SpinVm::default();
         // Strict round rejects all user-mode vCPUs; relaxed takes vCPU 1.
