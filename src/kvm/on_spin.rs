@@ -36,11 +36,24 @@ pub enum OnSpinVariant {
     V612TwoPass,
     /// Linux 6.13..6.18 (`fixed_index = false`) or 6.19+ (`true`).
     V613SingleLoop { fixed_index: bool },
-    /// The seed series on top of 6.12.117's loop.
+    /// The seed series' candidate selection on top of `base`'s loop.
     IpiAware {
         enable_relaxed_boost: bool,
         order: IpiOrder,
+        base: IpiBase,
     },
+}
+
+/// The loop the IPI-aware selection is applied to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpiBase {
+    /// 6.12.117's two-pass loop (this project's base kernel).
+    V612TwoPass,
+    /// The single loop with the `= idx` fix, which the series patches
+    /// (upstream 6.18/6.19). There the shared `try` can go negative in the
+    /// relaxed round (`!--try` never true again), so an exhausted budget no
+    /// longer limits -ESRCH attempts.
+    V613SingleLoopFixed,
 }
 
 /// Why a candidate passed the filter.
@@ -220,6 +233,38 @@ impl<F: FnMut(VcpuIdx) -> i32> Ctx<'_, F> {
         }
         yielded
     }
+
+    /// The 6.13+ single loop body (kvm_main.c since 7e513617da71). Returns
+    /// the final `yielded` and, on success, `(i, idx)`.
+    fn single_loop(
+        &mut self,
+        last: i64,
+        filter: Filter,
+        round: Round,
+    ) -> (i32, Option<(usize, usize)>) {
+        let n = self.vcpus.len();
+        let mut yielded = 0;
+        let start = last.saturating_add(1);
+        for i in 0..n {
+            let idx = start.saturating_add(i as i64).rem_euclid(n as i64) as usize;
+            if idx == self.me {
+                continue;
+            }
+            if let Some(y) = self.candidate(idx, filter, round) {
+                yielded = y;
+                if y > 0 {
+                    return (y, Some((i, idx)));
+                } else if y < 0 {
+                    // `!--try`: stops only when it hits exactly 0.
+                    self.tries -= 1;
+                    if self.tries == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        (yielded, None)
+    }
 }
 
 /// `kvm_vcpu_on_spin(me, yield_to_kernel_mode)`: see the module doc.
@@ -267,24 +312,11 @@ pub fn kvm_vcpu_on_spin<F: FnMut(VcpuIdx) -> i32>(
         OnSpinVariant::V613SingleLoop { fixed_index } => {
             if n >= 2 {
                 ctx.vcpus[me_i].in_spin_loop = true;
-                let start = vm.last_boosted_vcpu.saturating_add(1);
-                for i in 0..n {
-                    let idx = (start.saturating_add(i as i64)).rem_euclid(n as i64) as usize;
-                    if idx == me_i {
-                        continue;
-                    }
-                    if let Some(y) = ctx.candidate(idx, Filter::Upstream, Round::Strict) {
-                        yielded = y;
-                        if y > 0 {
-                            vm.last_boosted_vcpu = if fixed_index { idx as i64 } else { i as i64 };
-                            break;
-                        } else if y < 0 {
-                            ctx.tries -= 1;
-                            if ctx.tries == 0 {
-                                break;
-                            }
-                        }
-                    }
+                let (y, hit) =
+                    ctx.single_loop(vm.last_boosted_vcpu, Filter::Upstream, Round::Strict);
+                yielded = y;
+                if let Some((i, idx)) = hit {
+                    vm.last_boosted_vcpu = if fixed_index { idx as i64 } else { i as i64 };
                 }
             }
         }
@@ -296,27 +328,38 @@ pub fn kvm_vcpu_on_spin<F: FnMut(VcpuIdx) -> i32>(
         OnSpinVariant::IpiAware {
             enable_relaxed_boost,
             order,
+            base,
         } => {
-            ctx.vcpus[me_i].in_spin_loop = true;
-            let last = vm.last_boosted_vcpu;
-            if order == IpiOrder::ReceiverFirst {
-                if let Some(r) = receiver {
-                    if let Some(y) = ctx.candidate(r.idx(), Filter::Strict, Round::Strict) {
-                        yielded = y;
-                        if y < 0 {
-                            ctx.tries -= 1;
-                        }
+            let single = base == IpiBase::V613SingleLoopFixed;
+            if !single || n >= 2 {
+                ctx.vcpus[me_i].in_spin_loop = true;
+                let last = vm.last_boosted_vcpu;
+                let scan = |ctx: &mut Ctx<'_, F>, filter, round| {
+                    if single {
+                        ctx.single_loop(last, filter, round).0
+                    } else {
+                        ctx.two_pass(last, filter, round, 0)
                     }
-                    ctx.skip_receiver = true;
+                };
+                if order == IpiOrder::ReceiverFirst {
+                    if let Some(r) = receiver {
+                        if let Some(y) = ctx.candidate(r.idx(), Filter::Strict, Round::Strict) {
+                            yielded = y;
+                            if y < 0 {
+                                ctx.tries -= 1;
+                            }
+                        }
+                        ctx.skip_receiver = true;
+                    }
                 }
-            }
-            if yielded <= 0 {
-                // The receiver-first attempt does not stop the scan.
-                yielded = ctx.two_pass(last, Filter::Strict, Round::Strict, 0);
-            }
-            ctx.skip_receiver = false;
-            if enable_relaxed_boost && yielded <= 0 {
-                yielded = ctx.two_pass(last, Filter::Relaxed, Round::Relaxed, 0);
+                if yielded <= 0 {
+                    // A failed receiver-first attempt does not stop the scan.
+                    yielded = scan(&mut ctx, Filter::Strict, Round::Strict);
+                }
+                ctx.skip_receiver = false;
+                if enable_relaxed_boost && yielded <= 0 {
+                    yielded = scan(&mut ctx, Filter::Relaxed, Round::Relaxed);
+                }
             }
         }
     }
@@ -328,7 +371,8 @@ pub fn kvm_vcpu_on_spin<F: FnMut(VcpuIdx) -> i32>(
     if let (Some(w), OnSpinVariant::V612TwoPass | OnSpinVariant::IpiAware { .. }) =
         (winner, variant)
     {
-        // 6.12: `last_boosted_vcpu = i`, and i is the vCPU index there.
+        // 6.12: `last_boosted_vcpu = i`, and i is the vCPU index there; the
+        // series' single loop stores `idx` (fixed).
         vm.last_boosted_vcpu = i64::from(w.target.0);
     }
     if let Some(m) = ctx.vcpus.get_mut(me_i) {
@@ -439,6 +483,7 @@ mod tests {
         let strict_only = OnSpinVariant::IpiAware {
             enable_relaxed_boost: false,
             order: IpiOrder::FilterInScanOrder,
+            base: IpiBase::V612TwoPass,
         };
         let d = run(&mut s, &mut v, 0, strict_only, None, |_| 1);
         assert!(d.attempts.is_empty());
@@ -546,6 +591,7 @@ mod tests {
         let relaxed = OnSpinVariant::IpiAware {
             enable_relaxed_boost: true,
             order: IpiOrder::FilterInScanOrder,
+            base: IpiBase::V612TwoPass,
         };
         let mut v = vm(4);
         for x in v.iter_mut().skip(1) {
@@ -575,10 +621,12 @@ mod tests {
         let first = OnSpinVariant::IpiAware {
             enable_relaxed_boost: false,
             order: IpiOrder::ReceiverFirst,
+            base: IpiBase::V612TwoPass,
         };
         let scan = OnSpinVariant::IpiAware {
             enable_relaxed_boost: false,
             order: IpiOrder::FilterInScanOrder,
+            base: IpiBase::V612TwoPass,
         };
         let mut v = vm(4);
         let mut s = SpinVm::default();
@@ -597,6 +645,59 @@ mod tests {
         let mut s = SpinVm::default();
         let d = run(&mut s, &mut v, 0, first, Some(VcpuIdx(3)), |_| 0);
         assert_eq!(targets(&d), vec![3, 1, 2]);
+    }
+
+    #[test]
+    fn ipi_aware_single_loop_budget_goes_negative_in_relaxed_round() {
+        let mk = |base| OnSpinVariant::IpiAware {
+            enable_relaxed_boost: true,
+            order: IpiOrder::FilterInScanOrder,
+            base,
+        };
+        // vCPUs 1..=3 preempted in kernel, 4..=6 preempted in user.
+        let setup = || {
+            let mut v = vm(7);
+            for x in v.iter_mut().skip(4) {
+                x.cpl = Cpl::User;
+                x.kvm_sched_out(true, false);
+            }
+            v
+        };
+        let mut v = setup();
+        let mut s = SpinVm::default();
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            mk(IpiBase::V613SingleLoopFixed),
+            None,
+            |_| -ESRCH,
+        );
+        // Strict: 1, 2, 3 exhaust try; relaxed: all 6 preempted, try -> -6.
+        assert_eq!(targets(&d), vec![1, 2, 3, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(d.tries_left, -6);
+        let mut v = setup();
+        let mut s = SpinVm::default();
+        let d = run(&mut s, &mut v, 0, mk(IpiBase::V612TwoPass), None, |_| {
+            -ESRCH
+        });
+        assert_eq!(targets(&d), vec![1, 2, 3]);
+        assert_eq!(d.tries_left, 0);
+        // Success in the single-loop base stores the index.
+        let mut v = setup();
+        let mut s = SpinVm {
+            last_boosted_vcpu: 5,
+        };
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            mk(IpiBase::V613SingleLoopFixed),
+            None,
+            |t| i32::from(t.0 == 2),
+        );
+        assert_eq!(d.target, Some(VcpuIdx(2)));
+        assert_eq!(s.last_boosted_vcpu, 2);
     }
 
     #[test]
