@@ -10,6 +10,7 @@ pub mod ids;
 pub mod lapic;
 pub mod on_spin;
 pub mod ple;
+pub mod pv;
 pub mod vcpu;
 
 pub use ids::{VcpuIdx, Vector, VmId};
