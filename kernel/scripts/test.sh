@@ -3,10 +3,10 @@
 #
 #  1. apply kernel/patches onto pristine linux-source-6.12 with git am
 #  2. checkpatch.pl --strict on every patch (0 errors/warnings/checks)
-#  3. every patch builds on its own (objects of the directories it touches)
-#  4. W=1 and sparse (C=2) over the touched objects: no new warnings vs base
-#  5. i386 build of kernel/sched: no 64-bit division libgcc helpers
-#  6. the patched bzImage
+#  3. the patched bzImage
+#  4. every patch builds on its own (objects of the directories it touches)
+#  5. W=1 and sparse (C=2) over the touched objects: no new warnings vs base
+#  6. i386 build of kernel/sched: no 64-bit division libgcc helpers
 #  7. KUnit (UML) with vectors/*.json turned into C
 #
 # Results are cached per (series, config, vectors) in $OVERSUB_CACHE; each
@@ -73,6 +73,14 @@ for p in "$KDIR"/patches/[0-9]*.patch; do
 		fail "checkpatch --strict $n"
 	fi
 done
+
+# The bzImage first: it warms ccache for the per-patch builds below.
+stage "patched bzImage"
+if img=$("$KDIR/scripts/build.sh" patched | tail -1) && [[ -f $img ]]; then
+	pass "bzImage: $img"
+else
+	fail "patched bzImage build"
+fi
 
 # Directories a commit's changes need rebuilt.
 dirs_for_commit() {
@@ -200,13 +208,6 @@ else
 		tail -30 "$I386/build.log"
 		fail "i386 build of kernel/sched"
 	fi
-fi
-
-stage "patched bzImage"
-if img=$("$KDIR/scripts/build.sh" patched | tail -1) && [[ -f $img ]]; then
-	pass "bzImage: $img"
-else
-	fail "patched bzImage build"
 fi
 
 stage "KUnit (UML) with vectors/*.json"
