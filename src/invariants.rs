@@ -76,6 +76,12 @@ pub fn check(s: &Scheduler) -> Result<(), String> {
         }
     }
     for t in &s.tasks {
+        if !s.cpu_tasks[t.cpu.idx()].contains(&t.id) {
+            return Err(format!(
+                "task {} missing from {}'s task list",
+                t.name, t.cpu
+            ));
+        }
         if t.state == TaskState::Running && !t.on_rq {
             return Err(format!("runnable task {} is on no runqueue", t.name));
         }

@@ -144,11 +144,13 @@ fn main() -> ExitCode {
             } else {
                 oversub::run_scenario(&sc, seed, dur)
             };
-            if json {
-                println!("{}", report.to_json());
+            let text = if json {
+                format!("{}\n", report.to_json())
             } else {
-                print!("{}", report.to_table());
-            }
+                report.to_table()
+            };
+            // A closed pipe (`| head`) is not an error worth a panic.
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
             ExitCode::SUCCESS
         }
     }

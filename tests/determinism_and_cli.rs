@@ -18,7 +18,15 @@ fn json_without_wall(out: &[u8]) -> serde_json::Value {
 
 #[test]
 fn same_scenario_and_seed_give_identical_json() {
-    let args = ["run", "scenarios/default.toml", "--json", "--duration", "500ms", "--seed", "7"];
+    let args = [
+        "run",
+        "scenarios/default.toml",
+        "--json",
+        "--duration",
+        "500ms",
+        "--seed",
+        "7",
+    ];
     let a = oversub(&args);
     let b = oversub(&args);
     assert!(a.status.success() && b.status.success());
@@ -33,7 +41,15 @@ fn same_scenario_and_seed_give_identical_json() {
         assert!(ja.get(k).is_some(), "missing {k}");
     }
     let t = &ja["tasks"][0];
-    for k in ["name", "cgroup", "cpu_ns", "wait_ns", "nr_switches", "nr_yields", "wakeup_latency_ns"] {
+    for k in [
+        "name",
+        "cgroup",
+        "cpu_ns",
+        "wait_ns",
+        "nr_switches",
+        "nr_yields",
+        "wakeup_latency_ns",
+    ] {
         assert!(t.get(k).is_some(), "task field {k}");
     }
     for k in ["p50", "p99", "max"] {
@@ -65,17 +81,26 @@ fn bad_input_exits_2_with_one_line_naming_file_and_field() {
     let e = bad("[host]\ncpus = 2\n[[task]]\nname=\"a\"\nkind=\"hog\"\ncpus=[0,5]\n");
     assert!(e.contains("task[0].cpus") && e.contains("CPU 5"), "{e}");
     let e = bad("[[cgroup]]\npath=\"/a\"\nweight=0\n[[task]]\nname=\"a\"\nkind=\"hog\"\n");
-    assert!(e.contains("cgroup[0].weight") && e.contains("1 ..= 10000"), "{e}");
+    assert!(
+        e.contains("cgroup[0].weight") && e.contains("1 ..= 10000"),
+        "{e}"
+    );
     let e = bad("[[cgroup]]\npath=\"/a/../a\"\n[[task]]\nname=\"a\"\nkind=\"hog\"\n");
     assert!(e.contains("cgroup[0].path"), "{e}");
     let e = bad("[[cgroup]]\npath=\"/a/b\"\n[[task]]\nname=\"a\"\nkind=\"hog\"\n");
     assert!(e.contains("parent"), "{e}");
     let e = bad("[[task]]\nname=\"a\"\nkind=\"hog\"\nperiod=\"1ms\"\n");
-    assert!(e.contains("task[0].period") && e.contains("not a parameter"), "{e}");
+    assert!(
+        e.contains("task[0].period") && e.contains("not a parameter"),
+        "{e}"
+    );
     let e = bad("[[task]]\nname=\"a\"\nkind=\"teleport\"\n");
     assert!(e.contains("task[0].kind") && e.contains("hog"), "{e}");
     let e = bad("[host.features]\nNOT_A_FEATURE = true\n[[task]]\nname=\"a\"\nkind=\"hog\"\n");
-    assert!(e.contains("NOT_A_FEATURE") && e.contains("RUN_TO_PARITY"), "{e}");
+    assert!(
+        e.contains("NOT_A_FEATURE") && e.contains("RUN_TO_PARITY"),
+        "{e}"
+    );
     let e = bad("[host]\nkernel=\"5.4\"\n[[task]]\nname=\"a\"\nkind=\"hog\"\n");
     assert!(e.contains("host.kernel") && e.contains("6.12.117"), "{e}");
     let e = bad("this is not toml");
@@ -88,7 +113,12 @@ fn check_accepts_every_shipped_scenario() {
         let p = entry.unwrap().path();
         if p.extension().is_some_and(|e| e == "toml") {
             let out = oversub(&["check", p.to_str().unwrap()]);
-            assert!(out.status.success(), "{}: {}", p.display(), String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                p.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
     }
 }

@@ -136,14 +136,13 @@ impl Scheduler {
 
     /// Tasks of `src` that may move to `dst`, in task-id order.
     fn migratable(&self, src: usize, dst: usize, ignore_hot: bool) -> Vec<TaskId> {
-        // The tasks queued on `src`: walk the task table (runqueues keep no
-        // task list in this model).
-        self.tasks
+        let mut v: Vec<TaskId> = self.cpu_tasks[src]
             .iter()
-            .filter(|t| t.cpu.idx() == src)
-            .map(|t| t.id)
+            .copied()
             .filter(|&p| self.can_migrate_task(p, dst, ignore_hot))
-            .collect()
+            .collect();
+        v.sort_unstable();
+        v
     }
 
     /// The busiest other CPU by runnable count (at least two), lowest id on ties.
@@ -220,8 +219,9 @@ impl Scheduler {
         if self.rqs[c].nr_running >= 2 && now >= self.nohz_next_balance {
             self.nohz_next_balance = now + interval;
             for i in 0..self.nr_cpus() {
-                if self.cpu_idle(i) {
-                    self.pull_tasks(i, 1);
+                if self.cpu_idle(i) && self.pull_tasks(i, 1) == 0 && self.find_busiest(i).is_none()
+                {
+                    break;
                 }
             }
         }

@@ -256,9 +256,16 @@ impl Scheduler {
     /// destination CPU's copy of its group hierarchy (`set_task_rq()`).
     pub fn set_task_cpu(&mut self, p: TaskId, cpu: CpuId) {
         let t = &mut self.tasks[p.idx()];
-        if t.cpu != cpu {
+        let old = t.cpu;
+        if old != cpu {
             t.stats.nr_migrations += 1;
+            let list = &mut self.cpu_tasks[old.idx()];
+            if let Some(i) = list.iter().position(|&x| x == p) {
+                list.swap_remove(i);
+            }
+            self.cpu_tasks[cpu.idx()].push(p);
         }
+        let t = &mut self.tasks[p.idx()];
         t.cpu = cpu;
         let g = t.group;
         let se = t.se;

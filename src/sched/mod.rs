@@ -149,6 +149,8 @@ pub struct Scheduler {
     /// HRTICK timers armed by `hrtick_start_fair()`: (cpu, expiry), drained by
     /// the simulator.
     pub hrtick_requests: Vec<(CpuId, u64)>,
+    /// Tasks homed on each CPU (`task_cpu(p) == cpu`), for the balancer.
+    pub cpu_tasks: Vec<Vec<TaskId>>,
     /// A policy step run inside `yield_to_task_fair()` after `set_next_buddy()`
     /// and before `yield_task_fair()` (where the seed series hooks its
     /// debooster); None on an unpatched kernel.
@@ -178,6 +180,7 @@ impl Scheduler {
             resched: Vec::new(),
             nohz_next_balance: 0,
             hrtick_requests: Vec::new(),
+            cpu_tasks: vec![Vec::new(); n],
             yield_to_hook: None,
         };
         let mut root_rqs = Vec::with_capacity(n);
@@ -271,6 +274,7 @@ impl Scheduler {
         se.slice = custom_slice.unwrap_or_else(|| self.cfg.base_slice());
         se.custom_slice = custom_slice.is_some();
         self.ses.push(se);
+        self.cpu_tasks[cpu.idx()].push(id);
         self.tasks.push(Task {
             id,
             name: name.to_string(),
