@@ -58,6 +58,54 @@ pub struct Row {
     pub tolerance: f64,
     /// None: informational only.
     pub pass: Option<bool>,
+    /// A documented disagreement (`# conform-known:` line of the scenario):
+    /// a failure of this row is reported but not counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub known: Option<String>,
+}
+
+/// A `# conform-known: NAME METRIC: reason` line of a scenario file: a
+/// disagreement written down with its cause. NAME may end in `*`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Known {
+    pub name: String,
+    pub metric: String,
+    pub reason: String,
+}
+
+/// The `# conform-known:` lines of a scenario text.
+pub fn known_of(text: &str) -> Vec<Known> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("# conform-known:"))
+        .filter_map(|rest| {
+            let (head, reason) = rest.split_once(':')?;
+            let mut w = head.split_whitespace();
+            Some(Known {
+                name: w.next()?.to_string(),
+                metric: w.next()?.to_string(),
+                reason: reason.trim().to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Marks the rows covered by `known`.
+pub fn apply_known(rows: &mut [Row], known: &[Known]) {
+    for r in rows.iter_mut() {
+        let hit = known.iter().find(|k| {
+            k.metric == r.metric
+                && match k.name.strip_suffix('*') {
+                    Some(p) => r.name.starts_with(p),
+                    None => k.name == r.name,
+                }
+        });
+        r.known = hit.map(|k| k.reason.clone());
+    }
+}
+
+/// Whether a row counts as a failure.
+pub fn row_fails(r: &Row) -> bool {
+    r.pass == Some(false) && r.known.is_none()
 }
 
 /// The outcome of one scenario.
@@ -156,6 +204,7 @@ fn share_row(kind: &str, name: &str, real: &[f64], sim: f64) -> Row {
         rel_err: if mean > 0.0 { (sim - mean) / mean } else { 0.0 },
         tolerance: tol,
         pass: Some((sim - mean).abs() <= tol + 1e-12),
+        known: None,
     }
 }
 
@@ -175,6 +224,7 @@ fn lat_row(name: &str, metric: &str, real: &[f64], sim: f64, judged: bool) -> Ro
         rel_err: if mean > 0.0 { (sim - mean) / mean } else { 0.0 },
         tolerance: tol,
         pass: judged.then_some((sim - mean).abs() <= tol),
+        known: None,
     }
 }
 
@@ -227,10 +277,11 @@ pub fn table(rows: &[Row]) -> String {
         "what", "name", "metric", "real", "real min..max", "sim", "rel.err", "tol"
     );
     for r in rows {
-        let verdict = match r.pass {
-            Some(true) => "ok",
-            Some(false) => "FAIL",
-            None => "info",
+        let verdict = match (r.pass, &r.known) {
+            (Some(true), _) => "ok",
+            (Some(false), None) => "FAIL",
+            (Some(false), Some(_)) => "known (see below)",
+            (None, _) => "info",
         };
         let _ = writeln!(
             s,
@@ -248,6 +299,15 @@ pub fn table(rows: &[Row]) -> String {
             r.rel_err * 100.0,
             fmt_val(&r.metric, r.tolerance),
         );
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for r in rows.iter().filter(|r| r.pass == Some(false)) {
+        if let Some(k) = &r.known {
+            if !seen.contains(k) {
+                let _ = writeln!(s, "  known disagreement: {k}");
+                seen.push(k.clone());
+            }
+        }
     }
     s
 }
@@ -386,6 +446,7 @@ fn run_file(
         Ok(s) => s,
         Err(e) => return res("error", e.to_string(), vec![]),
     };
+    let known = known_of(&std::fs::read_to_string(f).unwrap_or_default());
     if let Err(e) = host_only_check(&sc, h.cpus) {
         return res("error", format!("rejected: {e}"), vec![]);
     }
@@ -411,13 +472,21 @@ fn run_file(
             Err(e) => return res("error", format!("real run {}: {e}", i + 1), vec![]),
         }
     }
-    let rows = compare(&sc, &real_runs, &sim);
-    let ok = rows.iter().all(|r| r.pass != Some(false));
-    let msg = format!(
+    let mut rows = compare(&sc, &real_runs, &sim);
+    apply_known(&mut rows, &known);
+    let ok = !rows.iter().any(row_fails);
+    let nknown = rows
+        .iter()
+        .filter(|r| r.pass == Some(false) && r.known.is_some())
+        .count();
+    let mut msg = format!(
         "{} real runs of {} ms",
         real_runs.len(),
         duration / 1_000_000
     );
+    if nknown > 0 {
+        let _ = write!(msg, "; {nknown} known disagreements, not counted");
+    }
     res(if ok { "pass" } else { "fail" }, msg, rows)
 }
 
@@ -463,6 +532,18 @@ mod tests {
         assert!(rows.iter().all(|r| r.pass == Some(true)));
         assert!(table(&rows).contains("/b"));
         assert!(host_only_check(&sc, 2).is_ok());
+    }
+
+    #[test]
+    fn known_lines() {
+        let k = known_of("x\n# conform-known: yl.* share: yield forfeit\n# other\n");
+        assert_eq!(k.len(), 1);
+        assert_eq!(k[0].name, "yl.*");
+        let mut rows = vec![share_row("task", "yl.0", &[0.065], 0.0625)];
+        assert!(row_fails(&rows[0]));
+        apply_known(&mut rows, &k);
+        assert!(!row_fails(&rows[0]));
+        assert!(table(&rows).contains("known disagreement: yield forfeit"));
     }
 
     #[test]
