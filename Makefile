@@ -18,6 +18,8 @@ build: deps
 
 # Sub-makefiles add their test targets to EXTRA_TESTS (kernel series, emulated host, conformance).
 EXTRA_TESTS :=
+-include conform/conform.mk
+EXTRA_TESTS += test-conform
 -include kernel/kernel.mk
 -include kernel/functional/functional.mk
 
@@ -31,5 +33,6 @@ lint: deps
 test-sim: lint
 	$(CARGO) test --release --locked
 
+## make bench: events/s and simulated seconds per wall second (README.md).
 bench: build
-	$(CARGO) bench --locked
+	@for f in bench/*.toml; do $(OVERSUB) run $$f | head -1 | sed "s|^|$$f: |"; done
