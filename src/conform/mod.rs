@@ -24,8 +24,16 @@ use std::sync::Arc;
 
 /// Relative tolerance of CPU shares.
 pub const SHARE_REL_TOL: f64 = 0.02;
-/// Absolute floor of the CPU share tolerance (fraction of the total).
+/// Absolute floor of the CPU share tolerance (fraction of the total); the
+/// floor is also at least one tick of the run's duration, since a task's CPU
+/// time in a finite run is quantised to ticks (tick-granular switching).
 pub const SHARE_ABS_TOL: f64 = 0.002;
+
+/// The absolute share tolerance floor of a run of `duration_ns` at `hz`.
+pub fn share_floor(hz: u32, duration_ns: u64) -> f64 {
+    let tick = 1e9 / hz.max(1) as f64;
+    SHARE_ABS_TOL.max(tick / duration_ns.max(1) as f64)
+}
 /// Relative tolerance of latency medians.
 pub const LAT_REL_TOL: f64 = 0.25;
 /// Absolute floor of the latency median tolerance, ns.
@@ -188,11 +196,11 @@ fn cg_share(run: &RunFigures, cg: &str) -> f64 {
     s as f64 / total as f64
 }
 
-fn share_row(kind: &str, name: &str, real: &[f64], sim: f64) -> Row {
+fn share_row(kind: &str, name: &str, real: &[f64], sim: f64, floor: f64) -> Row {
     let mean = real.iter().sum::<f64>() / real.len().max(1) as f64;
     let min = real.iter().cloned().fold(f64::INFINITY, f64::min);
     let max = real.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let tol = (SHARE_REL_TOL * mean).max(max - min).max(SHARE_ABS_TOL);
+    let tol = (SHARE_REL_TOL * mean).max(max - min).max(floor);
     Row {
         kind: kind.into(),
         name: name.into(),
@@ -229,13 +237,14 @@ fn lat_row(name: &str, metric: &str, real: &[f64], sim: f64, judged: bool) -> Ro
 }
 
 /// Compares real runs (same task order as `sim`) with the simulated run.
-pub fn compare(sc: &Scenario, real: &[RunFigures], sim: &RunFigures) -> Vec<Row> {
+/// `floor` is the absolute share tolerance floor ([`share_floor`]).
+pub fn compare(sc: &Scenario, real: &[RunFigures], sim: &RunFigures, floor: f64) -> Vec<Row> {
     let mut rows = Vec::new();
     let real_shares: Vec<Vec<f64>> = real.iter().map(shares).collect();
     let sim_shares = shares(sim);
     for (i, t) in sim.iter().enumerate() {
         let r: Vec<f64> = real_shares.iter().map(|s| s[i]).collect();
-        rows.push(share_row("task", &t.0, &r, sim_shares[i]));
+        rows.push(share_row("task", &t.0, &r, sim_shares[i], floor));
         if let Some((p50, p99)) = t.3 {
             let r50: Vec<f64> = real
                 .iter()
@@ -255,7 +264,13 @@ pub fn compare(sc: &Scenario, real: &[RunFigures], sim: &RunFigures) -> Vec<Row>
     }
     for c in &sc.cgroups {
         let r: Vec<f64> = real.iter().map(|run| cg_share(run, &c.path)).collect();
-        rows.push(share_row("cgroup", &c.path, &r, cg_share(sim, &c.path)));
+        rows.push(share_row(
+            "cgroup",
+            &c.path,
+            &r,
+            cg_share(sim, &c.path),
+            floor,
+        ));
     }
     rows
 }
@@ -315,7 +330,7 @@ pub fn table(rows: &[Row]) -> String {
 /// The one-line statement of the tolerances.
 pub fn tolerance_line() -> String {
     format!(
-        "tolerances: CPU share |sim-real| <= max({:.0}% of real, real spread max-min, {:.1} points); latency p50 <= max({:.0}% of real, {:.0}us); p99 informational",
+        "tolerances: CPU share |sim-real| <= max({:.0}% of real, real spread max-min, {:.1} points, one tick of the run); latency p50 <= max({:.0}% of real, {:.0}us); p99 informational",
         SHARE_REL_TOL * 100.0,
         SHARE_ABS_TOL * 100.0,
         LAT_REL_TOL * 100.0,
@@ -472,7 +487,7 @@ fn run_file(
             Err(e) => return res("error", format!("real run {}: {e}", i + 1), vec![]),
         }
     }
-    let mut rows = compare(&sc, &real_runs, &sim);
+    let mut rows = compare(&sc, &real_runs, &sim, share_floor(h.hz, duration));
     apply_known(&mut rows, &known);
     let ok = !rows.iter().any(row_fails);
     let nknown = rows
@@ -509,11 +524,11 @@ mod tests {
 
     #[test]
     fn share_tolerance_uses_spread() {
-        let r = share_row("task", "a", &[0.25, 0.25], 0.254);
+        let r = share_row("task", "a", &[0.25, 0.25], 0.254, 0.002);
         assert_eq!(r.pass, Some(true)); // 2% of 0.25 = 0.005
-        let r = share_row("task", "a", &[0.25, 0.25], 0.26);
+        let r = share_row("task", "a", &[0.25, 0.25], 0.26, 0.002);
         assert_eq!(r.pass, Some(false));
-        let r = share_row("task", "a", &[0.24, 0.26], 0.265);
+        let r = share_row("task", "a", &[0.24, 0.26], 0.265, 0.002);
         assert_eq!(r.pass, Some(true)); // spread 0.02
     }
 
@@ -527,7 +542,8 @@ mod tests {
         .unwrap();
         let real = vec![fig(&[("x", "/a", 250), ("y", "/b", 750)])];
         let sim = fig(&[("x", "/a", 251), ("y", "/b", 749)]);
-        let rows = compare(&sc, &real, &sim);
+        let rows = compare(&sc, &real, &sim, share_floor(250, 2_000_000_000));
+        assert!((share_floor(250, 1_000_000_000) - 0.004).abs() < 1e-12);
         assert_eq!(rows.len(), 4);
         assert!(rows.iter().all(|r| r.pass == Some(true)));
         assert!(table(&rows).contains("/b"));
@@ -539,7 +555,7 @@ mod tests {
         let k = known_of("x\n# conform-known: yl.* share: yield forfeit\n# other\n");
         assert_eq!(k.len(), 1);
         assert_eq!(k[0].name, "yl.*");
-        let mut rows = vec![share_row("task", "yl.0", &[0.065], 0.0625)];
+        let mut rows = vec![share_row("task", "yl.0", &[0.065], 0.0625, 0.002)];
         assert!(row_fails(&rows[0]));
         apply_known(&mut rows, &k);
         assert!(!row_fails(&rows[0]));
