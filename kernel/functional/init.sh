@@ -5,6 +5,7 @@
 #   ft.tests=a,b                     only these selftests / functional tests (names; default all)
 #   ft.st_timeout=SECS               per-selftest timeout (default 120)
 #   ft.ft_timeout=SECS               whole functional suite timeout (default 480)
+#   ft.verbose=1                     ftest prints every trace line it reads
 # Output markers parsed by kernel/functional/run.py (one per line, at line start):
 #   @@BEGIN, @@ST_BEGIN name, @@ST_END name rc=N, @@FT_BEGIN, @@FT_END rc=N, @@DONE
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
@@ -26,6 +27,7 @@ for a in $(cat /proc/cmdline); do
 	ft.tests=*) tests=${a#ft.tests=} ;;
 	ft.st_timeout=*) st_timeout=${a#ft.st_timeout=} ;;
 	ft.ft_timeout=*) ft_timeout=${a#ft.ft_timeout=} ;;
+	ft.verbose=1) export FTEST_VERBOSE=1 ;;
 	esac
 done
 tests=$(echo "$tests" | tr ',' ' ')
