@@ -123,7 +123,7 @@ def boot(variant, bz, initrd, suites, tests, timeout, smp):
            "-kernel", bz, "-initrd", initrd, "-append", append]
     log(f"{variant}: booting: {' '.join(shlex.quote(c) for c in cmd)}")
     t0 = time.time()
-    lines, status = [], "timeout"
+    lines, status = [], None
     with open(os.path.join(d, "console.log"), "w") as con:
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         sel = selectors.DefaultSelector()
@@ -157,6 +157,8 @@ def boot(variant, bz, initrd, suites, tests, timeout, smp):
                     booted = True
                 if "@@DONE" in line:
                     status = "done"
+        if status is None:
+            status = "exited early (crash/panic?)" if booted else "no boot"
         p.wait()
     log(f"{variant}: {status} after {time.time() - t0:.0f} s")
     return lines, status, time.time() - t0
@@ -218,6 +220,13 @@ def main():
         kvm = any("@@KVM yes" in l for l in lines)
         res[v] = dict(status=status, st=st, ft=ft, kvm=kvm)
         timing[v] = secs
+
+    for v in variants:
+        r = res[v]
+        st_pass = sum(1 for x in r["st"].values() if x == "PASS")
+        ft_ok = sum(1 for x in r["ft"].values() if x[0] == "ok")
+        log(f"{v}: {r['status']}; selftests {st_pass}/{len(r['st'])} PASS; "
+            f"functional {ft_ok} ok, {len(r['ft']) - ft_ok} not ok")
 
     # ---- expectations
     rows = []  # (name, {variant: text}, met, note)
