@@ -564,8 +564,11 @@ mod tests {
 
     #[test]
     fn rejects_messaging_and_missing_cpus() {
-        let sc =
-            Scenario::parse("t.toml", "[[task]]\nname=\"h\"\nkind=\"hog\"\ncpus=[3]\n").unwrap();
+        let sc = Scenario::parse(
+            "t.toml",
+            "[host]\ncpus=8\n[[task]]\nname=\"h\"\nkind=\"hog\"\ncpus=[3]\n",
+        )
+        .unwrap();
         assert!(host_only_check(&sc, 2).unwrap_err().contains("CPU 3"));
     }
 }
