@@ -256,7 +256,8 @@ def main():
         cells, met = {}, True
         for v in variants:
             ok, why = res[v]["ft"].get(n, ("MISSING", ""))
-            cells[v] = ok + (f" ({why[:60]})" if why and ok != "ok" else "")
+            why = why.replace("feature absent: no ", "absent: ").replace(" tracepoint", "")
+            cells[v] = ok + (f" ({why})" if why and ok != "ok" else "")
             if v == "patched" or n in BOTH_OK:
                 met = met and ok == "ok"
             elif v == "unpatched":
@@ -268,11 +269,11 @@ def main():
     print("=" * 100)
     print("emulated-host stage: unpatched vs patched (QEMU TCG, -cpu EPYC, nested KVM via SVM)")
     w = max(len(r[0]) for r in rows) + 2
-    hdr = f"{'test':<{w}}" + "".join(f"{v:<34}" for v in variants) + "expectation"
+    hdr = f"{'test':<{w}}" + "".join(f"{v:<40}" for v in variants) + "expectation"
     print(hdr)
     print("-" * len(hdr))
     for name, cells, met, note in rows:
-        print(f"{name:<{w}}" + "".join(f"{cells.get(v, '-')[:33]:<34}" for v in variants)
+        print(f"{name:<{w}}" + "".join(f"{cells.get(v, '-')[:39]:<40}" for v in variants)
               + ("met" if met else "NOT MET") + (f" [{note}]" if note else ""))
     print("-" * len(hdr))
     print("not run (cannot run under TCG):")
