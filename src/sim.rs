@@ -47,6 +47,8 @@ pub struct Simulator {
     tick_armed: Vec<bool>,
     tick: u64,
     pub now: Time,
+    /// End of the run: events after it are never queued.
+    end: Time,
     events: u64,
     /// Cgroup path of each task group, for reports.
     pub group_paths: Vec<String>,
@@ -89,6 +91,7 @@ impl Simulator {
             tick_armed: vec![false; n],
             tick: 0,
             now: Time::ZERO,
+            end: Time(u64::MAX),
             events: 0,
             group_paths,
             task_group: Vec::new(),
@@ -225,6 +228,7 @@ impl Simulator {
     pub fn run(&mut self, duration: Nanos) -> Report {
         let wall = std::time::Instant::now();
         let end = Time::ZERO + duration;
+        self.end = end;
         // All tasks start at t=0, in creation order (wake_up_new_task).
         self.set_now(Time::ZERO);
         for i in 0..self.tasks.len() {
@@ -354,7 +358,11 @@ impl Simulator {
         let ts = &mut self.tasks[p.idx()];
         ts.running_since = Some(self.now);
         let d = ts.remaining.unwrap_or(Nanos::ZERO);
-        self.queue.push(self.now + d, Ev::BurstEnd(cpu, gen));
+        // A burst that outlasts the run (a hog's) needs no event; queuing it
+        // would leave a stale entry in the heap for good.
+        if self.now + d <= self.end {
+            self.queue.push(self.now + d, Ev::BurstEnd(cpu, gen));
+        }
     }
 
     fn apply_switch(&mut self, sw: Switch) {

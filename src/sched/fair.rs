@@ -118,9 +118,9 @@ impl Scheduler {
         self.ses[se.idx()].vlag = self.entity_lag(v, se);
     }
 
-    /// `vruntime_eligible()`: Σ(v_i - v0)w_i >= (v - v0) Σw_i, curr included,
-    /// without the division (exact).
-    pub fn vruntime_eligible(&self, cfs: CfsRqId, vruntime: u64) -> bool {
+    /// The (Σ(v_i - v0)w_i, Σw_i) pair of `vruntime_eligible()`, curr included.
+    #[inline]
+    fn eligibility_sums(&self, cfs: CfsRqId) -> (i64, i64) {
         let q = &self.cfs_rqs[cfs.idx()];
         let mut avg = q.avg_vruntime;
         let mut load = q.avg_load;
@@ -129,7 +129,20 @@ impl Scheduler {
             avg += self.entity_key(cfs, c) * w;
             load += w;
         }
-        avg as i128 >= vdiff(vruntime, q.zero_vruntime) as i128 * load as i128
+        (avg, load)
+    }
+
+    /// The comparison of `vruntime_eligible()` for precomputed sums.
+    #[inline]
+    fn eligible_with(&self, cfs: CfsRqId, (avg, load): (i64, i64), vruntime: u64) -> bool {
+        let zero = self.cfs_rqs[cfs.idx()].zero_vruntime;
+        avg as i128 >= vdiff(vruntime, zero) as i128 * load as i128
+    }
+
+    /// `vruntime_eligible()`: Σ(v_i - v0)w_i >= (v - v0) Σw_i, curr included,
+    /// without the division (exact).
+    pub fn vruntime_eligible(&self, cfs: CfsRqId, vruntime: u64) -> bool {
+        self.eligible_with(cfs, self.eligibility_sums(cfs), vruntime)
     }
 
     /// `entity_eligible()`: lag >= 0.
@@ -263,9 +276,10 @@ impl Scheduler {
             }
         }
         // Earliest deadline among eligible queued entities (tree order on ties).
+        let sums = self.eligibility_sums(cfs);
         let mut best: Option<SeId> = None;
         for &s in &q.queued {
-            if !self.entity_eligible(cfs, s) {
+            if !self.eligible_with(cfs, sums, self.ses[s.idx()].vruntime()) {
                 continue;
             }
             best = match best {
