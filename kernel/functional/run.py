@@ -15,6 +15,7 @@ Exit status non-zero on any unmet expectation, boot failure or timeout.
 See kernel/functional/README.md.
 """
 import argparse
+import fcntl
 import os
 import re
 import selectors
@@ -83,7 +84,13 @@ def kernel_for(variant, args):
         sys.exit(f"functional: {BUILD_SH} missing (set FT_BZIMAGE_{variant.upper()} and FT_TREE_{variant.upper()})")
     t0 = time.time()
     log(f"building {variant} kernel: {BUILD_SH} {variant}")
-    out = sh([BUILD_SH, variant], stdout=subprocess.PIPE).stdout.strip().splitlines()
+    # Serialize with any other user of the kernel cache that takes the same lock
+    # (two builds in one O= directory corrupt it).
+    lock_path = os.path.join(os.path.dirname(CACHE), "build.lock")
+    os.makedirs(os.path.dirname(lock_path), exist_ok=True)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        out = sh([BUILD_SH, variant], stdout=subprocess.PIPE).stdout.strip().splitlines()
     bz = env_bz or out[-1].strip()
     tree = env_tree or sh([BUILD_SH, "--print-tree", variant], stdout=subprocess.PIPE).stdout.strip().splitlines()[-1]
     log(f"{variant}: bzImage {bz} ({time.time() - t0:.0f} s), tree {tree}")
