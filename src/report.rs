@@ -35,6 +35,119 @@ impl Percentiles {
     }
 }
 
+/// A log-bucketed histogram (64 sub-buckets per power of two, < 1.6% error)
+/// for the VM samples, which can number millions per run. The mean and the
+/// maximum are exact.
+#[derive(Clone, Debug, Default)]
+pub struct Hist {
+    buckets: Vec<u64>,
+    n: u64,
+    sum: u128,
+    max: u64,
+}
+
+impl Hist {
+    const SUB: u32 = 6;
+
+    fn bucket(v: u64) -> usize {
+        if v < (1 << Self::SUB) {
+            return v as usize;
+        }
+        let e = 63 - v.leading_zeros(); // >= SUB
+        let m = (v >> (e - Self::SUB)) & ((1 << Self::SUB) - 1);
+        (((e - Self::SUB + 1) << Self::SUB) as u64 + m) as usize
+    }
+
+    /// The largest value of bucket `b`.
+    fn upper(b: usize) -> u64 {
+        let b = b as u64;
+        if b < (1 << Self::SUB) {
+            return b;
+        }
+        let e = (b >> Self::SUB) + u64::from(Self::SUB) - 1;
+        let m = b & ((1 << Self::SUB) - 1);
+        let lo = (1u64 << e) | (m << (e - u64::from(Self::SUB)));
+        lo + (1u64 << (e - u64::from(Self::SUB))) - 1
+    }
+
+    pub fn add(&mut self, v: u64) {
+        let b = Self::bucket(v);
+        if b >= self.buckets.len() {
+            self.buckets.resize(b + 1, 0);
+        }
+        self.buckets[b] += 1;
+        self.n += 1;
+        self.sum += u128::from(v);
+        self.max = self.max.max(v);
+    }
+
+    /// Nearest-rank percentiles (bucket upper bounds, capped at the maximum).
+    pub fn percentiles(&self) -> Percentiles {
+        if self.n == 0 {
+            return Percentiles::default();
+        }
+        let rank = |p: f64| {
+            let r = ((p * self.n as f64).ceil() as u64).clamp(1, self.n);
+            let mut acc = 0;
+            for (b, &c) in self.buckets.iter().enumerate() {
+                acc += c;
+                if acc >= r {
+                    return Self::upper(b).min(self.max);
+                }
+            }
+            self.max
+        };
+        Percentiles {
+            samples: self.n,
+            p50: rank(0.50),
+            p99: rank(0.99),
+            max: self.max,
+            mean: (self.sum / u128::from(self.n)) as u64,
+        }
+    }
+}
+
+/// One VM's results (`vms[]`, present only when the scenario has VMs).
+#[derive(Serialize, Debug, Clone, Default)]
+pub struct VmReport {
+    pub name: String,
+    pub vcpus: u32,
+    pub workload: String,
+    /// Completed work units (a compute burst and its critical section; a
+    /// pingpong handoff).
+    pub ops: u64,
+    pub ops_per_s: f64,
+    /// Host CPU time of the vCPU tasks.
+    pub cpu_ns: u64,
+    /// Split of `cpu_ns` (bursts still running at the end are not split).
+    pub guest_useful_ns: u64,
+    pub spinning_ns: u64,
+    pub halt_polling_ns: u64,
+    pub exit_overhead_ns: u64,
+    /// Time the vCPU tasks were runnable but not running.
+    pub steal_ns: u64,
+    pub ple_exits: u64,
+    pub on_spin_calls: u64,
+    pub yield_to_attempts: u64,
+    pub yield_to_successes: u64,
+    pub yield_to_esrch: u64,
+    /// KVM_HC_SCHED_YIELD / KVM_HC_KICK_CPU path only (vcpu->stat.directed_yield_*).
+    pub directed_yield_attempted: u64,
+    pub directed_yield_successful: u64,
+    pub halts: u64,
+    pub pv_kicks: u64,
+    pub ipis_sent: u64,
+    /// ICR writes and PV send-IPI hypercalls that exited to KVM.
+    pub ipi_exits: u64,
+    /// Unicast IPIs recorded by the IPI tracker.
+    pub ipis_tracked: u64,
+    pub eoi_exits: u64,
+    pub lock_wait_ns: Percentiles,
+    pub lock_hold_ns: Percentiles,
+    /// From delivery to the start of the guest handler.
+    pub ipi_latency_ns: Percentiles,
+}
+
 #[derive(Serialize, Debug, Clone)]
 pub struct TaskReport {
     pub name: String,
@@ -80,10 +193,13 @@ pub struct Report {
     pub tasks: Vec<TaskReport>,
     pub cgroups: Vec<CgroupReport>,
     pub cpus: Vec<CpuReport>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub vms: Vec<VmReport>,
 }
 
 impl Report {
     pub fn build(sim: &mut Simulator, duration: Nanos, wall_ns: u64) -> Report {
+        let events = sim.events();
         let s = &mut sim.sched;
         let mut tasks = Vec::new();
         for t in s.tasks.iter_mut() {
@@ -118,6 +234,8 @@ impl Report {
                 cpu_ns,
             });
         }
+        let vms = sim.vm_reports(duration);
+        let s = &mut sim.sched;
         let cpus = s
             .rqs
             .iter()
@@ -133,11 +251,12 @@ impl Report {
             seed: 0,
             cpus_n: s.cfg.nr_cpus,
             hz: s.cfg.hz,
-            events: sim.events(),
+            events,
             wall_ns,
             tasks,
             cgroups,
             cpus,
+            vms,
         }
     }
 
@@ -207,6 +326,41 @@ impl Report {
             let _ = write!(o, " cpu{}={:.1}", c.id, 100.0 * c.busy_ns as f64 / d);
         }
         o.push('\n');
+        if !self.vms.is_empty() {
+            let _ = writeln!(
+                o,
+                "{:<12} {:>10} {:>10} {:>7} {:>7} {:>7} {:>7} {:>8} {:>9} {:>10} {:>12}",
+                "vm",
+                "ops/s",
+                "cpu%",
+                "useful%",
+                "spin%",
+                "exit%",
+                "steal%",
+                "ple_exit",
+                "yield_ok",
+                "ipis",
+                "lockwait_p99"
+            );
+            for v in &self.vms {
+                let pct = |x: u64| 100.0 * x as f64 / d;
+                let _ = writeln!(
+                    o,
+                    "{:<12} {:>10.0} {:>10.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>8} {:>9} {:>10} {:>12}",
+                    v.name,
+                    v.ops_per_s,
+                    pct(v.cpu_ns),
+                    pct(v.guest_useful_ns),
+                    pct(v.spinning_ns),
+                    pct(v.exit_overhead_ns),
+                    pct(v.steal_ns),
+                    v.ple_exits,
+                    v.yield_to_successes,
+                    v.ipis_sent,
+                    v.lock_wait_ns.p99
+                );
+            }
+        }
         o
     }
 }

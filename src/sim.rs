@@ -16,6 +16,7 @@ use crate::sched::weight::scale_load;
 use crate::sched::{CpuId, GroupId, SchedConfig, Scheduler, TaskId, ROOT_GROUP};
 use crate::task::{Behaviour, Next, World};
 use std::collections::BTreeMap;
+use vm::VmRt;
 
 #[derive(Clone, Copy, Debug)]
 enum Ev {
@@ -23,6 +24,8 @@ enum Ev {
     BurstEnd(CpuId, u64),
     Timer(TaskId),
     HrTick(CpuId, u64),
+    /// A halted vCPU's guest timer (LAPIC timer), with its generation.
+    GuestTimer(TaskId, u64),
 }
 
 /// Per-task simulator state (besides the scheduler's).
@@ -55,6 +58,10 @@ pub struct Simulator {
     pub task_group: Vec<GroupId>,
     check_invariants: bool,
     _rng: SimRng,
+    /// The VMs (empty for a host-only scenario).
+    vms: Vec<VmRt>,
+    kvm: crate::scenario::KvmSpec,
+    pv: crate::scenario::PvSpec,
 }
 
 impl Simulator {
@@ -97,6 +104,9 @@ impl Simulator {
             task_group: Vec::new(),
             check_invariants: false,
             _rng: SimRng::new(sc.host.seed, 0),
+            vms: Vec::new(),
+            kvm: sc.kvm.clone(),
+            pv: sc.pv,
         };
         sim.tick = sim.sched.cfg.tick_nsec();
         // Create tasks; round-robin initial CPUs over each task's allowed set.
@@ -207,6 +217,39 @@ impl Simulator {
                 *target = Some(names[&tg]);
             }
         }
+        // VMs: one host task per vCPU, created after the plain tasks.
+        for (vi, v) in sc.vms.iter().enumerate() {
+            let base = sim.tasks.len() as u32;
+            for k in 0..v.vcpus {
+                let allowed: Vec<bool> = match (&v.pin, &v.cpus) {
+                    (Some(pin), _) => (0..n).map(|c| c as u32 == pin[k as usize]).collect(),
+                    (None, Some(list)) => (0..n).map(|c| list.contains(&(c as u32))).collect(),
+                    (None, None) => vec![true; n],
+                };
+                let cpu = (0..n)
+                    .map(|j| (next_cpu + j) % n)
+                    .find(|&c| allowed[c])
+                    .unwrap_or(0);
+                next_cpu = cpu + 1;
+                let group = by_path[&v.vcpu_cgroups[k as usize]];
+                let id = sim.sched.create_task(
+                    &format!("{}.vcpu{k}", v.name),
+                    group,
+                    0,
+                    allowed,
+                    CpuId(cpu as u32),
+                    None,
+                );
+                assert_eq!(id.0, base + k, "vCPU task ids are consecutive");
+                sim.task_group.push(group);
+                sim.push_task(Behaviour::Vcpu {
+                    vm: vi as u32,
+                    idx: k,
+                });
+            }
+            let rt = VmRt::new(v, &sc.kvm, base, SimRng::new(sc.host.seed, 1 + vi as u64));
+            sim.vms.push(rt);
+        }
         sim
     }
 
@@ -287,14 +330,26 @@ impl Simulator {
                 let p = self.sched.rqs[cpu.idx()]
                     .curr
                     .expect("burst end on idle CPU");
+                let now = self.now;
                 let ts = &mut self.tasks[p.idx()];
+                // A burst ended early (a vCPU poked) leaves some unused.
+                let left = match (ts.remaining, ts.running_since) {
+                    (Some(r), Some(since)) => r - (now - since),
+                    _ => Nanos::ZERO,
+                };
                 ts.running_since = None;
                 ts.remaining = None;
-                self.step(cpu, p);
+                if let Behaviour::Vcpu { vm, idx } = ts.behaviour {
+                    ts.started = true;
+                    self.vcpu_step(cpu, p, vm as usize, idx as usize, left);
+                } else {
+                    self.step(cpu, p);
+                }
             }
             Ev::Timer(p) => {
                 self.sched.try_to_wake_up(p, 0, None);
             }
+            Ev::GuestTimer(p, gen) => self.guest_timer(p, gen),
         }
     }
 
@@ -376,13 +431,31 @@ impl Simulator {
                     *r = *r - (now - since);
                 }
             }
+            if let Behaviour::Vcpu { vm, idx } = ts.behaviour {
+                self.vcpu_sched_out(vm as usize, idx as usize, sw.prev_runnable);
+            }
         }
         if let Some(next) = sw.next {
             self.start_burst(sw.cpu, next);
             if !self.tick_armed[c] {
                 self.arm_tick(sw.cpu);
             }
+            if let Behaviour::Vcpu { vm, idx } = self.tasks[next.idx()].behaviour {
+                self.vcpu_sched_in(vm as usize, idx as usize);
+                // VM entry: the guest looks at its state again (pending
+                // interrupts, a lock granted while it was away, a new PAUSE
+                // loop with the current window).
+                self.kick_burst(sw.cpu);
+            }
         }
+    }
+
+    /// Ends the current burst of `cpu`'s task now (its unused part is kept
+    /// as `remaining` until the step reads it).
+    fn kick_burst(&mut self, cpu: CpuId) {
+        self.cpu_gen[cpu.idx()] += 1;
+        let gen = self.cpu_gen[cpu.idx()];
+        self.queue.push(self.now, Ev::BurstEnd(cpu, gen));
     }
 
     /// Next tick on the jiffy grid, strictly after now.
@@ -411,8 +484,28 @@ impl Simulator {
         }
     }
 
+    /// Per-VM results (empty without VMs).
+    pub fn vm_reports(&self, duration: Nanos) -> Vec<crate::report::VmReport> {
+        self.vms
+            .iter()
+            .map(|v| {
+                let mut cpu_ns = 0;
+                let mut steal = 0;
+                for k in 0..v.n {
+                    let t = &self.sched.tasks[(v.task_base + k) as usize];
+                    cpu_ns += self.sched.ses[t.se.idx()].sum_exec_runtime;
+                    steal += t.stats.wait_ns;
+                }
+                v.report(duration, cpu_ns, steal)
+            })
+            .collect()
+    }
+
     /// Task ids in creation order with their cgroup paths (for reports).
     pub fn task_ids(&self) -> impl Iterator<Item = TaskId> {
         (0..self.tasks.len() as u32).map(TaskId)
     }
 }
+
+#[path = "sim_vm.rs"]
+mod vm;

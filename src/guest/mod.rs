@@ -1,5 +1,6 @@
 //! Guest-side models: lock implementations as pure state machines
 //! (`spinlock`) and named workload profiles (`workload`).
 
+pub mod machine;
 pub mod spinlock;
 pub mod workload;

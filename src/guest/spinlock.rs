@@ -245,6 +245,45 @@ impl PvQspinlock {
         Ok(LockStep::Spin)
     }
 
+    /// `n` spin iterations at once (n >= 1): the same as calling [`spin`]
+    /// up to `n` times, stopping at the first non-`Spin` answer.
+    ///
+    /// [`spin`]: PvQspinlock::spin
+    pub fn spin_many(&mut self, cpu: VcpuIdx, n: u64) -> Result<LockStep, LockError> {
+        let first = self.spin(cpu)?;
+        if first != LockStep::Spin || n <= 1 {
+            return Ok(first);
+        }
+        // The lock state cannot change between iterations: only the count.
+        let pos = self
+            .queue
+            .iter()
+            .position(|w| w.cpu == cpu)
+            .ok_or(LockError::NotWaiting(cpu))?;
+        let w = &mut self.queue[pos];
+        let more = u32::try_from(n - 1).unwrap_or(u32::MAX);
+        w.spins = w.spins.saturating_add(more);
+        if w.spins >= self.spin_threshold {
+            w.spins = self.spin_threshold;
+            w.halted = true;
+            return Ok(LockStep::Halt);
+        }
+        Ok(LockStep::Spin)
+    }
+
+    /// Spin iterations `cpu` has left before `pv_wait` (None if not queued).
+    pub fn spins_left(&self, cpu: VcpuIdx) -> Option<u32> {
+        self.queue
+            .iter()
+            .find(|w| w.cpu == cpu)
+            .map(|w| self.spin_threshold.saturating_sub(w.spins))
+    }
+
+    /// The queue head (the waiter that takes the lock when it is freed).
+    pub fn head(&self) -> Option<VcpuIdx> {
+        self.queue.front().map(|w| w.cpu)
+    }
+
     /// Unlock; kicks the queue head if it is halted (`_Q_SLOW_VAL`).
     pub fn release(&mut self, cpu: VcpuIdx) -> Result<Release, LockError> {
         if self.owner != Some(cpu) {

@@ -6,6 +6,7 @@
 //! allowed. Parsing never panics (property-tested).
 
 pub mod duration;
+pub mod vm;
 
 use crate::engine::Nanos;
 use crate::sched::features::{KernelPreset, FEATURE_NAMES};
@@ -16,6 +17,7 @@ use std::fmt;
 use std::path::Path;
 
 pub use duration::parse_duration;
+pub use vm::{KvmSpec, Layout, OnSpinSpec, PvSpec, VmSpec};
 
 /// A scenario error: always one line, naming the file and the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +49,10 @@ struct RawScenario {
     cgroup: Vec<RawCgroup>,
     #[serde(default)]
     task: Vec<RawTask>,
+    #[serde(default)]
+    vm: Vec<vm::RawVm>,
+    kvm: Option<vm::RawKvm>,
+    guest: Option<vm::RawGuest>,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -168,11 +174,15 @@ pub struct Scenario {
     pub host: HostSpec,
     pub cgroups: Vec<CgroupSpec>,
     pub tasks: Vec<TaskSpec>,
+    /// `[[vm]]` (empty for a host-only scenario).
+    pub vms: Vec<VmSpec>,
+    pub kvm: KvmSpec,
+    pub pv: PvSpec,
 }
 
 pub const KINDS: &str = "hog, periodic, yield_loop, pingpong, messaging";
 
-struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     file: &'a str,
 }
 
@@ -265,8 +275,27 @@ impl Scenario {
         for (i, t) in raw.task.iter().enumerate() {
             tasks.push(Self::task(&cx, i, t, &host, &cgroups)?);
         }
+        let kvm = vm::kvm(&cx, raw.kvm.unwrap_or_default())?;
+        let pv = vm::pv(raw.guest);
+        let mut vms = Vec::new();
+        for (i, v) in raw.vm.iter().enumerate() {
+            let spec = vm::vm(&cx, i, v, &host, &mut cgroups)?;
+            if vms.iter().any(|o: &VmSpec| o.name == spec.name) {
+                return Err(cx.err(
+                    format!("vm[{i}].name"),
+                    format!("VM name \"{}\" is used twice", spec.name),
+                ));
+            }
+            vms.push(spec);
+        }
         // Names (after replica expansion) must be unique; yield_to targets exist.
         let mut names = std::collections::BTreeSet::new();
+        for (i, v) in vms.iter().enumerate() {
+            for k in 0..v.vcpus {
+                names.insert(format!("{}.vcpu{k}", v.name));
+            }
+            let _ = i;
+        }
         for (i, t) in tasks.iter().enumerate() {
             for n in expanded_names(t) {
                 if !names.insert(n.clone()) {
@@ -292,7 +321,7 @@ impl Scenario {
                 }
             }
         }
-        if tasks.is_empty() {
+        if tasks.is_empty() && vms.is_empty() {
             return Err(cx.err("task", "a scenario needs at least one [[task]]"));
         }
         Ok(Scenario {
@@ -300,6 +329,9 @@ impl Scenario {
             host,
             cgroups,
             tasks,
+            vms,
+            kvm,
+            pv,
         })
     }
 

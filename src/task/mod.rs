@@ -104,6 +104,9 @@ pub enum Behaviour {
     },
     /// A hackbench receiver: `recv` CPU per message, blocking on an empty pipe.
     Receiver { recv: Nanos, pipe: usize },
+    /// vCPU `idx` of VM `vm`: driven by the simulator's guest/KVM model
+    /// (src/sim.rs), never through `on_burst_end`.
+    Vcpu { vm: u32, idx: u32 },
 }
 
 const FOREVER: Nanos = Nanos(u64::MAX / 4);
@@ -201,6 +204,8 @@ impl Behaviour {
                 },
                 None => Step::just(Next::Sleep(None)),
             },
+            // The simulator steps vCPUs itself; blocking is the safe answer.
+            Behaviour::Vcpu { .. } => Step::just(Next::Sleep(None)),
         }
     }
 }

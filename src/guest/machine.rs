@@ -1,0 +1,122 @@
+//! One interface over the guest lock models, as the simulator's vCPU
+//! behaviour drives them: `lock`, `poll` (a number of PAUSE iterations at
+//! once), `release`, and who must re-check the lock word after a release.
+
+use super::spinlock::{LockStep, NativeQspinlock, PvQspinlock, Release, TasLock, TicketLock};
+use super::workload::LockKind;
+use crate::kvm::VcpuIdx;
+
+/// A guest spinlock of any kind.
+#[derive(Clone, Debug)]
+pub enum GuestLock {
+    Ticket(TicketLock),
+    Native(NativeQspinlock),
+    Pv(PvQspinlock),
+    /// `virt_spin_lock` with the CPUs currently spinning on it.
+    Tas(TasLock, Vec<VcpuIdx>),
+}
+
+impl GuestLock {
+    pub fn new(kind: LockKind) -> GuestLock {
+        match kind {
+            LockKind::Ticket => GuestLock::Ticket(TicketLock::new()),
+            LockKind::NativeQspinlock => GuestLock::Native(NativeQspinlock::new()),
+            LockKind::PvQspinlock => GuestLock::Pv(PvQspinlock::new()),
+            LockKind::Tas => GuestLock::Tas(TasLock::new(), Vec::new()),
+        }
+    }
+
+    /// First acquisition attempt. Misuse (a CPU locking twice) is a bug of the
+    /// caller and panics.
+    pub fn lock(&mut self, cpu: VcpuIdx) -> LockStep {
+        let r = match self {
+            GuestLock::Ticket(l) => l.lock(cpu),
+            GuestLock::Native(l) => l.lock(cpu),
+            GuestLock::Pv(l) => l.lock(cpu),
+            GuestLock::Tas(l, w) => {
+                let r = l.try_lock(cpu);
+                if r == Ok(LockStep::Spin) && !w.contains(&cpu) {
+                    w.push(cpu);
+                }
+                r
+            }
+        };
+        r.expect("guest lock misuse")
+    }
+
+    /// `iters` (>= 1) spin iterations of a waiting CPU.
+    pub fn poll(&mut self, cpu: VcpuIdx, iters: u64) -> LockStep {
+        let r = match self {
+            GuestLock::Ticket(l) => l.spin(cpu),
+            GuestLock::Native(l) => l.spin(cpu),
+            GuestLock::Pv(l) => l.spin_many(cpu, iters.max(1)),
+            GuestLock::Tas(l, w) => {
+                let r = l.try_lock(cpu);
+                if r == Ok(LockStep::Acquired) {
+                    w.retain(|&c| c != cpu);
+                }
+                r
+            }
+        };
+        r.expect("guest lock misuse")
+    }
+
+    /// Spin iterations before `pv_wait` (PV qspinlock only).
+    pub fn spins_left(&self, cpu: VcpuIdx) -> Option<u64> {
+        match self {
+            GuestLock::Pv(l) => l.spins_left(cpu).map(u64::from),
+            _ => None,
+        }
+    }
+
+    /// Unlock by the owner.
+    pub fn release(&mut self, cpu: VcpuIdx) -> Release {
+        let r = match self {
+            GuestLock::Ticket(l) => l.release(cpu),
+            GuestLock::Native(l) => l.release(cpu),
+            GuestLock::Pv(l) => l.release(cpu),
+            GuestLock::Tas(l, _) => l.release(cpu),
+        };
+        r.expect("guest lock misuse")
+    }
+
+    /// CPUs that may take the lock after a `Release::Free` (they must look at
+    /// the lock word again): the PV queue head, or every TAS spinner.
+    pub fn contenders(&self) -> Vec<VcpuIdx> {
+        match self {
+            GuestLock::Pv(l) => l.head().into_iter().collect(),
+            GuestLock::Tas(_, w) => w.clone(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pv_spin_many_halts_at_threshold() {
+        let mut l = GuestLock::new(LockKind::PvQspinlock);
+        assert_eq!(l.lock(VcpuIdx(0)), LockStep::Acquired);
+        assert_eq!(l.lock(VcpuIdx(1)), LockStep::Spin);
+        let left = l.spins_left(VcpuIdx(1)).unwrap();
+        assert_eq!(left, u64::from(super::super::spinlock::SPIN_THRESHOLD));
+        assert_eq!(l.poll(VcpuIdx(1), left - 1), LockStep::Spin);
+        assert_eq!(l.poll(VcpuIdx(1), 1), LockStep::Halt);
+        assert_eq!(l.release(VcpuIdx(0)), Release::Kick(VcpuIdx(1)));
+        assert_eq!(l.poll(VcpuIdx(1), 1), LockStep::Acquired);
+    }
+
+    #[test]
+    fn tas_tracks_spinners() {
+        let mut l = GuestLock::new(LockKind::Tas);
+        assert_eq!(l.lock(VcpuIdx(0)), LockStep::Acquired);
+        assert_eq!(l.lock(VcpuIdx(1)), LockStep::Spin);
+        assert_eq!(l.lock(VcpuIdx(2)), LockStep::Spin);
+        assert_eq!(l.release(VcpuIdx(0)), Release::Free);
+        assert_eq!(l.contenders(), vec![VcpuIdx(1), VcpuIdx(2)]);
+        assert_eq!(l.poll(VcpuIdx(2), 1), LockStep::Acquired);
+        assert_eq!(l.contenders(), vec![VcpuIdx(1)]);
+    }
+}

@@ -1,0 +1,476 @@
+//! `[[vm]]`, `[kvm]` and `[guest.pv]`: the KVM part of a scenario.
+//!
+//! A VM is a set of vCPU host tasks named `<vm>.vcpu<i>`, placed in cgroups
+//! by a layout (`libvirt`: `<vm cgroup>/vcpu<i>`, `flat`: all in the VM's
+//! cgroup, `explicit`: one path per vCPU), pinned one CPU per vCPU (`pin`) or
+//! floating over a set (`cpus`, default all). The guest runs a named workload
+//! profile (src/guest/workload.rs) with `[vm.overrides]` applied field by field.
+
+use super::{validate_cgroup_path, CgroupSpec, Ctx, HostSpec, ScenarioError};
+use crate::engine::Nanos;
+use crate::guest::workload::{WorkloadProfile, PROFILES};
+use crate::kvm::on_spin::{IpiBase, IpiOrder, OnSpinVariant};
+use crate::kvm::ple::{PleKind, PleParams};
+use serde::Deserialize;
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawVm {
+    name: String,
+    vcpus: Option<i64>,
+    cgroup: Option<String>,
+    weight: Option<i64>,
+    layout: Option<String>,
+    vcpu_cgroups: Option<Vec<String>>,
+    pin: Option<Vec<i64>>,
+    cpus: Option<Vec<i64>>,
+    workload: Option<String>,
+    overrides: Option<toml::Table>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawKvm {
+    ple: Option<String>,
+    ple_gap: Option<i64>,
+    ple_window: Option<i64>,
+    ple_window_grow: Option<i64>,
+    ple_window_shrink: Option<i64>,
+    ple_window_max: Option<i64>,
+    on_spin: Option<String>,
+    relaxed_boost: Option<bool>,
+    apicv: Option<bool>,
+    ipiv: Option<bool>,
+    halt_poll: Option<String>,
+    exit_cost: Option<String>,
+    irq_handler: Option<String>,
+    guest_tsc_khz: Option<i64>,
+    pause_cycles: Option<i64>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGuest {
+    pv: Option<RawPv>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPv {
+    steal_time: Option<bool>,
+    spinlock: Option<bool>,
+    sched_yield: Option<bool>,
+    tlb_flush: Option<bool>,
+    send_ipi: Option<bool>,
+}
+
+/// How a VM's vCPU tasks are placed in cgroups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// `<vm cgroup>/vcpu<i>` (libvirt's `machine.slice/.../vcpuN`).
+    Libvirt,
+    /// Every vCPU directly in the VM's cgroup.
+    Flat,
+    /// `vcpu_cgroups` gives one path per vCPU.
+    Explicit,
+}
+
+/// `[[vm]]`, validated.
+#[derive(Clone, Debug)]
+pub struct VmSpec {
+    pub name: String,
+    pub vcpus: u32,
+    /// The VM's cgroup.
+    pub cgroup: String,
+    pub layout: Layout,
+    /// The cgroup of each vCPU task.
+    pub vcpu_cgroups: Vec<String>,
+    /// vCPU i runs only on `pin[i]`.
+    pub pin: Option<Vec<u32>>,
+    /// Floating affinity of every vCPU (None = all CPUs).
+    pub cpus: Option<Vec<u32>>,
+    pub workload: WorkloadProfile,
+}
+
+/// `kvm_vcpu_on_spin` form, or no directed yield at all (a what-if).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnSpinSpec {
+    Off,
+    Variant(OnSpinVariant),
+}
+
+pub const ON_SPIN_NAMES: &str = "6.12, 6.13, 6.19, ipi_aware, off";
+
+/// `[kvm]`, validated.
+#[derive(Clone, Debug)]
+pub struct KvmSpec {
+    /// None: PLE disabled (`ple_gap = 0`, or `kvm_pause_in_guest`).
+    pub ple: Option<PleParams>,
+    pub on_spin: OnSpinSpec,
+    pub apicv: bool,
+    pub ipiv: bool,
+    /// Fixed halt-polling interval (0 = off).
+    pub halt_poll: Nanos,
+    /// One VM exit + handling + VM entry round trip.
+    pub exit_cost: Nanos,
+    /// Guest interrupt handler time (call-function, reschedule, TLB flush).
+    pub irq_handler: Nanos,
+    pub guest_tsc_khz: u64,
+    /// TSC cycles per iteration of a guest PAUSE loop.
+    pub pause_cycles: u64,
+}
+
+impl Default for KvmSpec {
+    fn default() -> Self {
+        KvmSpec {
+            ple: Some(PleParams::vmx_default()),
+            on_spin: OnSpinSpec::Variant(OnSpinVariant::V612TwoPass),
+            apicv: false,
+            ipiv: false,
+            halt_poll: Nanos::ZERO,
+            exit_cost: Nanos(1_000),
+            irq_handler: Nanos(1_000),
+            guest_tsc_khz: 2_000_000,
+            pause_cycles: 40,
+        }
+    }
+}
+
+/// `[guest.pv]`, validated: which KVM paravirtual features the guest uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PvSpec {
+    /// Steal-time `preempted` flag (`vcpu_is_preempted`).
+    pub steal_time: bool,
+    /// PV qspinlock halt/kick (KVM_FEATURE_PV_UNHALT); off: native qspinlock.
+    pub spinlock: bool,
+    /// KVM_HC_SCHED_YIELD in `smp_call_function_many` towards a preempted target.
+    pub sched_yield: bool,
+    /// PV TLB flush: preempted targets are not sent the shootdown IPI.
+    pub tlb_flush: bool,
+    /// KVM_HC_SEND_IPI for multicast IPIs (one exit, never tracked).
+    pub send_ipi: bool,
+}
+
+impl Default for PvSpec {
+    fn default() -> Self {
+        PvSpec {
+            steal_time: true,
+            spinlock: true,
+            sched_yield: true,
+            tlb_flush: true,
+            send_ipi: true,
+        }
+    }
+}
+
+fn cpu_list(
+    cx: &Ctx,
+    field: &str,
+    list: &[i64],
+    host: &HostSpec,
+) -> Result<Vec<u32>, ScenarioError> {
+    if list.is_empty() {
+        return Err(cx.err(field, "empty CPU list: allowed CPU ids 0 .. cpus-1"));
+    }
+    let mut v = Vec::new();
+    for &c in list {
+        if c < 0 || c >= host.cpus as i64 {
+            return Err(cx.err(
+                field,
+                format!("CPU {c} does not exist: allowed 0 ..= {}", host.cpus - 1),
+            ));
+        }
+        v.push(c as u32);
+    }
+    Ok(v)
+}
+
+pub(super) fn kvm(cx: &Ctx, k: RawKvm) -> Result<KvmSpec, ScenarioError> {
+    let mut s = KvmSpec::default();
+    let kind = k.ple.as_deref().unwrap_or("vmx");
+    let mut ple = match kind {
+        "vmx" => Some(PleParams::vmx_default()),
+        "svm" => Some(PleParams::svm_default()),
+        "off" => None,
+        o => {
+            return Err(cx.err(
+                "kvm.ple",
+                format!("unknown PLE kind \"{o}\": allowed vmx, svm, off"),
+            ))
+        }
+    };
+    let params = [
+        ("ple_gap", k.ple_gap),
+        ("ple_window", k.ple_window),
+        ("ple_window_grow", k.ple_window_grow),
+        ("ple_window_shrink", k.ple_window_shrink),
+        ("ple_window_max", k.ple_window_max),
+    ];
+    for (name, v) in params {
+        let Some(v) = v else { continue };
+        let Some(p) = ple.as_mut() else {
+            return Err(cx.err(
+                format!("kvm.{name}"),
+                "not allowed with ple = \"off\": allowed with vmx, svm",
+            ));
+        };
+        // SVM's module parameters are ushort.
+        let hi = if p.kind == PleKind::Svm {
+            u16::MAX as i64
+        } else {
+            u32::MAX as i64
+        };
+        let v = cx.int(&format!("kvm.{name}"), v, 0, hi)? as u32;
+        match name {
+            "ple_gap" => p.gap = v,
+            "ple_window" => p.window = v,
+            "ple_window_grow" => p.grow = v,
+            "ple_window_shrink" => p.shrink = v,
+            _ => p.max = v,
+        }
+    }
+    if let Some(p) = ple {
+        if p.max < p.window {
+            return Err(cx.err(
+                "kvm.ple_window_max",
+                format!(
+                    "{} is below ple_window {}: allowed >= ple_window",
+                    p.max, p.window
+                ),
+            ));
+        }
+        if p.kind == PleKind::Vmx && p.gap == 0 {
+            ple = None;
+        }
+    }
+    s.ple = ple;
+    let relaxed = k.relaxed_boost;
+    s.on_spin = match k.on_spin.as_deref().unwrap_or("6.12") {
+        "6.12" => OnSpinSpec::Variant(OnSpinVariant::V612TwoPass),
+        "6.13" => OnSpinSpec::Variant(OnSpinVariant::V613SingleLoop { fixed_index: false }),
+        "6.19" => OnSpinSpec::Variant(OnSpinVariant::V613SingleLoop { fixed_index: true }),
+        "ipi_aware" => OnSpinSpec::Variant(OnSpinVariant::IpiAware {
+            enable_relaxed_boost: relaxed.unwrap_or(true),
+            order: IpiOrder::FilterInScanOrder,
+            base: IpiBase::V612TwoPass,
+        }),
+        "off" => OnSpinSpec::Off,
+        o => {
+            return Err(cx.err(
+                "kvm.on_spin",
+                format!("unknown form \"{o}\": allowed {ON_SPIN_NAMES}"),
+            ))
+        }
+    };
+    if relaxed.is_some()
+        && !matches!(
+            s.on_spin,
+            OnSpinSpec::Variant(OnSpinVariant::IpiAware { .. })
+        )
+    {
+        return Err(cx.err(
+            "kvm.relaxed_boost",
+            "only meaningful with on_spin = \"ipi_aware\"",
+        ));
+    }
+    s.apicv = k.apicv.unwrap_or(false);
+    s.ipiv = k.ipiv.unwrap_or(false);
+    if s.ipiv && !s.apicv {
+        return Err(cx.err(
+            "kvm.ipiv",
+            "IPI virtualization needs APICv: allowed with apicv = true",
+        ));
+    }
+    let big = Nanos::from_ms(100);
+    if let Some(v) = &k.halt_poll {
+        s.halt_poll = cx.dur("kvm.halt_poll", v, Nanos::ZERO, Nanos::from_ms(10))?;
+    }
+    if let Some(v) = &k.exit_cost {
+        s.exit_cost = cx.dur("kvm.exit_cost", v, Nanos::ZERO, big)?;
+    }
+    if let Some(v) = &k.irq_handler {
+        s.irq_handler = cx.dur("kvm.irq_handler", v, Nanos::ZERO, big)?;
+    }
+    if let Some(v) = k.guest_tsc_khz {
+        s.guest_tsc_khz = cx.int("kvm.guest_tsc_khz", v, 100_000, 10_000_000)? as u64;
+    }
+    if let Some(v) = k.pause_cycles {
+        s.pause_cycles = cx.int("kvm.pause_cycles", v, 1, 100_000)? as u64;
+    }
+    Ok(s)
+}
+
+pub(super) fn pv(g: Option<RawGuest>) -> PvSpec {
+    let d = PvSpec::default();
+    let p = g.and_then(|g| g.pv).unwrap_or_default();
+    PvSpec {
+        steal_time: p.steal_time.unwrap_or(d.steal_time),
+        spinlock: p.spinlock.unwrap_or(d.spinlock),
+        sched_yield: p.sched_yield.unwrap_or(d.sched_yield),
+        tlb_flush: p.tlb_flush.unwrap_or(d.tlb_flush),
+        send_ipi: p.send_ipi.unwrap_or(d.send_ipi),
+    }
+}
+
+/// Validates a `[[vm]]` and adds the cgroups it needs (not declared ones get
+/// weight 100, or `weight` for the VM's own cgroup).
+pub(super) fn vm(
+    cx: &Ctx,
+    i: usize,
+    v: &RawVm,
+    host: &HostSpec,
+    cgroups: &mut Vec<CgroupSpec>,
+) -> Result<VmSpec, ScenarioError> {
+    let f = format!("vm[{i}]");
+    if v.name.is_empty()
+        || !v
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-".contains(c))
+    {
+        return Err(cx.err(
+            format!("{f}.name"),
+            format!(
+                "\"{}\" is not allowed: use letters, digits, '_', '-'",
+                v.name
+            ),
+        ));
+    }
+    let vcpus = cx.int(&format!("{f}.vcpus"), v.vcpus.unwrap_or(1), 1, 256)? as u32;
+    let cgroup = match &v.cgroup {
+        Some(p) => validate_cgroup_path(p).map_err(|m| cx.err(format!("{f}.cgroup"), m))?,
+        None => format!("/{}", v.name),
+    };
+    let weight = cx.int(&format!("{f}.weight"), v.weight.unwrap_or(100), 1, 10000)? as u32;
+    let layout = match v.layout.as_deref().unwrap_or("libvirt") {
+        "libvirt" => Layout::Libvirt,
+        "flat" => Layout::Flat,
+        "explicit" => Layout::Explicit,
+        o => {
+            return Err(cx.err(
+                format!("{f}.layout"),
+                format!("unknown layout \"{o}\": allowed libvirt, flat, explicit"),
+            ))
+        }
+    };
+    let vcpu_cgroups: Vec<String> = match layout {
+        Layout::Libvirt | Layout::Flat if v.vcpu_cgroups.is_some() => {
+            return Err(cx.err(
+                format!("{f}.vcpu_cgroups"),
+                "only with layout = \"explicit\"",
+            ))
+        }
+        Layout::Libvirt => (0..vcpus)
+            .map(|k| join(&cgroup, &format!("vcpu{k}")))
+            .collect(),
+        Layout::Flat => vec![cgroup.clone(); vcpus as usize],
+        Layout::Explicit => {
+            let Some(list) = &v.vcpu_cgroups else {
+                return Err(cx.err(
+                    format!("{f}.vcpu_cgroups"),
+                    "required for layout = \"explicit\" (one path per vCPU)",
+                ));
+            };
+            if list.len() != vcpus as usize {
+                return Err(cx.err(
+                    format!("{f}.vcpu_cgroups"),
+                    format!(
+                        "{} paths for {vcpus} vCPUs: allowed exactly one per vCPU",
+                        list.len()
+                    ),
+                ));
+            }
+            let mut out = Vec::new();
+            for p in list {
+                out.push(
+                    validate_cgroup_path(p).map_err(|m| cx.err(format!("{f}.vcpu_cgroups"), m))?,
+                );
+            }
+            out
+        }
+    };
+    // Create missing cgroups (ancestors first).
+    let mut need: Vec<String> = Vec::new();
+    if cgroup != "/" {
+        need.push(cgroup.clone());
+    }
+    need.extend(vcpu_cgroups.iter().filter(|p| *p != "/").cloned());
+    for p in need {
+        let mut chain = Vec::new();
+        let mut q = p.clone();
+        while q != "/" {
+            chain.push(q.clone());
+            q = super::parent_path(&q);
+        }
+        for c in chain.into_iter().rev() {
+            if !cgroups.iter().any(|g| g.path == c) {
+                let w = if c == cgroup { weight } else { 100 };
+                cgroups.push(CgroupSpec { path: c, weight: w });
+            }
+        }
+    }
+    if v.pin.is_some() && v.cpus.is_some() {
+        return Err(cx.err(
+            format!("{f}.pin"),
+            "pin and cpus are exclusive: allowed one of them",
+        ));
+    }
+    let pin = match &v.pin {
+        None => None,
+        Some(list) => {
+            let l = cpu_list(cx, &format!("{f}.pin"), list, host)?;
+            if l.len() != vcpus as usize {
+                return Err(cx.err(
+                    format!("{f}.pin"),
+                    format!(
+                        "{} CPUs for {vcpus} vCPUs: allowed exactly one per vCPU",
+                        l.len()
+                    ),
+                ));
+            }
+            Some(l)
+        }
+    };
+    let cpus = match &v.cpus {
+        None => None,
+        Some(list) => {
+            let mut l = cpu_list(cx, &format!("{f}.cpus"), list, host)?;
+            l.sort();
+            l.dedup();
+            Some(l)
+        }
+    };
+    let wname = v.workload.as_deref().unwrap_or("idle");
+    let mut workload = WorkloadProfile::named(wname).map_err(|_| {
+        cx.err(
+            format!("{f}.workload"),
+            format!(
+                "unknown profile \"{wname}\": allowed {}",
+                PROFILES.join(", ")
+            ),
+        )
+    })?;
+    if let Some(t) = &v.overrides {
+        workload
+            .merge(t)
+            .map_err(|e| cx.err(format!("{f}.overrides"), e.to_string()))?;
+    }
+    Ok(VmSpec {
+        name: v.name.clone(),
+        vcpus,
+        cgroup,
+        layout,
+        vcpu_cgroups,
+        pin,
+        cpus,
+        workload,
+    })
+}
+
+fn join(base: &str, leaf: &str) -> String {
+    if base == "/" {
+        format!("/{leaf}")
+    } else {
+        format!("{base}/{leaf}")
+    }
+}

@@ -1,0 +1,1018 @@
+//! VMs on the simulated host: each vCPU is a host task whose behaviour is
+//! the guest/KVM model below (module `sim::vm`, a child of the simulator so
+//! it can drive the scheduler directly). docs/kvm-model.md, "Integration",
+//! describes the mechanisms and their kernel sources.
+//!
+//! A vCPU runs *phases* (compute, lock spin, critical section, interrupt
+//! handler, halt) that become CPU bursts. A burst is `[exit overhead][work]`:
+//! VM exit/entry costs owed by the vCPU are paid at the start of its next
+//! burst. Whenever a vCPU enters the guest (scheduled in, woken, poked) its
+//! burst ends at once and the phase looks at the guest state again, so a lock
+//! granted or an interrupt delivered while it was away is seen on entry.
+
+use super::{Ev, Simulator};
+use crate::engine::{Nanos, SimRng, Time};
+use crate::guest::machine::GuestLock;
+use crate::guest::spinlock::{LockStep, Release};
+use crate::guest::workload::WorkloadProfile;
+use crate::kvm::lapic::{IpiTracker, IpiTrackingParams, LapicIrq};
+use crate::kvm::on_spin::{kvm_vcpu_on_spin, OnSpinVariant, SpinVm};
+use crate::kvm::ple::{cycles_to_ns, ple_fires, PauseLoop, PleOutcome};
+use crate::kvm::pv::{kvm_pv_kick_cpu_op, kvm_sched_yield, SchedYield};
+use crate::kvm::vcpu::{Cpl, VcpuState};
+use crate::kvm::{VcpuIdx, Vector};
+use crate::report::{Hist, VmReport};
+use crate::scenario::{KvmSpec, OnSpinSpec, VmSpec};
+use crate::sched::core::Switch;
+use crate::sched::{CpuId, TaskId};
+use std::collections::VecDeque;
+
+/// Spin iterations in `spun` of guest time.
+fn spin_iters(kvm: &KvmSpec, spun: Nanos) -> u64 {
+    let cycles = u128::from(spun.0) * u128::from(kvm.guest_tsc_khz) / 1_000_000;
+    u64::try_from(cycles / u128::from(kvm.pause_cycles.max(1))).unwrap_or(u64::MAX)
+}
+
+const FOREVER: Nanos = Nanos(u64::MAX / 4);
+/// arch/x86/include/asm/irq_vectors.h (6.12).
+const RESCHEDULE_VECTOR: Vector = Vector(0xfd);
+const CALL_FUNCTION_VECTOR: Vector = Vector(0xfc);
+const CALL_FUNCTION_SINGLE_VECTOR: Vector = Vector(0xfb);
+
+/// What the work part of a burst is accounted as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cat {
+    Useful,
+    Spin,
+    Poll,
+}
+
+/// What a spinning vCPU waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wait {
+    /// A guest spinlock (index into the VM's locks).
+    Lock(usize),
+    /// `csd_lock_wait`: the targets of a synchronous IPI to run the handler.
+    Csd,
+    /// pingpong: the other vCPU's turn to end.
+    Turn,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Pick the next compute burst.
+    Start,
+    Compute {
+        left: Nanos,
+        len: Nanos,
+        user: bool,
+    },
+    /// After a compute burst: 0 unicast IPI, 1 TLB shootdown, 2 block or lock.
+    After {
+        stage: u8,
+        len: Nanos,
+    },
+    /// A PAUSE loop; `ple`: the current burst ends in a PAUSE exit.
+    Spin {
+        wait: Wait,
+        ple: bool,
+        then: u8,
+        len: Nanos,
+    },
+    Hold {
+        lock: usize,
+        left: Nanos,
+    },
+    Handler {
+        left: Nanos,
+        vector: Vector,
+        sync_from: Option<u32>,
+    },
+    /// HLT (idle, `pv_lock = None`) or `pv_wait` on a PV qspinlock.
+    Halted {
+        pv_lock: Option<usize>,
+    },
+    /// Halt polling before blocking.
+    Poll {
+        pv_lock: Option<usize>,
+        left: Nanos,
+    },
+    /// No more work (iterations done, or an inactive vCPU): halted for good.
+    Done,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Irq {
+    at: Time,
+    vector: Vector,
+    from: u32,
+    sync: bool,
+}
+
+/// Guest-side state of one vCPU.
+#[derive(Clone, Debug)]
+struct VGuest {
+    phase: Phase,
+    /// The phase an interrupt handler returns to.
+    resume: Option<Phase>,
+    plan_exit: Nanos,
+    plan_work: Nanos,
+    cat: Cat,
+    /// Exit/entry costs owed, paid at the start of the next burst.
+    pending_exit: Nanos,
+    irqs: VecDeque<Irq>,
+    csd_pending: u32,
+    /// Current PLE window (`vmx->ple_window` / `pause_filter_count`).
+    ple_window: u32,
+    timer_gen: u64,
+    wait_start: Time,
+    hold_start: Time,
+}
+
+#[derive(Clone, Debug, Default)]
+struct VmStats {
+    ops: u64,
+    useful: u64,
+    spin: u64,
+    poll: u64,
+    exit: u64,
+    ple_exits: u64,
+    on_spin_calls: u64,
+    yield_attempts: u64,
+    yield_ok: u64,
+    yield_esrch: u64,
+    dy_attempted: u64,
+    dy_successful: u64,
+    halts: u64,
+    pv_kicks: u64,
+    ipis_sent: u64,
+    ipi_exits: u64,
+    ipis_tracked: u64,
+    eoi_exits: u64,
+    lock_wait: Hist,
+    lock_hold: Hist,
+    ipi_latency: Hist,
+}
+
+/// One VM at run time.
+pub(super) struct VmRt {
+    name: String,
+    pub(super) task_base: u32,
+    pub(super) n: u32,
+    active: u32,
+    vcpus: Vec<VcpuState>,
+    g: Vec<VGuest>,
+    spin: SpinVm,
+    tracker: IpiTracker,
+    locks: Vec<GuestLock>,
+    prof: WorkloadProfile,
+    rng: SimRng,
+    pingpong: bool,
+    turn: u32,
+    stats: VmStats,
+}
+
+/// What a vCPU step ends with.
+enum Act {
+    Run(Cat, Nanos),
+    Sleep(Option<Time>),
+    /// The vCPU yielded (directed yield): apply this.
+    Switched(Option<Switch>),
+}
+
+impl VmRt {
+    pub(super) fn new(v: &VmSpec, kvm: &KvmSpec, task_base: u32, rng: SimRng) -> VmRt {
+        let prof = v.workload.clone();
+        let active = prof.active_vcpus.unwrap_or(v.vcpus).min(v.vcpus);
+        let vcpus = (0..v.vcpus)
+            .map(|k| {
+                let mut s = VcpuState::new(VcpuIdx(k), Some(TaskId(task_base + k)));
+                s.apicv_active = kvm.apicv;
+                s
+            })
+            .collect();
+        let window = kvm.ple.map_or(0, |p| p.window);
+        let g = (0..v.vcpus)
+            .map(|_| VGuest {
+                phase: Phase::Start,
+                resume: None,
+                plan_exit: Nanos::ZERO,
+                plan_work: Nanos::ZERO,
+                cat: Cat::Useful,
+                pending_exit: Nanos::ZERO,
+                irqs: VecDeque::new(),
+                csd_pending: 0,
+                ple_window: window,
+                timer_gen: 0,
+                wait_start: Time::ZERO,
+                hold_start: Time::ZERO,
+            })
+            .collect();
+        let ipi_aware = matches!(
+            kvm.on_spin,
+            OnSpinSpec::Variant(OnSpinVariant::IpiAware { .. })
+        );
+        let tracker = IpiTracker::new(
+            v.vcpus,
+            IpiTrackingParams {
+                enabled: ipi_aware,
+                apicv: kvm.apicv,
+                ipiv: kvm.ipiv,
+                ..IpiTrackingParams::default()
+            },
+        );
+        let pingpong = prof.name == "pingpong";
+        let nlocks = if pingpong { 1 } else { prof.locks as usize };
+        let locks = (0..nlocks)
+            .map(|_| GuestLock::new(prof.lock_kind))
+            .collect();
+        VmRt {
+            name: v.name.clone(),
+            task_base,
+            n: v.vcpus,
+            active,
+            vcpus,
+            g,
+            spin: SpinVm::default(),
+            tracker,
+            locks,
+            prof,
+            rng,
+            pingpong,
+            turn: 0,
+            stats: VmStats::default(),
+        }
+    }
+
+    fn task(&self, i: usize) -> TaskId {
+        TaskId(self.task_base + i as u32)
+    }
+
+    pub(super) fn report(&self, duration: Nanos, cpu_ns: u64, steal_ns: u64) -> VmReport {
+        let s = &self.stats;
+        VmReport {
+            name: self.name.clone(),
+            vcpus: self.n,
+            workload: self.prof.name.clone(),
+            ops: s.ops,
+            ops_per_s: s.ops as f64 / (duration.0.max(1) as f64 / 1e9),
+            cpu_ns,
+            guest_useful_ns: s.useful,
+            spinning_ns: s.spin,
+            halt_polling_ns: s.poll,
+            exit_overhead_ns: s.exit,
+            steal_ns,
+            ple_exits: s.ple_exits,
+            on_spin_calls: s.on_spin_calls,
+            yield_to_attempts: s.yield_attempts,
+            yield_to_successes: s.yield_ok,
+            yield_to_esrch: s.yield_esrch,
+            directed_yield_attempted: s.dy_attempted,
+            directed_yield_successful: s.dy_successful,
+            halts: s.halts,
+            pv_kicks: s.pv_kicks,
+            ipis_sent: s.ipis_sent,
+            ipi_exits: s.ipi_exits,
+            ipis_tracked: s.ipis_tracked,
+            eoi_exits: s.eoi_exits,
+            lock_wait_ns: s.lock_wait.percentiles(),
+            lock_hold_ns: s.lock_hold.percentiles(),
+            ipi_latency_ns: s.ipi_latency.percentiles(),
+        }
+    }
+}
+
+impl Simulator {
+    /// `kvm_sched_out` from the context switch (preempt notifier).
+    pub(super) fn vcpu_sched_out(&mut self, vi: usize, i: usize, runnable: bool) {
+        self.vms[vi].vcpus[i].kvm_sched_out(runnable, false);
+    }
+
+    /// `kvm_sched_in` + `vmx_vcpu_load`/`svm_vcpu_load`: shrink the PLE
+    /// window if the vCPU had been scheduled out.
+    pub(super) fn vcpu_sched_in(&mut self, vi: usize, i: usize) {
+        let vm = &mut self.vms[vi];
+        if vm.vcpus[i].kvm_sched_in() {
+            if let Some(p) = self.kvm.ple {
+                vm.g[i].ple_window = p.shrink_ple_window(vm.g[i].ple_window);
+            }
+        }
+    }
+
+    /// The LAPIC timer of a halted vCPU fired: `kvm_vcpu_kick`.
+    pub(super) fn guest_timer(&mut self, p: TaskId, gen: u64) {
+        let crate::task::Behaviour::Vcpu { vm, idx } = self.tasks[p.idx()].behaviour else {
+            return;
+        };
+        let (vi, i) = (vm as usize, idx as usize);
+        if self.vms[vi].g[i].timer_gen != gen {
+            return;
+        }
+        if self.vms[vi].vcpus[i].kvm_vcpu_wake_up() {
+            self.sched.try_to_wake_up(p, 0, None);
+        }
+    }
+
+    /// Makes a running vCPU look at its state now (a lock it waits for was
+    /// released, an interrupt arrived); a vCPU that is not running sees the
+    /// change when it next enters the guest.
+    fn poke(&mut self, vi: usize, i: usize) {
+        let task = self.vms[vi].task(i);
+        let t = &self.sched.tasks[task.idx()];
+        if t.on_cpu && self.sched.rqs[t.cpu.idx()].curr == Some(task) {
+            let cpu = t.cpu;
+            self.kick_burst(cpu);
+        }
+    }
+
+    /// Interrupt delivery to vCPU `t` (`__apic_accept_irq` + `kvm_vcpu_kick`).
+    fn deliver(
+        &mut self,
+        vi: usize,
+        from: usize,
+        t: usize,
+        vector: Vector,
+        sync: bool,
+        cpu: CpuId,
+    ) {
+        let now = self.now;
+        let apicv = self.kvm.apicv;
+        let exit = self.kvm.exit_cost;
+        let task = self.vms[vi].task(t);
+        let vm = &mut self.vms[vi];
+        vm.g[t].irqs.push_back(Irq {
+            at: now,
+            vector,
+            from: from as u32,
+            sync,
+        });
+        if vm.vcpus[t].blocking {
+            // kvm_vcpu_kick -> kvm_vcpu_wake_up -> rcuwait_wake_up.
+            vm.vcpus[t].pending_request = true;
+            if vm.vcpus[t].kvm_vcpu_wake_up() {
+                self.sched.try_to_wake_up(task, 0, Some(cpu));
+            }
+            return;
+        }
+        let st = &self.sched.tasks[task.idx()];
+        let running = st.on_cpu && self.sched.rqs[st.cpu.idx()].curr == Some(task);
+        if running {
+            // In guest mode: a posted interrupt (APICv) needs no exit; without
+            // it the kick IPI forces an exit and the injection on re-entry.
+            if !apicv {
+                vm.g[t].pending_exit += exit;
+            }
+            self.poke(vi, t);
+        } else if apicv {
+            vm.vcpus[t].pi_pending = true;
+        } else {
+            vm.vcpus[t].pending_request = true;
+        }
+    }
+
+    /// A vCPU task's burst ended (or was cut short, `left` unused).
+    pub(super) fn vcpu_step(&mut self, cpu: CpuId, p: TaskId, vi: usize, i: usize, left: Nanos) {
+        // Account the burst.
+        let mut spun = Nanos::ZERO;
+        {
+            let vm = &mut self.vms[vi];
+            let g = &mut vm.g[i];
+            let consumed = (g.plan_exit + g.plan_work) - left;
+            let ex = consumed.min(g.plan_exit);
+            let work = consumed - ex;
+            vm.stats.exit += ex.0;
+            match g.cat {
+                Cat::Useful => vm.stats.useful += work.0,
+                Cat::Spin => vm.stats.spin += work.0,
+                Cat::Poll => vm.stats.poll += work.0,
+            }
+            match &mut g.phase {
+                Phase::Compute { left, .. }
+                | Phase::Hold { left, .. }
+                | Phase::Handler { left, .. }
+                | Phase::Poll { left, .. } => *left = *left - work,
+                Phase::Spin { .. } => spun = work,
+                _ => {}
+            }
+            g.plan_exit = Nanos::ZERO;
+            g.plan_work = Nanos::ZERO;
+            if vm.vcpus[i].blocking {
+                vm.vcpus[i].kvm_vcpu_unblock();
+            }
+        }
+        let act = self.vcpu_next(cpu, vi, i, left, spun);
+        let vm = &mut self.vms[vi];
+        let g = &mut vm.g[i];
+        match act {
+            Act::Run(cat, work) => {
+                g.plan_exit = std::mem::take(&mut g.pending_exit);
+                g.plan_work = work;
+                g.cat = cat;
+                vm.vcpus[i].cpl = match g.phase {
+                    Phase::Compute { user: true, .. } => Cpl::User,
+                    _ => Cpl::Kernel,
+                };
+                self.tasks[p.idx()].remaining = Some(g.plan_exit + work);
+                self.start_burst(cpu, p);
+            }
+            Act::Sleep(timer) => {
+                vm.vcpus[i].cpl = Cpl::Kernel;
+                vm.vcpus[i].kvm_vcpu_block();
+                g.timer_gen += 1;
+                if let Some(at) = timer {
+                    let gen = g.timer_gen;
+                    let at = at.max(self.now);
+                    if at <= self.end {
+                        self.queue.push(at, Ev::GuestTimer(p, gen));
+                    }
+                }
+                self.tasks[p.idx()].remaining = None;
+                let sw = self.sched.block_current(cpu);
+                self.after_own_switch(cpu, p, sw);
+            }
+            Act::Switched(sw) => {
+                vm.vcpus[i].cpl = Cpl::Kernel;
+                self.tasks[p.idx()].remaining = None;
+                self.after_own_switch(cpu, p, sw);
+            }
+        }
+    }
+
+    /// The guest's next action.
+    fn vcpu_next(&mut self, cpu: CpuId, vi: usize, i: usize, left: Nanos, spun: Nanos) -> Act {
+        let now = self.now;
+        let me = VcpuIdx(i as u32);
+        let mut spun = Some(spun);
+        loop {
+            let vm = &mut self.vms[vi];
+            let phase = vm.g[i].phase;
+            // Interrupt injection on entry (not inside a critical section or
+            // another handler: the model's locks are taken with IRQs off).
+            if !vm.g[i].irqs.is_empty()
+                && !matches!(phase, Phase::Hold { .. } | Phase::Handler { .. })
+            {
+                let irq = vm.g[i].irqs.pop_front().expect("non-empty");
+                if vm.g[i].irqs.is_empty() {
+                    vm.vcpus[i].pending_request = false;
+                    vm.vcpus[i].pi_pending = false;
+                }
+                vm.stats.ipi_latency.add((now - irq.at).0);
+                let resume = match phase {
+                    Phase::Halted { pv_lock: None } | Phase::Poll { pv_lock: None, .. } => {
+                        vm.g[i].timer_gen += 1;
+                        Phase::Start
+                    }
+                    Phase::Poll { pv_lock, .. } => Phase::Halted { pv_lock },
+                    Phase::Spin {
+                        wait, then, len, ..
+                    } => Phase::Spin {
+                        wait,
+                        ple: false,
+                        then,
+                        len,
+                    },
+                    ph => ph,
+                };
+                // Keep the interrupted spin's progress for its lock.
+                if let (
+                    Some(s),
+                    Phase::Spin {
+                        wait: Wait::Lock(l),
+                        ..
+                    },
+                ) = (spun, phase)
+                {
+                    let iters = spin_iters(&self.kvm, s);
+                    if iters > 0 {
+                        match self.vms[vi].locks[l].poll(me, iters) {
+                            // Threshold reached as the IRQ came: halt after it.
+                            LockStep::Halt => {
+                                self.vms[vi].g[i].resume = Some(Phase::Halted { pv_lock: Some(l) })
+                            }
+                            // Took the lock just before: the handler runs first.
+                            LockStep::Acquired => {
+                                self.lock_acquired(vi, i, l);
+                                self.vms[vi].g[i].resume = Some(self.vms[vi].g[i].phase);
+                            }
+                            LockStep::Spin => {}
+                        }
+                    }
+                    spun = None;
+                }
+                let vm = &mut self.vms[vi];
+                if vm.g[i].resume.is_none() {
+                    vm.g[i].resume = Some(resume);
+                }
+                vm.g[i].phase = Phase::Handler {
+                    left: self.kvm.irq_handler,
+                    vector: irq.vector,
+                    sync_from: irq.sync.then_some(irq.from),
+                };
+                continue;
+            }
+            match phase {
+                Phase::Start => {
+                    let done = i as u32 >= vm.active
+                        || (vm.prof.iterations > 0 && vm.stats.ops >= vm.prof.iterations);
+                    if done {
+                        vm.g[i].phase = Phase::Done;
+                        continue;
+                    }
+                    let len = Nanos(vm.rng.exp(vm.prof.compute_ns).max(1));
+                    let user = !vm.rng.chance(vm.prof.kernel_fraction);
+                    vm.g[i].phase = Phase::Compute {
+                        left: len,
+                        len,
+                        user,
+                    };
+                }
+                Phase::Compute { left, len, .. } => {
+                    if left > Nanos::ZERO {
+                        return Act::Run(Cat::Useful, left);
+                    }
+                    vm.g[i].phase = Phase::After { stage: 0, len };
+                }
+                Phase::After { stage, len } => {
+                    if let Some(a) = self.after_compute(cpu, vi, i, stage, len) {
+                        return a;
+                    }
+                }
+                Phase::Spin {
+                    wait,
+                    ple,
+                    then,
+                    len,
+                } => {
+                    let s = spun.take().unwrap_or(Nanos::ZERO);
+                    // Did the wait end?
+                    match wait {
+                        Wait::Lock(l) => {
+                            let pv_left = vm.locks[l].spins_left(me);
+                            let mut iters = spin_iters(&self.kvm, s).max(1);
+                            if !ple && left == Nanos::ZERO && vm.g[i].cat == Cat::Spin {
+                                if let Some(n) = pv_left {
+                                    iters = n.max(1);
+                                }
+                            }
+                            let vm = &mut self.vms[vi];
+                            match vm.locks[l].poll(me, iters) {
+                                LockStep::Acquired => {
+                                    self.lock_acquired(vi, i, l);
+                                    continue;
+                                }
+                                LockStep::Halt => {
+                                    // pv_wait -> kvm_wait -> HLT.
+                                    vm.stats.halts += 1;
+                                    vm.g[i].pending_exit += self.kvm.exit_cost;
+                                    vm.g[i].phase = Phase::Halted { pv_lock: Some(l) };
+                                    continue;
+                                }
+                                LockStep::Spin => {}
+                            }
+                        }
+                        Wait::Csd => {
+                            if vm.g[i].csd_pending == 0 {
+                                vm.g[i].phase = Phase::After { stage: then, len };
+                                continue;
+                            }
+                        }
+                        Wait::Turn => {
+                            if vm.turn == i as u32 {
+                                self.lock_start(vi, i, 0);
+                                continue;
+                            }
+                        }
+                    }
+                    if ple && left == Nanos::ZERO {
+                        self.vms[vi].g[i].phase = Phase::Spin {
+                            wait,
+                            ple: false,
+                            then,
+                            len,
+                        };
+                        if let Some(sw) = self.handle_pause(cpu, vi, i) {
+                            return Act::Switched(sw);
+                        }
+                    }
+                    let (d, ple2) = self.plan_spin(vi, i, wait);
+                    self.vms[vi].g[i].phase = Phase::Spin {
+                        wait,
+                        ple: ple2,
+                        then,
+                        len,
+                    };
+                    return Act::Run(Cat::Spin, d);
+                }
+                Phase::Hold { lock, left } => {
+                    if left > Nanos::ZERO {
+                        return Act::Run(Cat::Useful, left);
+                    }
+                    if let Some(a) = self.lock_release(cpu, vi, i, lock) {
+                        return a;
+                    }
+                }
+                Phase::Handler {
+                    left,
+                    vector,
+                    sync_from,
+                } => {
+                    if left > Nanos::ZERO {
+                        return Act::Run(Cat::Useful, left);
+                    }
+                    // EOI: exits unless APICv virtualizes it.
+                    if vm.tracker.on_eoi(me, vector, now) {
+                        vm.stats.eoi_exits += 1;
+                        vm.g[i].pending_exit += self.kvm.exit_cost;
+                    }
+                    vm.g[i].phase = vm.g[i].resume.take().unwrap_or(Phase::Start);
+                    if let Some(s) = sync_from {
+                        let s = s as usize;
+                        vm.g[s].csd_pending = vm.g[s].csd_pending.saturating_sub(1);
+                        if vm.g[s].csd_pending == 0 {
+                            self.poke(vi, s);
+                        }
+                    }
+                }
+                Phase::Halted { pv_lock } => match pv_lock {
+                    // Woken from an idle HLT (timer or interrupt): work again.
+                    None => {
+                        vm.g[i].timer_gen += 1;
+                        vm.g[i].phase = Phase::Start;
+                    }
+                    // pv_wait returned (kicked, or spuriously): look at the lock.
+                    Some(l) => match vm.locks[l].poll(me, 1) {
+                        LockStep::Halt => return self.halt(vi, i, Some(l)),
+                        LockStep::Acquired => self.lock_acquired(vi, i, l),
+                        LockStep::Spin => {
+                            vm.g[i].phase = Phase::Spin {
+                                wait: Wait::Lock(l),
+                                ple: false,
+                                then: 0,
+                                len: Nanos::ZERO,
+                            }
+                        }
+                    },
+                },
+                Phase::Poll { pv_lock, left } => {
+                    if left > Nanos::ZERO && self.sched.rqs[cpu.idx()].nr_running == 1 {
+                        // Nothing arrived yet (an arrival pokes): keep polling.
+                        return Act::Run(Cat::Poll, left);
+                    }
+                    let vm = &mut self.vms[vi];
+                    vm.g[i].phase = Phase::Halted { pv_lock };
+                    let timer = vm.g[i].wait_start;
+                    return Act::Sleep((pv_lock.is_none()).then_some(timer));
+                }
+                Phase::Done => return Act::Sleep(None),
+            }
+        }
+    }
+
+    /// Enter HLT (or pv_wait): halt polling if configured and possible,
+    /// else block. An idle halt sets the guest timer from `wait_start`.
+    fn halt(&mut self, vi: usize, i: usize, pv_lock: Option<usize>) -> Act {
+        let vm = &mut self.vms[vi];
+        vm.g[i].phase = Phase::Halted { pv_lock };
+        let timer = pv_lock.is_none().then_some(vm.g[i].wait_start);
+        Act::Sleep(timer)
+    }
+
+    /// Length of the next spin burst and whether it ends in a PAUSE exit.
+    fn plan_spin(&self, vi: usize, i: usize, wait: Wait) -> (Nanos, bool) {
+        let vm = &self.vms[vi];
+        let me = VcpuIdx(i as u32);
+        let cap = match wait {
+            Wait::Lock(l) => vm.locks[l].spins_left(me),
+            _ => None,
+        };
+        let lp = PauseLoop {
+            iterations: cap.unwrap_or(u64::MAX),
+            cycles_per_iter: self.kvm.pause_cycles,
+            tsc_khz: self.kvm.guest_tsc_khz,
+            cpl0: true,
+        };
+        let out = match self.kvm.ple {
+            Some(p) => ple_fires(&p, vm.g[i].ple_window, &lp, true),
+            None => PleOutcome::NoExit,
+        };
+        match out {
+            PleOutcome::Exit { after, .. } => (after.max(Nanos(1)), true),
+            PleOutcome::NoExit => match cap {
+                Some(n) => (
+                    cycles_to_ns(
+                        n.saturating_mul(self.kvm.pause_cycles),
+                        self.kvm.guest_tsc_khz,
+                    )
+                    .max(Nanos(1)),
+                    false,
+                ),
+                None => (FOREVER, false),
+            },
+        }
+    }
+
+    /// `handle_pause` / `pause_interception`: grow the window, then
+    /// `kvm_vcpu_on_spin(vcpu, true)`. Returns the switch if it yielded.
+    fn handle_pause(&mut self, cpu: CpuId, vi: usize, i: usize) -> Option<Option<Switch>> {
+        let now = self.now;
+        let kvm = &self.kvm;
+        let vm = &mut self.vms[vi];
+        vm.stats.ple_exits += 1;
+        if let Some(p) = kvm.ple {
+            vm.g[i].ple_window = p.grow_ple_window(vm.g[i].ple_window);
+        }
+        vm.g[i].pending_exit += kvm.exit_cost;
+        let OnSpinSpec::Variant(variant) = kvm.on_spin else {
+            return None;
+        };
+        vm.stats.on_spin_calls += 1;
+        let me = VcpuIdx(i as u32);
+        let receiver = match variant {
+            OnSpinVariant::IpiAware { .. } => vm.tracker.confirmed_receiver(me, now),
+            _ => None,
+        };
+        let base = vm.task_base;
+        let sched = &mut self.sched;
+        let mut out = None;
+        let dec = kvm_vcpu_on_spin(
+            &mut vm.spin,
+            &mut vm.vcpus,
+            me,
+            true,
+            variant,
+            receiver,
+            |t| {
+                let (r, sw) = sched.yield_to(cpu, TaskId(base + t.0), true);
+                if r > 0 {
+                    out = Some(sw);
+                }
+                r
+            },
+        );
+        vm.stats.yield_attempts += dec.attempts.len() as u64;
+        vm.stats.yield_esrch += dec.attempts.iter().filter(|a| a.result < 0).count() as u64;
+        if dec.yielded > 0 {
+            vm.stats.yield_ok += 1;
+        }
+        out
+    }
+
+    /// KVM_HC_SCHED_YIELD (also done by KVM_HC_KICK_CPU) towards `target`.
+    fn pv_sched_yield(
+        &mut self,
+        cpu: CpuId,
+        vi: usize,
+        i: usize,
+        target: usize,
+    ) -> Option<Option<Switch>> {
+        let single = self.sched.rqs[cpu.idx()].nr_running == 1;
+        let vm = &mut self.vms[vi];
+        vm.stats.dy_attempted += 1;
+        let base = vm.task_base;
+        let sched = &mut self.sched;
+        let mut out = None;
+        let r = kvm_sched_yield(&vm.vcpus, VcpuIdx(i as u32), target as u64, single, |t| {
+            let (r, sw) = sched.yield_to(cpu, TaskId(base + t.0), true);
+            if r > 0 {
+                out = Some(sw);
+            }
+            r
+        });
+        if let SchedYield::Yielded(_) = r {
+            vm.stats.dy_successful += 1;
+        }
+        out
+    }
+
+    /// The post-compute stages. None: continue the loop.
+    fn after_compute(
+        &mut self,
+        cpu: CpuId,
+        vi: usize,
+        i: usize,
+        stage: u8,
+        len: Nanos,
+    ) -> Option<Act> {
+        let now = self.now;
+        let exit = self.kvm.exit_cost;
+        let pv = self.pv;
+        let vm = &mut self.vms[vi];
+        let me = VcpuIdx(i as u32);
+        let ms = len.0 as f64 / 1e6;
+        match stage {
+            0 => {
+                vm.g[i].phase = Phase::After { stage: 1, len };
+                if vm.active > 1
+                    && vm.prof.ipi_per_ms > 0.0
+                    && vm.rng.chance(vm.prof.ipi_per_ms * ms)
+                {
+                    let mut t = vm.rng.below(u64::from(vm.active - 1)) as usize;
+                    if t >= i {
+                        t += 1;
+                    }
+                    let sync = vm.prof.ipi_sync;
+                    let vector = if sync {
+                        CALL_FUNCTION_SINGLE_VECTOR
+                    } else {
+                        RESCHEDULE_VECTOR
+                    };
+                    vm.stats.ipis_sent += 1;
+                    let w = vm.tracker.on_icr_write(
+                        me,
+                        &LapicIrq::unicast(VcpuIdx(t as u32), vector),
+                        now,
+                    );
+                    if w.exited {
+                        vm.stats.ipi_exits += 1;
+                        vm.g[i].pending_exit += exit;
+                    }
+                    if w.tracked {
+                        vm.stats.ipis_tracked += 1;
+                    }
+                    if sync {
+                        vm.g[i].csd_pending += w.targets.len() as u32;
+                        vm.g[i].phase = Phase::Spin {
+                            wait: Wait::Csd,
+                            ple: false,
+                            then: 1,
+                            len,
+                        };
+                    }
+                    for tg in w.targets {
+                        self.deliver(vi, i, tg.idx(), vector, sync, cpu);
+                    }
+                }
+                None
+            }
+            1 => {
+                vm.g[i].phase = Phase::After { stage: 2, len };
+                if vm.active > 1
+                    && vm.prof.tlb_shootdown_per_ms > 0.0
+                    && vm.rng.chance(vm.prof.tlb_shootdown_per_ms * ms)
+                {
+                    // flush_tlb_multi: kvm_flush_tlb_multi drops preempted
+                    // vCPUs (they flush on entry) when PV TLB flush is on.
+                    let targets: Vec<usize> = (0..vm.active as usize)
+                        .filter(|&t| t != i)
+                        .filter(|&t| !(pv.tlb_flush && pv.steal_time && vm.vcpus[t].preempted))
+                        .collect();
+                    if targets.is_empty() {
+                        return None;
+                    }
+                    vm.stats.ipis_sent += targets.len() as u64;
+                    if pv.send_ipi {
+                        // KVM_HC_SEND_IPI: one hypercall exit, never tracked.
+                        vm.stats.ipi_exits += 1;
+                        vm.g[i].pending_exit += exit;
+                    } else {
+                        for &t in &targets {
+                            let w = vm.tracker.on_icr_write(
+                                me,
+                                &LapicIrq::unicast(VcpuIdx(t as u32), CALL_FUNCTION_VECTOR),
+                                now,
+                            );
+                            if w.exited {
+                                vm.stats.ipi_exits += 1;
+                                vm.g[i].pending_exit += exit;
+                            }
+                            if w.tracked {
+                                vm.stats.ipis_tracked += 1;
+                            }
+                        }
+                    }
+                    vm.g[i].csd_pending += targets.len() as u32;
+                    vm.g[i].phase = Phase::Spin {
+                        wait: Wait::Csd,
+                        ple: false,
+                        then: 2,
+                        len,
+                    };
+                    // kvm_smp_send_call_func_ipi: yield to the first preempted target.
+                    let yield_to = if pv.sched_yield && pv.steal_time {
+                        targets.iter().copied().find(|&t| vm.vcpus[t].preempted)
+                    } else {
+                        None
+                    };
+                    for &t in &targets {
+                        self.deliver(vi, i, t, CALL_FUNCTION_VECTOR, true, cpu);
+                    }
+                    if let Some(t) = yield_to {
+                        self.vms[vi].g[i].pending_exit += exit;
+                        if let Some(sw) = self.pv_sched_yield(cpu, vi, i, t) {
+                            return Some(Act::Switched(sw));
+                        }
+                    }
+                }
+                None
+            }
+            _ => {
+                if vm.prof.block_prob > 0.0 && vm.rng.chance(vm.prof.block_prob) {
+                    // Idle: HLT until the guest timer (or an interrupt).
+                    vm.stats.halts += 1;
+                    vm.g[i].pending_exit += exit;
+                    let until = now + Nanos(vm.rng.exp(vm.prof.block_ns).max(1));
+                    vm.g[i].wait_start = until;
+                    let poll = self.kvm.halt_poll;
+                    if poll > Nanos::ZERO && self.sched.rqs[cpu.idx()].nr_running == 1 {
+                        let vm = &mut self.vms[vi];
+                        let d = poll.min(until - now);
+                        vm.g[i].phase = Phase::Poll {
+                            pv_lock: None,
+                            left: d,
+                        };
+                        return Some(Act::Run(Cat::Poll, d));
+                    }
+                    return Some(self.halt(vi, i, None));
+                }
+                if vm.pingpong {
+                    vm.g[i].phase = Phase::Spin {
+                        wait: Wait::Turn,
+                        ple: false,
+                        then: 0,
+                        len,
+                    };
+                    return None;
+                }
+                if vm.locks.is_empty() {
+                    vm.stats.ops += 1;
+                    vm.g[i].phase = Phase::Start;
+                    return None;
+                }
+                let l = vm.rng.below(vm.locks.len() as u64) as usize;
+                self.lock_start(vi, i, l);
+                None
+            }
+        }
+    }
+
+    fn lock_start(&mut self, vi: usize, i: usize, l: usize) {
+        let now = self.now;
+        let vm = &mut self.vms[vi];
+        vm.g[i].wait_start = now;
+        match vm.locks[l].lock(VcpuIdx(i as u32)) {
+            LockStep::Acquired => self.lock_acquired(vi, i, l),
+            _ => {
+                vm.g[i].phase = Phase::Spin {
+                    wait: Wait::Lock(l),
+                    ple: false,
+                    then: 0,
+                    len: Nanos::ZERO,
+                }
+            }
+        }
+    }
+
+    fn lock_acquired(&mut self, vi: usize, i: usize, l: usize) {
+        let now = self.now;
+        let vm = &mut self.vms[vi];
+        vm.stats.lock_wait.add((now - vm.g[i].wait_start).0);
+        vm.g[i].hold_start = now;
+        let cs = Nanos(vm.rng.exp(vm.prof.cs_ns));
+        vm.g[i].phase = Phase::Hold { lock: l, left: cs };
+    }
+
+    /// Unlock, wake or kick the next waiter. Some(act) if the releaser yielded.
+    fn lock_release(&mut self, cpu: CpuId, vi: usize, i: usize, l: usize) -> Option<Act> {
+        let now = self.now;
+        let exit = self.kvm.exit_cost;
+        let vm = &mut self.vms[vi];
+        vm.stats.lock_hold.add((now - vm.g[i].hold_start).0);
+        vm.stats.ops += 1;
+        vm.g[i].phase = Phase::Start;
+        let r = vm.locks[l].release(VcpuIdx(i as u32));
+        let mut kicked = None;
+        match r {
+            Release::HandedTo(c) => self.poke(vi, c.idx()),
+            Release::Free => {
+                for c in self.vms[vi].locks[l].contenders() {
+                    self.poke(vi, c.idx());
+                }
+            }
+            Release::Kick(c) => {
+                // pv_kick -> KVM_HC_KICK_CPU: kvm_pv_kick_cpu_op, then
+                // kvm_sched_yield towards the kicked vCPU.
+                vm.stats.pv_kicks += 1;
+                vm.g[i].pending_exit += exit;
+                if kvm_pv_kick_cpu_op(&mut vm.vcpus, u64::from(c.0)) {
+                    let task = vm.task(c.idx());
+                    self.sched.try_to_wake_up(task, 0, Some(cpu));
+                } else {
+                    self.poke(vi, c.idx());
+                }
+                kicked = Some(c.idx());
+            }
+        }
+        let vm = &mut self.vms[vi];
+        if vm.pingpong {
+            let other = (i + 1) % (vm.active.max(1) as usize);
+            vm.turn = other as u32;
+            self.poke(vi, other);
+        }
+        if let Some(c) = kicked {
+            if let Some(sw) = self.pv_sched_yield(cpu, vi, i, c) {
+                return Some(Act::Switched(sw));
+            }
+        }
+        None
+    }
+}
