@@ -1,0 +1,372 @@
+//! VMs on the simulated host: vCPU tasks driven by the guest/KVM model
+//! (docs/kvm-model.md, "Integration"). Each test states what the kernel's
+//! rules predict and checks the simulator against it.
+
+use oversub::kvm::ple::{cycles_to_ns, PleParams};
+use oversub::report::{Report, VmReport};
+use oversub::scenario::Scenario;
+use std::process::Command;
+
+fn run(src: &str) -> Report {
+    let sc = Scenario::parse("test.toml", src).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = oversub::sim::Simulator::new(&sc);
+    sim.set_check_invariants(true);
+    sim.run(sc.host.duration)
+}
+
+fn run_fast(src: &str) -> Report {
+    let sc = Scenario::parse("test.toml", src).unwrap_or_else(|e| panic!("{e}"));
+    oversub::run_scenario(&sc, None, None)
+}
+
+fn vm<'a>(r: &'a Report, name: &str) -> &'a VmReport {
+    r.vms.iter().find(|v| v.name == name).expect("vm")
+}
+
+fn pingpong(on_spin: &str) -> String {
+    format!(
+        r#"
+[host]
+cpus = 1
+duration = "300ms"
+[kvm]
+on_spin = "{on_spin}"
+[[vm]]
+name = "pp"
+vcpus = 2
+layout = "flat"
+workload = "pingpong"
+"#
+    )
+}
+
+/// VMX defaults, 40 cycles per PAUSE iteration at 2 GHz: a PAUSE loop exits
+/// at the first PAUSE more than `window` cycles after its start.
+fn exit_after(window: u32) -> u64 {
+    let cpi = 40;
+    let at = u64::from(window) / cpi + 1;
+    cycles_to_ns(at * cpi, 2_000_000).0
+}
+
+#[test]
+fn pingpong_on_one_pcpu_takes_one_ple_exit_per_handoff() {
+    // Two vCPUs of one VM share one pCPU and hand a turn back and forth. The
+    // waiter spins in the guest kernel; with ple_window_shrink = 0 the window
+    // is back at 4096 whenever a vCPU is scheduled in, so the first PAUSE
+    // exit comes after exit_after(4096) = 2.06 us of spinning, and the
+    // directed yield to the preempted partner succeeds at once: one exit
+    // per handoff.
+    let r = run(&pingpong("6.12"));
+    let v = vm(&r, "pp");
+    assert!(v.ops > 10_000, "{v:?}");
+    let per = v.ple_exits as f64 / v.ops as f64;
+    assert!((1.0..1.01).contains(&per), "exits per handoff {per}");
+    assert!(v.yield_to_successes as f64 >= 0.99 * v.ple_exits as f64);
+    let spin = v.spinning_ns as f64 / v.ops as f64;
+    let pred = exit_after(PleParams::vmx_default().window) as f64;
+    assert!(
+        (pred..pred * 1.1).contains(&spin),
+        "spin per handoff {spin} ns, predicted {pred} ns"
+    );
+}
+
+#[test]
+fn pingpong_without_directed_yield_spins_until_the_tick() {
+    // No directed yield: the waiter keeps spinning, its window doubling on
+    // every exit (ple_window_grow = 2), until the tick preempts it after a
+    // 4 ms (HZ=250, tick-granular 3 ms slice) run. k exits take
+    // sum_{j<k} exit_after(4096 * 2^j); the count per handoff is the k with
+    // that sum just below 4 ms.
+    let r = run(&pingpong("off"));
+    let v = vm(&r, "pp");
+    let p = PleParams::vmx_default();
+    let (mut w, mut t, mut k) = (p.window, 0u64, 0u64);
+    while t + exit_after(w) <= 4_000_000 {
+        t += exit_after(w);
+        w = p.grow_ple_window(w);
+        k += 1;
+    }
+    let per = v.ple_exits as f64 / v.ops as f64;
+    assert!(
+        (k as f64 - 0.5..k as f64 + 1.0).contains(&per),
+        "exits per handoff {per}, predicted {k}"
+    );
+    assert_eq!(v.yield_to_attempts, 0);
+}
+
+fn lhp(lock: &str, on_spin: &str) -> String {
+    format!(
+        r#"
+[host]
+cpus = 4
+duration = "500ms"
+[kvm]
+on_spin = "{on_spin}"
+[[vm]]
+name = "a"
+vcpus = 8
+workload = "dbench"
+[vm.overrides]
+lock_kind = "{lock}"
+locks = 1
+cs_ns = 2000
+ipi_per_ms = 0
+block_prob = 0
+"#
+    )
+}
+
+#[test]
+fn directed_yield_beats_no_directed_yield_under_lock_holder_preemption() {
+    // 8 vCPUs on 4 pCPUs contend for one lock: holders and queued waiters
+    // get preempted. Directed yield hands the spinner's CPU to a preempted
+    // vCPU (the holder or the next waiter); without it a spinner burns its
+    // whole slice. (PV qspinlock waiters halt after SPIN_THRESHOLD
+    // iterations and are kicked, which hides most of the difference: see
+    // pv_spinlock_halts_and_kicks_with_counted_hypercall_yields.)
+    for lock in ["native_qspinlock", "ticket"] {
+        let on = run_fast(&lhp(lock, "6.12"));
+        let off = run_fast(&lhp(lock, "off"));
+        let (a, b) = (vm(&on, "a"), vm(&off, "a"));
+        assert!(
+            a.ops as f64 > 1.3 * b.ops as f64,
+            "{lock}: directed yield {} ops, none {} ops",
+            a.ops,
+            b.ops
+        );
+        assert!(a.yield_to_successes > 0 && b.yield_to_attempts == 0);
+        assert!(a.spinning_ns < b.spinning_ns, "{lock}");
+    }
+}
+
+#[test]
+fn every_on_spin_form_runs_and_yields() {
+    for form in ["6.12", "6.13", "6.19", "ipi_aware"] {
+        let r = run_fast(&lhp("native_qspinlock", form));
+        let v = vm(&r, "a");
+        assert!(v.on_spin_calls > 0 && v.yield_to_successes > 0, "{form}");
+    }
+}
+
+fn ipis(kvm: &str) -> String {
+    format!(
+        r#"
+[host]
+cpus = 4
+duration = "200ms"
+[kvm]
+{kvm}
+[[vm]]
+name = "v"
+vcpus = 6
+workload = "dedup"
+[vm.overrides]
+ipi_per_ms = 20
+ipi_sync = true
+"#
+    )
+}
+
+#[test]
+fn with_ipiv_no_ipi_reaches_kvm() {
+    let r = run(&ipis("apicv = true\nipiv = true\non_spin = \"ipi_aware\""));
+    let v = vm(&r, "v");
+    assert!(v.ipis_sent > 100, "{v:?}");
+    assert_eq!(v.ipi_exits, 0);
+    assert_eq!(v.ipis_tracked, 0);
+    assert_eq!(v.eoi_exits, 0, "APICv virtualizes EOI");
+    assert!(v.ipi_latency_ns.samples > 0);
+}
+
+#[test]
+fn without_apicv_every_unicast_ipi_and_eoi_exits() {
+    let r = run(&ipis("on_spin = \"ipi_aware\""));
+    let v = vm(&r, "v");
+    assert!(v.ipis_sent > 100);
+    assert_eq!(
+        v.ipi_exits, v.ipis_sent,
+        "one ICR-write exit per unicast IPI"
+    );
+    assert_eq!(v.ipis_tracked, v.ipis_sent, "tracked by the IPI-aware form");
+    assert!(v.eoi_exits >= v.ipi_latency_ns.samples.saturating_sub(10));
+    // Upstream forms do not track.
+    let r = run(&ipis("on_spin = \"6.12\""));
+    assert_eq!(vm(&r, "v").ipis_tracked, 0);
+}
+
+#[test]
+fn halted_vcpus_block_and_are_woken_by_ipis() {
+    // Every compute burst ends in HLT for ~200 us; IPIs wake the targets.
+    let r = run(r#"
+[host]
+cpus = 2
+duration = "200ms"
+[[vm]]
+name = "h"
+vcpus = 4
+workload = "dedup"
+[vm.overrides]
+block_prob = 1.0
+block_ns = 200000
+ipi_per_ms = 50
+"#);
+    let v = vm(&r, "h");
+    assert!(v.halts > 100, "{v:?}");
+    // Halted vCPUs leave the host CPUs partly idle.
+    let busy: u64 = r.cpus.iter().map(|c| c.busy_ns).sum();
+    assert!(busy < 2 * 200_000_000, "busy {busy}");
+    assert!(v.ipi_latency_ns.samples > 0);
+    let wakeups: u64 = r.tasks.iter().map(|t| t.nr_wakeups).sum();
+    assert!(
+        wakeups >= v.halts / 2,
+        "HLT blocks the task, a kick wakes it"
+    );
+}
+
+#[test]
+fn pv_spinlock_halts_and_kicks_with_counted_hypercall_yields() {
+    let r = run_fast(&lhp("pv_qspinlock", "6.12").replace("cs_ns = 2000", "cs_ns = 20000"));
+    let v = vm(&r, "a");
+    assert!(v.halts > 0 && v.pv_kicks > 0, "{v:?}");
+    assert_eq!(
+        v.directed_yield_attempted, v.pv_kicks,
+        "KVM_HC_KICK_CPU calls kvm_sched_yield"
+    );
+    assert!(v.directed_yield_successful <= v.directed_yield_attempted);
+}
+
+#[test]
+fn idle_vms_cost_almost_nothing() {
+    let r = run(r#"
+[host]
+cpus = 2
+duration = "2s"
+[[vm]]
+name = "idle"
+vcpus = 4
+workload = "idle"
+"#);
+    let v = vm(&r, "idle");
+    assert!(v.cpu_ns < 2_000_000, "{v:?}");
+    assert_eq!(v.ple_exits, 0);
+}
+
+#[test]
+fn layouts_and_pinning_place_vcpus() {
+    let r = run(r#"
+[host]
+cpus = 4
+duration = "50ms"
+[[cgroup]]
+path = "/machine"
+[[vm]]
+name = "a"
+vcpus = 2
+cgroup = "/machine/a"
+pin = [1, 3]
+workload = "kernbench"
+[[vm]]
+name = "b"
+vcpus = 2
+layout = "flat"
+cpus = [0]
+workload = "kernbench"
+[[vm]]
+name = "c"
+vcpus = 2
+layout = "explicit"
+vcpu_cgroups = ["/x/one", "/y"]
+workload = "kernbench"
+"#);
+    let t = |n: &str| r.tasks.iter().find(|t| t.name == n).unwrap();
+    assert_eq!(t("a.vcpu0").cgroup, "/machine/a/vcpu0");
+    assert_eq!(t("a.vcpu0").cpu, 1);
+    assert_eq!(t("a.vcpu1").cpu, 3);
+    assert_eq!(t("b.vcpu1").cgroup, "/b");
+    assert_eq!(t("b.vcpu0").cpu, 0);
+    assert_eq!(t("b.vcpu1").cpu, 0);
+    assert_eq!(t("c.vcpu0").cgroup, "/x/one");
+    assert_eq!(t("c.vcpu1").cgroup, "/y");
+    assert!(t("a.vcpu0").nr_migrations == 0 && t("a.vcpu1").nr_migrations == 0);
+}
+
+fn oversub(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .args(args)
+        .output()
+        .expect("run oversub")
+}
+
+fn json_without_wall(out: &[u8]) -> serde_json::Value {
+    let mut v: serde_json::Value = serde_json::from_slice(out).expect("json");
+    v.as_object_mut().unwrap().remove("wall_ns");
+    v
+}
+
+#[test]
+fn vm_runs_are_deterministic() {
+    let dir = std::env::temp_dir().join(format!("oversub-kvm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("vm.toml");
+    std::fs::write(
+        &f,
+        ipis("on_spin = \"ipi_aware\"").replace("duration = \"200ms\"", "duration = \"100ms\""),
+    )
+    .unwrap();
+    let p = f.to_str().unwrap();
+    let a = oversub(&["run", "--json", p]);
+    let b = oversub(&["run", "--json", p]);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    let (ja, jb) = (json_without_wall(&a.stdout), json_without_wall(&b.stdout));
+    assert_eq!(ja, jb);
+    assert!(ja["vms"][0]["ops"].as_u64().unwrap() > 0);
+    let c = oversub(&["run", "--json", "--seed", "7", p]);
+    assert_ne!(ja["vms"], json_without_wall(&c.stdout)["vms"]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn host_only_reports_have_no_vms_key() {
+    let r =
+        run_fast("[host]\ncpus = 1\nduration = \"10ms\"\n[[task]]\nname = \"h\"\nkind = \"hog\"\n");
+    assert!(!r.to_json().contains("\"vms\""));
+}
+
+fn bad(src: &str) -> String {
+    let e = Scenario::parse("bad.toml", src).expect_err("must be rejected");
+    let s = e.to_string();
+    assert!(!s.contains('\n'), "one line: {s}");
+    assert!(s.starts_with("bad.toml: "), "{s}");
+    s
+}
+
+#[test]
+fn vm_scenario_errors_name_the_field_and_the_allowed_values() {
+    let base = "[host]\ncpus = 2\n[[vm]]\nname = \"v\"\nvcpus = 2\n";
+    let e = bad(&format!("{base}colour = \"red\"\n"));
+    assert!(e.contains("colour"), "{e}");
+    let e = bad(&format!("{base}workload = \"tpcc\"\n"));
+    assert!(e.contains("vm[0].workload") && e.contains("dedup"), "{e}");
+    let e = bad(&format!("{base}layout = \"tree\"\n"));
+    assert!(e.contains("vm[0].layout") && e.contains("libvirt"), "{e}");
+    let e = bad(&format!("{base}pin = [0]\n"));
+    assert!(e.contains("vm[0].pin"), "{e}");
+    let e = bad(&format!("{base}pin = [0, 5]\n"));
+    assert!(e.contains("vm[0].pin") && e.contains("0 ..= 1"), "{e}");
+    let e = bad(&format!("{base}[vm.overrides]\nspeed = 3\n"));
+    assert!(e.contains("vm[0].overrides") && e.contains("speed"), "{e}");
+    let e = bad(&format!("{base}layout = \"explicit\"\n"));
+    assert!(e.contains("vm[0].vcpu_cgroups"), "{e}");
+    let e = bad(&format!("[kvm]\non_spin = \"5.10\"\n{base}"));
+    assert!(e.contains("kvm.on_spin") && e.contains("6.12"), "{e}");
+    let e = bad(&format!("[kvm]\nple = \"arm\"\n{base}"));
+    assert!(e.contains("kvm.ple") && e.contains("svm"), "{e}");
+    let e = bad(&format!("[kvm]\nipiv = true\n{base}"));
+    assert!(e.contains("kvm.ipiv"), "{e}");
+    let e = bad(&format!("[kvm]\nple = \"svm\"\nple_window = 70000\n{base}"));
+    assert!(e.contains("kvm.ple_window") && e.contains("65535"), "{e}");
+    let e = bad(&format!("[guest.pv]\nsteal = true\n{base}"));
+    assert!(e.contains("steal"), "{e}");
+    let e = bad(&format!("{base}[[vm]]\nname = \"v\"\n"));
+    assert!(e.contains("vm[1].name"), "{e}");
+}
