@@ -181,6 +181,9 @@ static void trace_start(const char **evs)
 	write_filef("0", "%s/events/enable", tracefs);
 	write_filef("", "%s/trace", tracefs);
 	write_filef("8192", "%s/buffer_size_kb", tracefs);
+	/* local_clock(): the clock rq_clock() is built on (raw sched_clock() can drift from it
+	 * by milliseconds under TCG, where the TSC is not a stable sched_clock) */
+	write_filef("perf", "%s/trace_clock", tracefs);
 	for (; *evs; evs++) {
 		snprintf(p, sizeof(p), "%s/events/%s/enable", tracefs, *evs);
 		write_file(p, "1");
@@ -1234,6 +1237,7 @@ static void t_deboost_rate_limited(struct result *r)
 	struct yield_arg ya = { .calls = 200, .both = 1 };
 	struct evlist l = { 0 };
 	int i, j, applied = 0, limited = 0, limited_close = 0;
+	uint64_t min_gap = ~0ull, last_applied = 0;
 
 	if (!need_events(r, ev_deboost))
 		return;
@@ -1254,6 +1258,9 @@ static void t_deboost_rate_limited(struct result *r)
 		if (!arg_is(e, "result", "applied"))
 			continue;
 		applied++;
+		if (last_applied && e->ts_ns - last_applied < min_gap)
+			min_gap = e->ts_ns - last_applied;
+		last_applied = e->ts_ns;
 		for (j = i + 1; j < l.n; j++) {
 			struct ev *f = &l.v[j];
 
@@ -1274,8 +1281,9 @@ static void t_deboost_rate_limited(struct result *r)
 	if (!limited_close)
 		fail(r, "no yield within 6 ms of an applied deboost was reported rate_limited (%d rate_limited)",
 		     limited);
-	diag("rate limit: %d events, %d applied, %d rate_limited (%d within 6 ms of an applied one)", l.n, applied,
-	     limited, limited_close);
+	diag("rate limit: %d events, %d applied, %d rate_limited (%d within 6 ms of an applied one), "
+	     "min gap between applied %.3f ms", l.n, applied, limited, limited_close,
+	     min_gap == ~0ull ? 0.0 : min_gap / 1e6);
 out:
 	if (!r->ok)
 		dump_events(&l, NULL, 30);
