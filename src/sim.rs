@@ -247,7 +247,8 @@ impl Simulator {
                     idx: k,
                 });
             }
-            let rt = VmRt::new(v, &sc.kvm, base, SimRng::new(sc.host.seed, 1 + vi as u64));
+            let rng = SimRng::new(sc.host.seed, 1 + vi as u64);
+            let rt = VmRt::new(v, &sc.kvm, sc.pv.spinlock, base, rng);
             sim.vms.push(rt);
         }
         sim

@@ -14,7 +14,7 @@ use super::{Ev, Simulator};
 use crate::engine::{Nanos, SimRng, Time};
 use crate::guest::machine::GuestLock;
 use crate::guest::spinlock::{LockStep, Release};
-use crate::guest::workload::WorkloadProfile;
+use crate::guest::workload::{LockKind, WorkloadProfile};
 use crate::kvm::lapic::{IpiTracker, IpiTrackingParams, LapicIrq};
 use crate::kvm::on_spin::{kvm_vcpu_on_spin, OnSpinVariant, SpinVm};
 use crate::kvm::ple::{cycles_to_ns, ple_fires, PauseLoop, PleOutcome};
@@ -181,7 +181,13 @@ enum Act {
 }
 
 impl VmRt {
-    pub(super) fn new(v: &VmSpec, kvm: &KvmSpec, task_base: u32, rng: SimRng) -> VmRt {
+    pub(super) fn new(
+        v: &VmSpec,
+        kvm: &KvmSpec,
+        pv_spinlock: bool,
+        task_base: u32,
+        rng: SimRng,
+    ) -> VmRt {
         let prof = v.workload.clone();
         let active = prof.active_vcpus.unwrap_or(v.vcpus).min(v.vcpus);
         let vcpus = (0..v.vcpus)
@@ -223,9 +229,13 @@ impl VmRt {
         );
         let pingpong = prof.name == "pingpong";
         let nlocks = if pingpong { 1 } else { prof.locks as usize };
-        let locks = (0..nlocks)
-            .map(|_| GuestLock::new(prof.lock_kind))
-            .collect();
+        // Without KVM_FEATURE_PV_UNHALT ([guest.pv] spinlock = false) the
+        // guest's qspinlock is the native one.
+        let kind = match prof.lock_kind {
+            LockKind::PvQspinlock if !pv_spinlock => LockKind::NativeQspinlock,
+            k => k,
+        };
+        let locks = (0..nlocks).map(|_| GuestLock::new(kind)).collect();
         VmRt {
             name: v.name.clone(),
             task_base,
@@ -907,7 +917,9 @@ impl Simulator {
             }
             _ => {
                 if vm.prof.block_prob > 0.0 && vm.rng.chance(vm.prof.block_prob) {
-                    // Idle: HLT until the guest timer (or an interrupt).
+                    // Idle: HLT until the guest timer (or an interrupt). The
+                    // compute burst was a unit of work.
+                    vm.stats.ops += 1;
                     vm.stats.halts += 1;
                     vm.g[i].pending_exit += exit;
                     let until = now + Nanos(vm.rng.exp(vm.prof.block_ns).max(1));

@@ -370,3 +370,20 @@ fn vm_scenario_errors_name_the_field_and_the_allowed_values() {
     let e = bad(&format!("{base}[[vm]]\nname = \"v\"\n"));
     assert!(e.contains("vm[1].name"), "{e}");
 }
+
+#[test]
+fn overcommit_scenarios_parse_and_run() {
+    let mut n = 0;
+    for entry in std::fs::read_dir("scenarios/overcommit").unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "toml") {
+            let sc = Scenario::load(&p).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(sc.host.cpus, 16);
+            assert!(sc.vms.iter().all(|v| v.vcpus == 16), "{}", p.display());
+            let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos::from_ms(5)));
+            assert_eq!(r.vms.len(), sc.vms.len());
+            n += 1;
+        }
+    }
+    assert_eq!(n, 28, "1..=4 VMs for each of the 7 profiles");
+}
