@@ -387,3 +387,60 @@ fn overcommit_scenarios_parse_and_run() {
     }
     assert_eq!(n, 28, "1..=4 VMs for each of the 7 profiles");
 }
+
+#[test]
+fn svm_pause_filter_counts_pauses() {
+    // SVM: the exit comes on the pause_filter_count-th PAUSE (3000 by
+    // default), i.e. after 2999 * 40 cycles = 59.98 us at 2 GHz.
+    let r = run(&pingpong("6.12").replace("[kvm]", "[kvm]\nple = \"svm\""));
+    let v = vm(&r, "pp");
+    let per = v.ple_exits as f64 / v.ops as f64;
+    assert!((1.0..1.01).contains(&per), "exits per handoff {per}");
+    let spin = v.spinning_ns as f64 / v.ops as f64;
+    let pred = cycles_to_ns(2999 * 40, 2_000_000).0 as f64;
+    assert!((pred..pred * 1.05).contains(&spin), "{spin} vs {pred}");
+}
+
+#[test]
+fn no_ple_means_no_pause_exits() {
+    let r = run(&pingpong("6.12").replace("[kvm]", "[kvm]\nple = \"off\""));
+    let v = vm(&r, "pp");
+    assert_eq!(v.ple_exits, 0);
+    assert!(v.ops > 0, "the tick still hands over");
+}
+
+#[test]
+fn vms_and_plain_tasks_share_the_host() {
+    let r = run(r#"
+[host]
+cpus = 2
+duration = "200ms"
+[[task]]
+name = "hog"
+kind = "hog"
+[[vm]]
+name = "v"
+vcpus = 2
+workload = "kernbench"
+"#);
+    let hog = r.tasks.iter().find(|t| t.name == "hog").unwrap().cpu_ns as f64;
+    let v = vm(&r, "v");
+    // Three CPU-bound entities at the top level (hog, /v) on two CPUs: the
+    // VM's cgroup gets about the same share as the hog.
+    assert!(
+        hog > 0.5e8 && v.cpu_ns as f64 > 0.5e8,
+        "hog {hog}, vm {}",
+        v.cpu_ns
+    );
+    assert!(v.ops > 0);
+}
+
+#[test]
+fn pv_spinlock_off_uses_the_native_lock() {
+    let src = lhp("pv_qspinlock", "off").replace("cs_ns = 2000", "cs_ns = 20000");
+    let on = run_fast(&src);
+    let off = run_fast(&src.replace("[kvm]", "[guest.pv]\nspinlock = false\n[kvm]"));
+    assert!(vm(&on, "a").pv_kicks > 0);
+    assert_eq!(vm(&off, "a").pv_kicks, 0);
+    assert_eq!(vm(&off, "a").halts, 0);
+}
