@@ -222,7 +222,12 @@ def main():
     kernel_build_s = 0.0
     for v in variants:
         t_k = time.time()
-        bz, tree = kernel_for(v, a)
+        try:
+            bz, tree = kernel_for(v, a)
+        except subprocess.CalledProcessError as e:
+            print(f"{v}: kernel build failed ({e})")
+            print("0 passed, 1 failed")
+            return 1
         kernel_build_s += time.time() - t_k
         initrd = build_guest_image(v, tree, ftest, SELFTESTS)
         lines, status, secs = boot(v, bz, initrd, suites, tests, a.timeout, a.smp)
