@@ -816,11 +816,32 @@ impl Simulator {
                     && vm.prof.ipi_per_ms > 0.0
                     && vm.rng.chance(vm.prof.ipi_per_ms * ms)
                 {
-                    let mut t = vm.rng.below(u64::from(vm.active - 1)) as usize;
-                    if t >= i {
-                        t += 1;
-                    }
                     let sync = vm.prof.ipi_sync;
+                    // A reschedule IPI carries a work item (a task woken on
+                    // another CPU): the guest's wakeup picks an idle CPU when
+                    // there is one (select_idle_sibling), so an idle-halted
+                    // vCPU gets it; otherwise, and for call-function IPIs, a
+                    // uniformly drawn other vCPU.
+                    let idle: Vec<usize> = if sync {
+                        Vec::new()
+                    } else {
+                        (0..vm.active as usize)
+                            .filter(|&t| {
+                                t != i
+                                    && matches!(
+                                        vm.g[t].phase,
+                                        Phase::Halted { pv_lock: None }
+                                            | Phase::Poll { pv_lock: None, .. }
+                                    )
+                            })
+                            .collect()
+                    };
+                    let t = if idle.is_empty() {
+                        let t = vm.rng.below(u64::from(vm.active - 1)) as usize;
+                        t + usize::from(t >= i)
+                    } else {
+                        idle[vm.rng.below(idle.len() as u64) as usize]
+                    };
                     let vector = if sync {
                         CALL_FUNCTION_SINGLE_VECTOR
                     } else {
