@@ -15,7 +15,7 @@ use crate::engine::{Nanos, SimRng, Time};
 use crate::guest::machine::GuestLock;
 use crate::guest::spinlock::{LockStep, Release};
 use crate::guest::workload::{LockKind, WorkloadProfile};
-use crate::kvm::lapic::{IpiTracker, IpiTrackingParams, LapicIrq};
+use crate::kvm::lapic::{IpiTracker, IpiTrackingParams, LapicIrq, Shorthand};
 use crate::kvm::on_spin::{kvm_vcpu_on_spin, OnSpinVariant, SpinVm};
 use crate::kvm::ple::{cycles_to_ns, ple_fires, PauseLoop, PleOutcome};
 use crate::kvm::pv::{kvm_pv_kick_cpu_op, kvm_sched_yield, SchedYield};
@@ -895,6 +895,20 @@ impl Simulator {
                         // KVM_HC_SEND_IPI: one hypercall exit, never tracked.
                         vm.stats.ipi_exits += 1;
                         vm.g[i].pending_exit += exit;
+                    } else if targets.len() + 1 == vm.n as usize {
+                        // native_send_call_func_ipi: the mask is every other
+                        // online CPU -> one ICR write with the all-but-self
+                        // shorthand (broadcast; never tracked).
+                        let irq = LapicIrq {
+                            shorthand: Shorthand::AllButSelf,
+                            ..LapicIrq::unicast(me, CALL_FUNCTION_VECTOR)
+                        };
+                        let w = vm.tracker.on_icr_write(me, &irq, now);
+                        debug_assert_eq!(w.targets.len(), targets.len());
+                        if w.exited {
+                            vm.stats.ipi_exits += 1;
+                            vm.g[i].pending_exit += exit;
+                        }
                     } else {
                         for &t in &targets {
                             let w = vm.tracker.on_icr_write(

@@ -497,3 +497,33 @@ fn benchmark_two_dedup_vms_ten_seconds() {
         r.events
     );
 }
+
+#[test]
+fn tlb_shootdowns_use_the_pv_hypercall_or_a_broadcast() {
+    let src = |pv: &str| {
+        format!(
+            r#"
+[host]
+cpus = 2
+duration = "100ms"
+[guest.pv]
+{pv}
+[[vm]]
+name = "e"
+vcpus = 4
+workload = "ebizzy"
+"#
+        )
+    };
+    // One hypercall exit per shootdown, whatever the number of targets.
+    let r = run(&src("send_ipi = true"));
+    let v = vm(&r, "e");
+    assert!(v.ipis_sent > v.ipi_exits && v.ipi_exits > 0, "{v:?}");
+    assert_eq!(v.ipis_tracked, 0);
+    // Native: a broadcast when all three others are targeted (PV TLB flush
+    // off, so preempted vCPUs are targeted too): one exit per shootdown.
+    let r = run(&src("send_ipi = false\ntlb_flush = false"));
+    let v = vm(&r, "e");
+    assert_eq!(v.ipis_sent, 3 * v.ipi_exits, "{v:?}");
+    assert_eq!(v.ipis_tracked, 0, "upstream forms never track");
+}
