@@ -131,6 +131,9 @@ pub struct VmReport {
     pub yield_to_attempts: u64,
     pub yield_to_successes: u64,
     pub yield_to_esrch: u64,
+    /// Successful on-spin boosts whose target was the confirmed IPI receiver
+    /// (IPI-aware form only).
+    pub boosts_to_ipi_receiver: u64,
     /// KVM_HC_SCHED_YIELD / KVM_HC_KICK_CPU path only (vcpu->stat.directed_yield_*).
     pub directed_yield_attempted: u64,
     pub directed_yield_successful: u64,

@@ -16,7 +16,7 @@ use crate::guest::machine::GuestLock;
 use crate::guest::spinlock::{LockStep, Release};
 use crate::guest::workload::{LockKind, WorkloadProfile};
 use crate::kvm::lapic::{IpiTracker, IpiTrackingParams, LapicIrq, Shorthand};
-use crate::kvm::on_spin::{kvm_vcpu_on_spin, OnSpinVariant, SpinVm};
+use crate::kvm::on_spin::{kvm_vcpu_on_spin, OnSpinVariant, SpinVm, Tier};
 use crate::kvm::ple::{cycles_to_ns, ple_fires, PauseLoop, PleOutcome};
 use crate::kvm::pv::{kvm_pv_kick_cpu_op, kvm_sched_yield, SchedYield};
 use crate::kvm::vcpu::{Cpl, VcpuState};
@@ -141,6 +141,7 @@ struct VmStats {
     yield_attempts: u64,
     yield_ok: u64,
     yield_esrch: u64,
+    boosts_receiver: u64,
     dy_attempted: u64,
     dy_successful: u64,
     halts: u64,
@@ -277,6 +278,7 @@ impl VmRt {
             yield_to_attempts: s.yield_attempts,
             yield_to_successes: s.yield_ok,
             yield_to_esrch: s.yield_esrch,
+            boosts_to_ipi_receiver: s.boosts_receiver,
             directed_yield_attempted: s.dy_attempted,
             directed_yield_successful: s.dy_successful,
             halts: s.halts,
@@ -763,6 +765,9 @@ impl Simulator {
         vm.stats.yield_esrch += dec.attempts.iter().filter(|a| a.result < 0).count() as u64;
         if dec.yielded > 0 {
             vm.stats.yield_ok += 1;
+            if dec.tier == Some(Tier::IpiReceiver) {
+                vm.stats.boosts_receiver += 1;
+            }
         }
         out
     }

@@ -527,3 +527,64 @@ workload = "ebizzy"
     assert_eq!(v.ipis_sent, 3 * v.ipi_exits, "{v:?}");
     assert_eq!(v.ipis_tracked, 0, "upstream forms never track");
 }
+
+#[test]
+fn ipi_aware_on_spin_boosts_the_ipi_receiver() {
+    // Synchronous IPIs on an overcommitted host: the sender spins in
+    // csd_lock_wait while its receiver is often preempted. The IPI-aware form
+    // boosts the tracked receiver; upstream forms never classify a boost so.
+    let src = |form: &str| {
+        format!(
+            r#"
+[host]
+cpus = 2
+duration = "300ms"
+[kvm]
+on_spin = "{form}"
+[[vm]]
+name = "s"
+vcpus = 6
+workload = "dedup"
+[vm.overrides]
+ipi_per_ms = 40
+ipi_sync = true
+locks = 0
+block_prob = 0
+"#
+        )
+    };
+    let aware = run_fast(&src("ipi_aware"));
+    let v = vm(&aware, "s");
+    assert!(v.boosts_to_ipi_receiver > 0, "{v:?}");
+    let up = run_fast(&src("6.12"));
+    assert_eq!(vm(&up, "s").boosts_to_ipi_receiver, 0);
+}
+
+#[test]
+fn halt_polling_spends_cpu_only_when_the_pcpu_is_otherwise_idle() {
+    let src = |pin: &str| {
+        format!(
+            r#"
+[host]
+cpus = 2
+duration = "200ms"
+[kvm]
+halt_poll = "50us"
+[[vm]]
+name = "p"
+vcpus = 2
+pin = {pin}
+workload = "dedup"
+[vm.overrides]
+block_ns = 20000
+"#
+        )
+    };
+    let alone = run(&src("[0, 1]"));
+    assert!(vm(&alone, "p").halt_polling_ns > 0);
+    let shared = run(&src("[0, 0]"));
+    assert!(
+        vm(&shared, "p").halt_polling_ns < vm(&alone, "p").halt_polling_ns / 2,
+        "single_task_running() is false while the other vCPU is runnable"
+    );
+}
