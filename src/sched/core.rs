@@ -89,8 +89,6 @@ impl Scheduler {
             if let Some(wt) = t.wake_time.take() {
                 t.stats.wakeup_latency.push(now - wt);
             }
-            let se = t.se;
-            self.ses[se.idx()].exec_start = now;
         }
         Switch {
             cpu,
