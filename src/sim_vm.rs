@@ -349,7 +349,7 @@ impl Simulator {
     ) {
         let now = self.now;
         let apicv = self.kvm.apicv;
-        let exit = self.kvm.exit_cost;
+        let exit = self.kvm.round_trip();
         let task = self.vms[vi].task(t);
         let vm = &mut self.vms[vi];
         vm.g[t].irqs.push_back(Irq {
@@ -575,7 +575,7 @@ impl Simulator {
                                 LockStep::Halt => {
                                     // pv_wait -> kvm_wait -> HLT.
                                     vm.stats.halts += 1;
-                                    vm.g[i].pending_exit += self.kvm.exit_cost;
+                                    vm.g[i].pending_exit += self.kvm.round_trip();
                                     vm.g[i].phase = Phase::Halted { pv_lock: Some(l) };
                                     continue;
                                 }
@@ -634,7 +634,7 @@ impl Simulator {
                     // EOI: exits unless APICv virtualizes it.
                     if vm.tracker.on_eoi(me, vector, now) {
                         vm.stats.eoi_exits += 1;
-                        vm.g[i].pending_exit += self.kvm.exit_cost;
+                        vm.g[i].pending_exit += self.kvm.round_trip();
                     }
                     vm.g[i].phase = vm.g[i].resume.take().unwrap_or(Phase::Start);
                     if let Some(s) = sync_from {
@@ -733,7 +733,7 @@ impl Simulator {
         if let Some(p) = kvm.ple {
             vm.g[i].ple_window = p.grow_ple_window(vm.g[i].ple_window);
         }
-        vm.g[i].pending_exit += kvm.exit_cost;
+        vm.g[i].pending_exit += kvm.round_trip();
         let OnSpinSpec::Variant(variant) = kvm.on_spin else {
             return None;
         };
@@ -809,7 +809,7 @@ impl Simulator {
         len: Nanos,
     ) -> Option<Act> {
         let now = self.now;
-        let exit = self.kvm.exit_cost;
+        let exit = self.kvm.round_trip();
         let pv = self.pv;
         let vm = &mut self.vms[vi];
         let me = VcpuIdx(i as u32);
@@ -1026,7 +1026,7 @@ impl Simulator {
     /// Unlock, wake or kick the next waiter. Some(act) if the releaser yielded.
     fn lock_release(&mut self, cpu: CpuId, vi: usize, i: usize, l: usize) -> Option<Act> {
         let now = self.now;
-        let exit = self.kvm.exit_cost;
+        let exit = self.kvm.round_trip();
         let vm = &mut self.vms[vi];
         vm.stats.lock_hold.add((now - vm.g[i].hold_start).0);
         vm.stats.ops += 1;

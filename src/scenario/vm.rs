@@ -43,6 +43,7 @@ pub(super) struct RawKvm {
     ipiv: Option<bool>,
     halt_poll: Option<String>,
     exit_cost: Option<String>,
+    entry_cost: Option<String>,
     irq_handler: Option<String>,
     guest_tsc_khz: Option<i64>,
     pause_cycles: Option<i64>,
@@ -111,13 +112,22 @@ pub struct KvmSpec {
     pub ipiv: bool,
     /// Fixed halt-polling interval (0 = off).
     pub halt_poll: Nanos,
-    /// One VM exit + handling + VM entry round trip.
+    /// A VM exit and the dispatch to its handler.
     pub exit_cost: Nanos,
+    /// The VM entry back into the guest.
+    pub entry_cost: Nanos,
     /// Guest interrupt handler time (call-function, reschedule, TLB flush).
     pub irq_handler: Nanos,
     pub guest_tsc_khz: u64,
     /// TSC cycles per iteration of a guest PAUSE loop.
     pub pause_cycles: u64,
+}
+
+impl KvmSpec {
+    /// One exit + entry round trip, charged for every exit the model takes.
+    pub fn round_trip(&self) -> Nanos {
+        self.exit_cost + self.entry_cost
+    }
 }
 
 impl Default for KvmSpec {
@@ -128,7 +138,8 @@ impl Default for KvmSpec {
             apicv: false,
             ipiv: false,
             halt_poll: Nanos::ZERO,
-            exit_cost: Nanos(1_000),
+            exit_cost: Nanos(700),
+            entry_cost: Nanos(300),
             irq_handler: Nanos(1_000),
             guest_tsc_khz: 2_000_000,
             pause_cycles: 40,
@@ -287,6 +298,9 @@ pub(super) fn kvm(cx: &Ctx, k: RawKvm) -> Result<KvmSpec, ScenarioError> {
     }
     if let Some(v) = &k.exit_cost {
         s.exit_cost = cx.dur("kvm.exit_cost", v, Nanos::ZERO, big)?;
+    }
+    if let Some(v) = &k.entry_cost {
+        s.entry_cost = cx.dur("kvm.entry_cost", v, Nanos::ZERO, big)?;
     }
     if let Some(v) = &k.irq_handler {
         s.irq_handler = cx.dur("kvm.irq_handler", v, Nanos::ZERO, big)?;
