@@ -411,6 +411,12 @@ impl Simulator {
             if vm.vcpus[i].blocking {
                 vm.vcpus[i].kvm_vcpu_unblock();
             }
+            // vcpu_enter_guest consumes KVM_REQ_EVENT (and the PV kick's
+            // request); a posted interrupt is synced into the IRR.
+            vm.vcpus[i].pending_request = false;
+            if g.irqs.is_empty() {
+                vm.vcpus[i].pi_pending = false;
+            }
         }
         let act = self.vcpu_next(cpu, vi, i, left, spun);
         let vm = &mut self.vms[vi];
