@@ -119,7 +119,7 @@ pub struct VmReport {
     pub ops_per_s: f64,
     /// Host CPU time of the vCPU tasks.
     pub cpu_ns: u64,
-    /// Split of `cpu_ns` (bursts still running at the end are not split).
+    /// Split of `cpu_ns` (they add up to it).
     pub guest_useful_ns: u64,
     pub spinning_ns: u64,
     pub halt_polling_ns: u64,

@@ -492,12 +492,21 @@ impl Simulator {
             .map(|v| {
                 let mut cpu_ns = 0;
                 let mut steal = 0;
+                let mut lefts = Vec::new();
                 for k in 0..v.n {
-                    let t = &self.sched.tasks[(v.task_base + k) as usize];
+                    let id = (v.task_base + k) as usize;
+                    let t = &self.sched.tasks[id];
                     cpu_ns += self.sched.ses[t.se.idx()].sum_exec_runtime;
                     steal += t.stats.wait_ns;
+                    // The unused part of each vCPU's current burst.
+                    let ts = &self.tasks[id];
+                    lefts.push(match (ts.remaining, ts.running_since) {
+                        (Some(r), Some(since)) => r - (self.now - since),
+                        (Some(r), None) => r,
+                        (None, _) => Nanos::ZERO,
+                    });
                 }
-                v.report(duration, cpu_ns, steal)
+                v.report(duration, cpu_ns, steal, &lefts)
             })
             .collect()
     }

@@ -259,8 +259,28 @@ impl VmRt {
         TaskId(self.task_base + i as u32)
     }
 
-    pub(super) fn report(&self, duration: Nanos, cpu_ns: u64, steal_ns: u64) -> VmReport {
-        let s = &self.stats;
+    /// `lefts[i]`: the unused part of vCPU i's current burst, so bursts in
+    /// progress at the end of the run are split too.
+    pub(super) fn report(
+        &self,
+        duration: Nanos,
+        cpu_ns: u64,
+        steal_ns: u64,
+        lefts: &[Nanos],
+    ) -> VmReport {
+        let mut s = self.stats.clone();
+        for (g, &left) in self.g.iter().zip(lefts) {
+            let consumed = (g.plan_exit + g.plan_work) - left;
+            let ex = consumed.min(g.plan_exit);
+            let work = (consumed - ex).0;
+            s.exit += ex.0;
+            match g.cat {
+                Cat::Useful => s.useful += work,
+                Cat::Spin => s.spin += work,
+                Cat::Poll => s.poll += work,
+            }
+        }
+        let s = &s;
         VmReport {
             name: self.name.clone(),
             vcpus: self.n,

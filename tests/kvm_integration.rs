@@ -588,3 +588,73 @@ block_ns = 20000
         "single_task_running() is false while the other vCPU is runnable"
     );
 }
+
+#[test]
+fn every_switch_combination_runs_with_invariants_and_exact_accounting() {
+    // A sweep over profiles, lock kinds, on_spin forms and APIC / PV
+    // switches, with the scheduler invariants checked after every event and
+    // the CPU split of each VM adding up to its vCPU tasks' CPU time.
+    let mut n = 0u64;
+    for prof in ["dbench", "ebizzy", "pingpong", "idle"] {
+        for lock in ["pv_qspinlock", "native_qspinlock", "ticket", "tas"] {
+            for (form, apic) in [
+                ("6.12", "apicv = false"),
+                ("6.13", "apicv = true\nipiv = true"),
+                ("ipi_aware", "apicv = true\nhalt_poll = \"30us\""),
+                ("off", "ple = \"svm\""),
+            ] {
+                n += 1;
+                let src = format!(
+                    r#"
+[host]
+cpus = 3
+duration = "12ms"
+seed = {n}
+[kvm]
+on_spin = "{form}"
+{apic}
+[guest.pv]
+tlb_flush = {tlb}
+send_ipi = {send}
+[[task]]
+name = "t"
+kind = "periodic"
+period = "1ms"
+run = "300us"
+[[vm]]
+name = "a"
+vcpus = 5
+workload = "{prof}"
+[vm.overrides]
+lock_kind = "{lock}"
+ipi_sync = {sync}
+ipi_per_ms = 10
+tlb_shootdown_per_ms = 5
+block_prob = 0.1
+block_ns = 20000
+[[vm]]
+name = "b"
+vcpus = 3
+pin = [0, 1, 2]
+layout = "flat"
+workload = "{prof}"
+"#,
+                    tlb = n % 2 == 0,
+                    send = n % 3 == 0,
+                    sync = n % 2 == 1,
+                );
+                let r = run(&src);
+                for v in &r.vms {
+                    let split =
+                        v.guest_useful_ns + v.spinning_ns + v.halt_polling_ns + v.exit_overhead_ns;
+                    assert!(split <= v.cpu_ns, "{prof}/{lock}/{form}: {v:?}");
+                    assert!(
+                        split as f64 >= 0.99 * v.cpu_ns as f64,
+                        "{prof}/{lock}/{form}: split {split} of {}",
+                        v.cpu_ns
+                    );
+                }
+            }
+        }
+    }
+}
