@@ -22,6 +22,11 @@ if ((print_tree)); then
 fi
 
 out=$BUILD/$variant
+# One build per O= directory at a time (make test-kernel and the functional
+# stage may both ask for the patched kernel).
+mkdir -p "$BUILD"
+exec 8>"$BUILD/.lock-$variant"
+flock 8
 configure_tree "$tree" "$out"
 log "building bzImage ($variant) in $out"
 t0=$SECONDS

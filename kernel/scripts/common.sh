@@ -97,10 +97,19 @@ prepare_patched() {
 	echo "$id" >"$SRC/series-id"
 }
 
+# Serialise tree preparation between concurrent users of the same cache.
+locked_prepare() {
+	mkdir -p "$CACHE"
+	(
+		flock 9
+		"$@"
+	) 9>"$CACHE/.lock-src"
+}
+
 tree_of() {
 	case $1 in
-	patched) prepare_patched; echo "$TREE_PATCHED" ;;
-	unpatched) prepare_base; echo "$TREE_UNPATCHED" ;;
+	patched) locked_prepare prepare_patched; echo "$TREE_PATCHED" ;;
+	unpatched) locked_prepare prepare_base; echo "$TREE_UNPATCHED" ;;
 	*) die "variant must be patched or unpatched" ;;
 	esac
 }

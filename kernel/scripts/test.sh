@@ -49,7 +49,7 @@ stage "dependencies"
 ensure_deps
 
 stage "prepare trees (base = pristine linux-source-6.12, series applied with git am)"
-if (prepare_patched); then
+if (locked_prepare prepare_patched); then
 	pass "series applies with git am ($(ls "$KDIR"/patches/[0-9]*.patch | grep -vc /0000-) patches)"
 else
 	fail "series does not apply (see the patch named above)"
