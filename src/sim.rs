@@ -292,6 +292,9 @@ impl Simulator {
                 if let Err(e) = crate::invariants::check(&self.sched) {
                     panic!("invariant violated at {t}: {e}");
                 }
+                if let Err(e) = self.check_vcpus() {
+                    panic!("vCPU invariant violated at {t}: {e}");
+                }
             }
         }
         self.set_now(end);

@@ -315,6 +315,35 @@ impl VmRt {
 }
 
 impl Simulator {
+    /// KVM's view of every vCPU agrees with the host scheduler's (checked
+    /// after every event with `--check`): a vCPU on a CPU is neither
+    /// `preempted` nor `ready`; a runnable vCPU task waiting for a CPU (after
+    /// its first run) is `ready` (preempted, or woken from halt); nobody is
+    /// in a spin loop outside `kvm_vcpu_on_spin`.
+    pub(super) fn check_vcpus(&self) -> Result<(), String> {
+        for vm in &self.vms {
+            for (i, v) in vm.vcpus.iter().enumerate() {
+                let id = vm.task(i);
+                let t = &self.sched.tasks[id.idx()];
+                let name = || format!("{}.vcpu{i}", vm.name);
+                if t.on_cpu && (v.preempted || v.ready) {
+                    return Err(format!("{} runs but is preempted/ready", name()));
+                }
+                let runnable = t.state == crate::sched::TaskState::Running;
+                if !t.on_cpu && runnable && self.tasks[id.idx()].started && !v.ready {
+                    return Err(format!("{} waits for a CPU but is not ready", name()));
+                }
+                if v.preempted && !runnable {
+                    return Err(format!("{} sleeps but is marked preempted", name()));
+                }
+                if v.in_spin_loop || v.dy_eligible {
+                    return Err(format!("{} is in a spin loop outside on_spin", name()));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// `kvm_sched_out` from the context switch (preempt notifier).
     pub(super) fn vcpu_sched_out(&mut self, vi: usize, i: usize, runnable: bool) {
         self.vms[vi].vcpus[i].kvm_sched_out(runnable, false);

@@ -595,7 +595,8 @@ fn every_switch_combination_runs_with_invariants_and_exact_accounting() {
     // switches, with the scheduler invariants checked after every event and
     // the CPU split of each VM adding up to its vCPU tasks' CPU time.
     let mut n = 0u64;
-    for prof in ["dbench", "ebizzy", "pingpong", "idle"] {
+    let profiles = ["dbench", "ebizzy", "pingpong", "idle", "dedup"];
+    {
         for lock in ["pv_qspinlock", "native_qspinlock", "ticket", "tas"] {
             for (form, apic) in [
                 ("6.12", "apicv = false"),
@@ -604,6 +605,7 @@ fn every_switch_combination_runs_with_invariants_and_exact_accounting() {
                 ("off", "ple = \"svm\""),
             ] {
                 n += 1;
+                let prof = profiles[n as usize % profiles.len()];
                 let src = format!(
                     r#"
 [host]
