@@ -369,8 +369,19 @@ impl Simulator {
         if self.vms[vi].g[i].timer_gen != gen {
             return;
         }
-        if self.vms[vi].vcpus[i].kvm_vcpu_wake_up() {
-            self.sched.try_to_wake_up(p, 0, None);
+        self.wake_vcpu(vi, i, None);
+    }
+
+    /// `kvm_vcpu_wake_up` of a blocking vCPU: `rcuwait_wake_up` ->
+    /// `wake_up_process`; `ready` is set only if that woke the task (a vCPU
+    /// already woken, or back on a CPU but not yet out of `kvm_vcpu_block`,
+    /// is left alone).
+    fn wake_vcpu(&mut self, vi: usize, i: usize, waker: Option<CpuId>) {
+        let task = self.vms[vi].task(i);
+        let v = &mut self.vms[vi].vcpus[i];
+        let was_ready = v.ready;
+        if v.kvm_vcpu_wake_up() && !self.sched.try_to_wake_up(task, 0, waker) {
+            self.vms[vi].vcpus[i].ready = was_ready;
         }
     }
 
@@ -410,9 +421,7 @@ impl Simulator {
         if vm.vcpus[t].blocking {
             // kvm_vcpu_kick -> kvm_vcpu_wake_up -> rcuwait_wake_up.
             vm.vcpus[t].pending_request = true;
-            if vm.vcpus[t].kvm_vcpu_wake_up() {
-                self.sched.try_to_wake_up(task, 0, Some(cpu));
-            }
+            self.wake_vcpu(vi, t, Some(cpu));
             return;
         }
         let st = &self.sched.tasks[task.idx()];
@@ -1100,9 +1109,12 @@ impl Simulator {
                 // kvm_sched_yield towards the kicked vCPU.
                 vm.stats.pv_kicks += 1;
                 vm.g[i].pending_exit += exit;
+                let was_ready = vm.vcpus[c.idx()].ready;
                 if kvm_pv_kick_cpu_op(&mut vm.vcpus, u64::from(c.0)) {
                     let task = vm.task(c.idx());
-                    self.sched.try_to_wake_up(task, 0, Some(cpu));
+                    if !self.sched.try_to_wake_up(task, 0, Some(cpu)) {
+                        self.vms[vi].vcpus[c.idx()].ready = was_ready;
+                    }
                 } else {
                     self.poke(vi, c.idx());
                 }
