@@ -1234,10 +1234,11 @@ out:
 
 /*
  * Rate limit: at most one applied deboost per 6 ms per rq.  The series measures the 6 ms
- * with rq_clock(); the trace (perf clock = local_clock()) is the same clock domain, but
- * under TCG the TSC is not a stable sched_clock and we observed, once in ~10 runs, two
- * applied deboosts 3.6 ms apart by trace time.  So the hard checks are aggregate ones
- * that a missing or broken rate limit cannot pass:
+ * with rq_clock() at the decision; the trace stamp is taken at the ring-buffer write, and
+ * under TCG on a busy host the emulated CPU can be descheduled for milliseconds between
+ * the two (a debug build showed a pair 2.8 ms apart by trace time but 7.1 ms apart by
+ * rq_clock()).  So the hard checks are aggregate ones that a missing or broken rate limit
+ * cannot pass:
  *   - yields within 6 ms of an applied deboost are reported rate_limited (penalty 0);
  *   - the number of applied deboosts is at most span / 6 ms + 2 (without the limit almost
  *     every one of the 400 yields would be applied);
