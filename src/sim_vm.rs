@@ -640,8 +640,7 @@ impl Simulator {
                                     // pv_wait -> kvm_wait -> HLT.
                                     vm.stats.halts += 1;
                                     vm.g[i].pending_exit += self.kvm.round_trip();
-                                    vm.g[i].phase = Phase::Halted { pv_lock: Some(l) };
-                                    continue;
+                                    return self.halt(vi, i, Some(l));
                                 }
                                 LockStep::Spin => {}
                             }
@@ -715,8 +714,12 @@ impl Simulator {
                         vm.g[i].timer_gen += 1;
                         vm.g[i].phase = Phase::Start;
                     }
-                    // pv_wait returned (kicked, or spuriously): look at the lock.
-                    Some(l) => match vm.locks[l].poll(me, 1) {
+                    // pv_wait returned (kicked, or woken by an interrupt):
+                    // look at the lock, then spin again before halting.
+                    Some(l) => match {
+                        vm.locks[l].pv_wait_returned(me);
+                        vm.locks[l].poll(me, 1)
+                    } {
                         LockStep::Halt => return self.halt(vi, i, Some(l)),
                         LockStep::Acquired => self.lock_acquired(vi, i, l),
                         LockStep::Spin => {

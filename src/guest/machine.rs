@@ -61,6 +61,13 @@ impl GuestLock {
         r.expect("guest lock misuse")
     }
 
+    /// `pv_wait` returned (kicked or not): spin again (PV qspinlock only).
+    pub fn pv_wait_returned(&mut self, cpu: VcpuIdx) {
+        if let GuestLock::Pv(l) = self {
+            l.pv_wait_returned(cpu);
+        }
+    }
+
     /// Spin iterations before `pv_wait` (PV qspinlock only).
     pub fn spins_left(&self, cpu: VcpuIdx) -> Option<u64> {
         match self {

@@ -271,6 +271,17 @@ impl PvQspinlock {
         Ok(LockStep::Spin)
     }
 
+    /// `pv_wait` returned without a kick (an interrupt woke the halted
+    /// vCPU): the waiter spins another `spin_threshold` iterations before it
+    /// halts again (the `for (;;)` loops of `pv_wait_node` /
+    /// `pv_wait_head_or_lock`).
+    pub fn pv_wait_returned(&mut self, cpu: VcpuIdx) {
+        if let Some(w) = self.queue.iter_mut().find(|w| w.cpu == cpu) {
+            w.halted = false;
+            w.spins = 0;
+        }
+    }
+
     /// Spin iterations `cpu` has left before `pv_wait` (None if not queued).
     pub fn spins_left(&self, cpu: VcpuIdx) -> Option<u32> {
         self.queue
