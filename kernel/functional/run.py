@@ -58,6 +58,7 @@ FUNCTIONAL = [
     "ipi_track_ignores_broadcast_and_self",
     "ipi_clear_on_eoi",
     "on_spin_prefers_ipi_receiver",
+    "on_spin_after_eoi",
     "on_spin_tracking_disabled",
     "on_spin_relaxed_round",
     "deboost_applies_at_lca",

@@ -1005,6 +1005,63 @@ static void t_on_spin_prefers_ipi_receiver(struct result *r)
 	free(l.v);
 }
 
+/* vCPU2 takes and EOIs vCPU0's IPI before vCPU0 spins: the receiver must no longer be preferred */
+static int sc_spin_after_eoi(struct vm *vm, void *arg)
+{
+	uint64_t end;
+
+	(void)arg;
+	usleep(50000);
+	if (cmd(vm, 2, OP_STI, 0, 0, 5000) || send_ipi(vm, 0, 2, ICR_FIXED | ICR_ASSERT | 0x40))
+		return 5;
+	end = now_ns() + 5000000000ull;
+	while (vm->mb[2].irqs < 1) {
+		if (now_ns() > end) {
+			diag("vcpu2 did not take the IPI");
+			return 5;
+		}
+		usleep(500);
+	}
+	if (cmd(vm, 2, OP_EOI, 0, 0, 5000))
+		return 5;
+	cmd_post(vm, 0, OP_HV_SPIN, 1, 0);
+	return cmd_wait(vm, 0, 20000) ? 6 : 0;
+}
+
+static void t_on_spin_after_eoi(struct result *r)
+{
+	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
+	struct evlist l;
+	struct ev *s[64];
+	int i, n, cleared = 0;
+
+	if (!need_events(r, ev_spin) || !need_param(r, "ipi_tracking_enabled"))
+		return;
+	set_param("ipi_tracking_enabled", "1");
+	set_param("enable_relaxed_boost", "1");
+	widen_ipi_window();
+	trace_start(ev_spin);
+	if (run_scenario(&o, sc_spin_after_eoi, NULL, 60))
+		fail(r, "scenario failed");
+	l = trace_stop();
+	restore_ipi_window();
+	for (i = 0; i < l.n; i++)
+		if (!strcmp(l.v[i].name, "kvm_ipi_track_clear") && arg_num(&l.v[i], "receiver") == 2 &&
+		    arg_num(&l.v[i], "sender_cleared") == 1)
+			cleared++;
+	if (cleared != 1)
+		fail(r, "expected one kvm_ipi_track_clear receiver=2 sender_cleared=1, got %d", cleared);
+	n = spin_events(&l, s, 64);
+	if (n < 1)
+		fail(r, "no kvm_vcpu_on_spin_target event for vcpu 0");
+	for (i = 0; i < n; i++)
+		if (arg_is(s[i], "tier", "ipi_receiver"))
+			fail(r, "IPI receiver still preferred after its EOI: %s", s[i]->args);
+	if (!r->ok || verbose)
+		dump_events(&l, NULL, 20);
+	free(l.v);
+}
+
 static void t_on_spin_tracking_disabled(struct result *r)
 {
 	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
@@ -1395,6 +1452,7 @@ static const struct test {
 	{ "ipi_track_ignores_broadcast_and_self", t_ipi_track_ignores_broadcast_and_self },
 	{ "ipi_clear_on_eoi", t_ipi_clear_on_eoi },
 	{ "on_spin_prefers_ipi_receiver", t_on_spin_prefers_ipi_receiver },
+	{ "on_spin_after_eoi", t_on_spin_after_eoi },
 	{ "on_spin_tracking_disabled", t_on_spin_tracking_disabled },
 	{ "on_spin_relaxed_round", t_on_spin_relaxed_round },
 	{ "deboost_applies_at_lca", t_deboost_applies_at_lca },
