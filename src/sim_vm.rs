@@ -716,10 +716,7 @@ impl Simulator {
                     }
                     // pv_wait returned (kicked, or woken by an interrupt):
                     // look at the lock, then spin again before halting.
-                    Some(l) => match {
-                        vm.locks[l].pv_wait_returned(me);
-                        vm.locks[l].poll(me, 1)
-                    } {
+                    Some(l) => match vm.locks[l].pv_wait_then_poll(me) {
                         LockStep::Halt => return self.halt(vi, i, Some(l)),
                         LockStep::Acquired => self.lock_acquired(vi, i, l),
                         LockStep::Spin => {

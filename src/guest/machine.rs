@@ -68,6 +68,12 @@ impl GuestLock {
         }
     }
 
+    /// `pv_wait` returned: reset the spin budget, then one spin iteration.
+    pub fn pv_wait_then_poll(&mut self, cpu: VcpuIdx) -> LockStep {
+        self.pv_wait_returned(cpu);
+        self.poll(cpu, 1)
+    }
+
     /// Spin iterations before `pv_wait` (PV qspinlock only).
     pub fn spins_left(&self, cpu: VcpuIdx) -> Option<u64> {
         match self {
