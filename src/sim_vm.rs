@@ -223,9 +223,10 @@ impl VmRt {
             v.vcpus,
             IpiTrackingParams {
                 enabled: ipi_aware,
+                window: kvm.ipi_window,
+                eoi: kvm.ipi_eoi,
                 apicv: kvm.apicv,
                 ipiv: kvm.ipiv,
-                ..IpiTrackingParams::default()
             },
         );
         let pingpong = prof.name == "pingpong";

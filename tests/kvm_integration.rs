@@ -361,6 +361,15 @@ fn vm_scenario_errors_name_the_field_and_the_allowed_values() {
     assert!(e.contains("kvm.on_spin") && e.contains("6.12"), "{e}");
     let e = bad(&format!("[kvm]\nple = \"arm\"\n{base}"));
     assert!(e.contains("kvm.ple") && e.contains("svm"), "{e}");
+    let e = bad(&format!("[kvm]\nipi_eoi = \"any\"\n{base}"));
+    assert!(e.contains("kvm.ipi_eoi") && e.contains("ipi_aware"), "{e}");
+    let e = bad(&format!(
+        "[kvm]\non_spin = \"ipi_aware\"\nipi_order = \"x\"\n{base}"
+    ));
+    assert!(
+        e.contains("kvm.ipi_order") && e.contains("receiver_first"),
+        "{e}"
+    );
     let e = bad(&format!("[kvm]\nipiv = true\n{base}"));
     assert!(e.contains("kvm.ipiv"), "{e}");
     let e = bad(&format!("[kvm]\nple = \"svm\"\nple_window = 70000\n{base}"));
@@ -558,6 +567,15 @@ block_prob = 0
     assert!(v.boosts_to_ipi_receiver > 0, "{v:?}");
     let up = run_fast(&src("6.12"));
     assert_eq!(vm(&up, "s").boosts_to_ipi_receiver, 0);
+    // Every series knob runs.
+    for knobs in [
+        "ipi_order = \"receiver_first\"",
+        "ipi_base = \"6.19\"\nrelaxed_boost = false",
+        "ipi_eoi = \"any\"\nipi_window = \"1ms\"",
+    ] {
+        let r = run_fast(&src("ipi_aware").replace("[[vm]]", &format!("{knobs}\n[[vm]]")));
+        assert!(vm(&r, "s").on_spin_calls > 0, "{knobs}");
+    }
 }
 
 #[test]

@@ -9,6 +9,7 @@
 use super::{validate_cgroup_path, CgroupSpec, Ctx, HostSpec, ScenarioError};
 use crate::engine::Nanos;
 use crate::guest::workload::{WorkloadProfile, PROFILES};
+use crate::kvm::lapic::EoiClear;
 use crate::kvm::on_spin::{IpiBase, IpiOrder, OnSpinVariant};
 use crate::kvm::ple::{PleKind, PleParams};
 use serde::Deserialize;
@@ -39,6 +40,10 @@ pub(super) struct RawKvm {
     ple_window_max: Option<i64>,
     on_spin: Option<String>,
     relaxed_boost: Option<bool>,
+    ipi_order: Option<String>,
+    ipi_base: Option<String>,
+    ipi_eoi: Option<String>,
+    ipi_window: Option<String>,
     apicv: Option<bool>,
     ipiv: Option<bool>,
     halt_poll: Option<String>,
@@ -121,6 +126,10 @@ pub struct KvmSpec {
     pub guest_tsc_khz: u64,
     /// TSC cycles per iteration of a guest PAUSE loop.
     pub pause_cycles: u64,
+    /// IPI-aware form: which EOI clears the tracking (series v3: matching).
+    pub ipi_eoi: EoiClear,
+    /// IPI-aware form: `kvm.ipi_window_ns`.
+    pub ipi_window: Nanos,
 }
 
 impl KvmSpec {
@@ -143,6 +152,8 @@ impl Default for KvmSpec {
             irq_handler: Nanos(1_000),
             guest_tsc_khz: 2_000_000,
             pause_cycles: 40,
+            ipi_eoi: EoiClear::MatchingVector,
+            ipi_window: Nanos::from_ms(50),
         }
     }
 }
@@ -256,14 +267,47 @@ pub(super) fn kvm(cx: &Ctx, k: RawKvm) -> Result<KvmSpec, ScenarioError> {
     }
     s.ple = ple;
     let relaxed = k.relaxed_boost;
+    let order = match k.ipi_order.as_deref().unwrap_or("scan") {
+        "scan" => IpiOrder::FilterInScanOrder,
+        "receiver_first" => IpiOrder::ReceiverFirst,
+        o => {
+            return Err(cx.err(
+                "kvm.ipi_order",
+                format!("unknown order \"{o}\": allowed scan, receiver_first"),
+            ))
+        }
+    };
+    let base = match k.ipi_base.as_deref().unwrap_or("6.12") {
+        "6.12" => IpiBase::V612TwoPass,
+        "6.19" => IpiBase::V613SingleLoopFixed,
+        o => {
+            return Err(cx.err(
+                "kvm.ipi_base",
+                format!("unknown base loop \"{o}\": allowed 6.12, 6.19"),
+            ))
+        }
+    };
+    s.ipi_eoi = match k.ipi_eoi.as_deref().unwrap_or("matching") {
+        "matching" => EoiClear::MatchingVector,
+        "any" => EoiClear::AnyEoi,
+        o => {
+            return Err(cx.err(
+                "kvm.ipi_eoi",
+                format!("unknown EOI rule \"{o}\": allowed matching, any"),
+            ))
+        }
+    };
+    if let Some(v) = &k.ipi_window {
+        s.ipi_window = cx.dur("kvm.ipi_window", v, Nanos(1), Nanos::from_secs(10))?;
+    }
     s.on_spin = match k.on_spin.as_deref().unwrap_or("6.12") {
         "6.12" => OnSpinSpec::Variant(OnSpinVariant::V612TwoPass),
         "6.13" => OnSpinSpec::Variant(OnSpinVariant::V613SingleLoop { fixed_index: false }),
         "6.19" => OnSpinSpec::Variant(OnSpinVariant::V613SingleLoop { fixed_index: true }),
         "ipi_aware" => OnSpinSpec::Variant(OnSpinVariant::IpiAware {
             enable_relaxed_boost: relaxed.unwrap_or(true),
-            order: IpiOrder::FilterInScanOrder,
-            base: IpiBase::V612TwoPass,
+            order,
+            base,
         }),
         "off" => OnSpinSpec::Off,
         o => {
@@ -273,16 +317,24 @@ pub(super) fn kvm(cx: &Ctx, k: RawKvm) -> Result<KvmSpec, ScenarioError> {
             ))
         }
     };
-    if relaxed.is_some()
-        && !matches!(
-            s.on_spin,
-            OnSpinSpec::Variant(OnSpinVariant::IpiAware { .. })
-        )
-    {
-        return Err(cx.err(
-            "kvm.relaxed_boost",
-            "only meaningful with on_spin = \"ipi_aware\"",
-        ));
+    let aware = matches!(
+        s.on_spin,
+        OnSpinSpec::Variant(OnSpinVariant::IpiAware { .. })
+    );
+    let series = [
+        ("relaxed_boost", relaxed.is_some()),
+        ("ipi_order", k.ipi_order.is_some()),
+        ("ipi_base", k.ipi_base.is_some()),
+        ("ipi_eoi", k.ipi_eoi.is_some()),
+        ("ipi_window", k.ipi_window.is_some()),
+    ];
+    for (name, set) in series {
+        if set && !aware {
+            return Err(cx.err(
+                format!("kvm.{name}"),
+                "only meaningful with on_spin = \"ipi_aware\"",
+            ));
+        }
     }
     s.apicv = k.apicv.unwrap_or(false);
     s.ipiv = k.ipiv.unwrap_or(false);
