@@ -452,6 +452,8 @@ impl Simulator {
             let ex = consumed.min(g.plan_exit);
             let work = consumed - ex;
             vm.stats.exit += ex.0;
+            // Exit overhead not yet paid when the burst was cut short stays owed.
+            g.pending_exit += g.plan_exit - ex;
             match g.cat {
                 Cat::Useful => vm.stats.useful += work.0,
                 Cat::Spin => vm.stats.spin += work.0,
