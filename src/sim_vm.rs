@@ -22,7 +22,7 @@ use crate::kvm::pv::{kvm_pv_kick_cpu_op, kvm_sched_yield, SchedYield};
 use crate::kvm::vcpu::{Cpl, VcpuState};
 use crate::kvm::{VcpuIdx, Vector};
 use crate::report::{Hist, VmReport};
-use crate::scenario::{KvmSpec, OnSpinSpec, VmSpec};
+use crate::scenario::{HaltPoll, KvmSpec, OnSpinSpec, VmSpec};
 use crate::sched::core::Switch;
 use crate::sched::{CpuId, TaskId};
 use std::collections::VecDeque;
@@ -125,6 +125,11 @@ struct VGuest {
     /// Current PLE window (`vmx->ple_window` / `pause_filter_count`).
     ple_window: u32,
     timer_gen: u64,
+    /// `vcpu->halt_poll_ns` (dynamic halt polling).
+    halt_poll_ns: u64,
+    /// Inside `kvm_vcpu_halt` since `halt_start`.
+    in_halt: bool,
+    halt_start: Time,
     wait_start: Time,
     hold_start: Time,
 }
@@ -211,6 +216,9 @@ impl VmRt {
                 csd_pending: 0,
                 ple_window: window,
                 timer_gen: 0,
+                halt_poll_ns: 0,
+                in_halt: false,
+                halt_start: Time::ZERO,
                 wait_start: Time::ZERO,
                 hold_start: Time::ZERO,
             })
@@ -539,6 +547,7 @@ impl Simulator {
                 let resume = match phase {
                     Phase::Halted { pv_lock: None } | Phase::Poll { pv_lock: None, .. } => {
                         vm.g[i].timer_gen += 1;
+                        self.halt_done(vi, i);
                         Phase::Start
                     }
                     Phase::Poll { pv_lock, .. } => Phase::Halted { pv_lock },
@@ -643,7 +652,7 @@ impl Simulator {
                                     // pv_wait -> kvm_wait -> HLT.
                                     vm.stats.halts += 1;
                                     vm.g[i].pending_exit += self.kvm.round_trip();
-                                    return self.halt(vi, i, Some(l));
+                                    return self.halt(cpu, vi, i, Some(l));
                                 }
                                 LockStep::Spin => {}
                             }
@@ -714,25 +723,42 @@ impl Simulator {
                 Phase::Halted { pv_lock } => match pv_lock {
                     // Woken from an idle HLT (timer or interrupt): work again.
                     None => {
+                        self.halt_done(vi, i);
+                        let vm = &mut self.vms[vi];
                         vm.g[i].timer_gen += 1;
                         vm.g[i].phase = Phase::Start;
                     }
                     // pv_wait returned (kicked, or woken by an interrupt):
                     // look at the lock, then spin again before halting.
-                    Some(l) => match vm.locks[l].pv_wait_then_poll(me) {
-                        LockStep::Halt => return self.halt(vi, i, Some(l)),
-                        LockStep::Acquired => self.lock_acquired(vi, i, l),
-                        LockStep::Spin => {
-                            vm.g[i].phase = Phase::Spin {
-                                wait: Wait::Lock(l),
-                                ple: false,
-                                then: 0,
-                                len: Nanos::ZERO,
+                    Some(l) => {
+                        self.halt_done(vi, i);
+                        let vm = &mut self.vms[vi];
+                        match vm.locks[l].pv_wait_then_poll(me) {
+                            LockStep::Halt => return self.halt(cpu, vi, i, Some(l)),
+                            LockStep::Acquired => self.lock_acquired(vi, i, l),
+                            LockStep::Spin => {
+                                vm.g[i].phase = Phase::Spin {
+                                    wait: Wait::Lock(l),
+                                    ple: false,
+                                    then: 0,
+                                    len: Nanos::ZERO,
+                                }
                             }
                         }
-                    },
+                    }
                 },
                 Phase::Poll { pv_lock, left } => {
+                    // kvm_vcpu_check_block: the guest timer expired, or a PV
+                    // kick arrived (interrupts are injected above).
+                    let woken = match pv_lock {
+                        None => now >= vm.g[i].wait_start,
+                        Some(_) => vm.vcpus[i].pv_unhalted,
+                    };
+                    if woken {
+                        vm.vcpus[i].pv_unhalted = false;
+                        vm.g[i].phase = Phase::Halted { pv_lock };
+                        continue;
+                    }
                     if left > Nanos::ZERO && self.sched.rqs[cpu.idx()].nr_running == 1 {
                         // Nothing arrived yet (an arrival pokes): keep polling.
                         return Act::Run(Cat::Poll, left);
@@ -747,13 +773,64 @@ impl Simulator {
         }
     }
 
-    /// Enter HLT (or pv_wait): halt polling if configured and possible,
-    /// else block. An idle halt sets the guest timer from `wait_start`.
-    fn halt(&mut self, vi: usize, i: usize, pv_lock: Option<usize>) -> Act {
+    /// `kvm_vcpu_halt` for an HLT (idle, guest timer at `wait_start`) or a
+    /// `pv_wait`: poll first if the interval is non-zero and the CPU has
+    /// nothing else to run (`kvm_vcpu_can_poll`: `single_task_running()`),
+    /// else block.
+    fn halt(&mut self, cpu: CpuId, vi: usize, i: usize, pv_lock: Option<usize>) -> Act {
+        let now = self.now;
+        let single = self.sched.rqs[cpu.idx()].nr_running == 1;
         let vm = &mut self.vms[vi];
-        vm.g[i].phase = Phase::Halted { pv_lock };
-        let timer = pv_lock.is_none().then_some(vm.g[i].wait_start);
+        let g = &mut vm.g[i];
+        g.in_halt = true;
+        g.halt_start = now;
+        let poll = match self.kvm.halt_poll {
+            HaltPoll::Off => Nanos::ZERO,
+            HaltPoll::Fixed(d) => d,
+            HaltPoll::Dynamic { max } => {
+                g.halt_poll_ns = g.halt_poll_ns.min(max.0);
+                Nanos(g.halt_poll_ns)
+            }
+        };
+        let poll = match pv_lock {
+            None => poll.min(g.wait_start - now),
+            Some(_) => poll,
+        };
+        if poll > Nanos::ZERO && single {
+            g.phase = Phase::Poll {
+                pv_lock,
+                left: poll,
+            };
+            return Act::Run(Cat::Poll, poll);
+        }
+        g.phase = Phase::Halted { pv_lock };
+        let timer = pv_lock.is_none().then_some(g.wait_start);
         Act::Sleep(timer)
+    }
+
+    /// End of `kvm_vcpu_halt`: adapt `vcpu->halt_poll_ns` to how long the
+    /// vCPU was halted (kvm_main.c:3880-3900; every wakeup counts as valid).
+    fn halt_done(&mut self, vi: usize, i: usize) {
+        let now = self.now;
+        let g = &mut self.vms[vi].g[i];
+        if !g.in_halt {
+            return;
+        }
+        g.in_halt = false;
+        let HaltPoll::Dynamic { max } = self.kvm.halt_poll else {
+            return;
+        };
+        let (halt_ns, max, hp) = ((now - g.halt_start).0, max.0, g.halt_poll_ns);
+        const GROW_START: u64 = 10_000;
+        if max == 0 {
+            g.halt_poll_ns = 0;
+        } else if halt_ns <= hp {
+        } else if hp > 0 && halt_ns > max {
+            let v = hp / 2;
+            g.halt_poll_ns = if v < GROW_START { 0 } else { v };
+        } else if hp < max && halt_ns < max {
+            g.halt_poll_ns = (hp * 2).max(GROW_START);
+        }
     }
 
     /// Length of the next spin burst and whether it ends in a PAUSE exit.
@@ -1031,17 +1108,7 @@ impl Simulator {
                     vm.g[i].pending_exit += exit;
                     let until = now + Nanos(vm.rng.exp(vm.prof.block_ns).max(1));
                     vm.g[i].wait_start = until;
-                    let poll = self.kvm.halt_poll;
-                    if poll > Nanos::ZERO && self.sched.rqs[cpu.idx()].nr_running == 1 {
-                        let vm = &mut self.vms[vi];
-                        let d = poll.min(until - now);
-                        vm.g[i].phase = Phase::Poll {
-                            pv_lock: None,
-                            left: d,
-                        };
-                        return Some(Act::Run(Cat::Poll, d));
-                    }
-                    return Some(self.halt(vi, i, None));
+                    return Some(self.halt(cpu, vi, i, None));
                 }
                 if vm.pingpong {
                     vm.g[i].phase = Phase::Spin {

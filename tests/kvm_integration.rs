@@ -678,3 +678,37 @@ workload = "{prof}"
         }
     }
 }
+
+#[test]
+fn dynamic_halt_polling_grows_for_short_halts_only() {
+    // KVM's default: vcpu->halt_poll_ns starts at 0 and grows after halts
+    // shorter than halt_poll_ns (200 us); 1 s idle halts never grow it.
+    let src = |block: &str, poll: &str| {
+        format!(
+            r#"
+[host]
+cpus = 2
+duration = "200ms"
+[kvm]
+halt_poll = "{poll}"
+[[vm]]
+name = "p"
+vcpus = 2
+pin = [0, 1]
+workload = "dedup"
+[vm.overrides]
+block_prob = 0.5
+block_ns = {block}
+ipi_per_ms = 0
+"#
+        )
+    };
+    let short = run(&src("20000", "dynamic"));
+    assert!(vm(&short, "p").halt_polling_ns > 0);
+    let off = run(&src("20000", "off"));
+    assert_eq!(vm(&off, "p").halt_polling_ns, 0);
+    let long = run(&src("1000000000", "dynamic"));
+    assert_eq!(vm(&long, "p").halt_polling_ns, 0);
+    let e = bad("[kvm]\nhalt_poll = \"sometimes\"\n[[vm]]\nname = \"v\"\n");
+    assert!(e.contains("kvm.halt_poll") && e.contains("dynamic"), "{e}");
+}

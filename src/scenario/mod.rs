@@ -17,7 +17,7 @@ use std::fmt;
 use std::path::Path;
 
 pub use duration::parse_duration;
-pub use vm::{KvmSpec, Layout, OnSpinSpec, PvSpec, VmSpec};
+pub use vm::{HaltPoll, KvmSpec, Layout, OnSpinSpec, PvSpec, VmSpec};
 
 /// A scenario error: always one line, naming the file and the field.
 #[derive(Debug, Clone, PartialEq, Eq)]

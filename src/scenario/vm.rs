@@ -6,7 +6,7 @@
 //! floating over a set (`cpus`, default all). The guest runs a named workload
 //! profile (src/guest/workload.rs) with `[vm.overrides]` applied field by field.
 
-use super::{validate_cgroup_path, CgroupSpec, Ctx, HostSpec, ScenarioError};
+use super::{parse_duration, validate_cgroup_path, CgroupSpec, Ctx, HostSpec, ScenarioError};
 use crate::engine::Nanos;
 use crate::guest::workload::{WorkloadProfile, PROFILES};
 use crate::kvm::lapic::EoiClear;
@@ -47,6 +47,7 @@ pub(super) struct RawKvm {
     apicv: Option<bool>,
     ipiv: Option<bool>,
     halt_poll: Option<String>,
+    halt_poll_max: Option<String>,
     exit_cost: Option<String>,
     entry_cost: Option<String>,
     irq_handler: Option<String>,
@@ -98,6 +99,20 @@ pub struct VmSpec {
     pub workload: WorkloadProfile,
 }
 
+/// Halt polling (`kvm_vcpu_halt`, virt/kvm/kvm_main.c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HaltPoll {
+    Off,
+    /// Always poll this long (a what-if; KVM adapts the interval).
+    Fixed(Nanos),
+    /// KVM's adaptive `vcpu->halt_poll_ns`: starts at 0, grows (x2, at least
+    /// 10 us) after a short halt, shrinks (/2, 0 below 10 us) after one
+    /// longer than `max` (`halt_poll_ns`, default 200 us on x86).
+    Dynamic {
+        max: Nanos,
+    },
+}
+
 /// `kvm_vcpu_on_spin` form, or no directed yield at all (a what-if).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnSpinSpec {
@@ -115,8 +130,8 @@ pub struct KvmSpec {
     pub on_spin: OnSpinSpec,
     pub apicv: bool,
     pub ipiv: bool,
-    /// Fixed halt-polling interval (0 = off).
-    pub halt_poll: Nanos,
+    /// Halt polling before a halted vCPU blocks.
+    pub halt_poll: HaltPoll,
     /// A VM exit and the dispatch to its handler.
     pub exit_cost: Nanos,
     /// The VM entry back into the guest.
@@ -146,7 +161,9 @@ impl Default for KvmSpec {
             on_spin: OnSpinSpec::Variant(OnSpinVariant::V612TwoPass),
             apicv: false,
             ipiv: false,
-            halt_poll: Nanos::ZERO,
+            halt_poll: HaltPoll::Dynamic {
+                max: Nanos::from_us(200),
+            },
             exit_cost: Nanos(700),
             entry_cost: Nanos(300),
             irq_handler: Nanos(1_000),
@@ -345,8 +362,35 @@ pub(super) fn kvm(cx: &Ctx, k: RawKvm) -> Result<KvmSpec, ScenarioError> {
         ));
     }
     let big = Nanos::from_ms(100);
-    if let Some(v) = &k.halt_poll {
-        s.halt_poll = cx.dur("kvm.halt_poll", v, Nanos::ZERO, Nanos::from_ms(10))?;
+    let max = match &k.halt_poll_max {
+        Some(v) => cx.dur("kvm.halt_poll_max", v, Nanos::ZERO, Nanos::from_ms(10))?,
+        None => Nanos::from_us(200),
+    };
+    s.halt_poll = match k.halt_poll.as_deref() {
+        None | Some("dynamic") => HaltPoll::Dynamic { max },
+        Some("off") => HaltPoll::Off,
+        Some(v) => {
+            let d = parse_duration(v).map_err(|_| {
+                cx.err(
+                    "kvm.halt_poll",
+                    format!("\"{v}\" is not allowed: allowed dynamic, off, or a fixed duration"),
+                )
+            })?;
+            let d = cx
+                .dur("kvm.halt_poll", v, Nanos::ZERO, Nanos::from_ms(10))
+                .map(|_| d)?;
+            if d == Nanos::ZERO {
+                HaltPoll::Off
+            } else {
+                HaltPoll::Fixed(d)
+            }
+        }
+    };
+    if k.halt_poll_max.is_some() && !matches!(s.halt_poll, HaltPoll::Dynamic { .. }) {
+        return Err(cx.err(
+            "kvm.halt_poll_max",
+            "only meaningful with halt_poll = \"dynamic\"",
+        ));
     }
     if let Some(v) = &k.exit_cost {
         s.exit_cost = cx.dur("kvm.exit_cost", v, Nanos::ZERO, big)?;
