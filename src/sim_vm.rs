@@ -17,7 +17,7 @@ use crate::guest::spinlock::{LockStep, Release};
 use crate::guest::workload::{LockKind, WorkloadProfile};
 use crate::kvm::lapic::{IpiTracker, IpiTrackingParams, LapicIrq, Shorthand};
 use crate::kvm::on_spin::{kvm_vcpu_on_spin, OnSpinVariant, SpinVm, Tier};
-use crate::kvm::ple::{cycles_to_ns, ple_fires, PauseLoop, PleOutcome};
+use crate::kvm::ple::{cycles_to_ns, ple_fires, PauseLoop, PleKind, PleOutcome};
 use crate::kvm::pv::{kvm_pv_kick_cpu_op, kvm_sched_yield, SchedYield};
 use crate::kvm::vcpu::{Cpl, VcpuState};
 use crate::kvm::{VcpuIdx, Vector};
@@ -175,6 +175,8 @@ pub(super) struct VmRt {
     rng: SimRng,
     pingpong: bool,
     turn: u32,
+    /// `vcpu->arch.guest_state_protected` (SEV-ES / TDX).
+    protected: bool,
     stats: VmStats,
 }
 
@@ -260,6 +262,7 @@ impl VmRt {
             rng,
             pingpong,
             turn: 0,
+            protected: v.protected,
             stats: VmStats::default(),
         }
     }
@@ -355,7 +358,8 @@ impl Simulator {
 
     /// `kvm_sched_out` from the context switch (preempt notifier).
     pub(super) fn vcpu_sched_out(&mut self, vi: usize, i: usize, runnable: bool) {
-        self.vms[vi].vcpus[i].kvm_sched_out(runnable, false);
+        let protected = self.vms[vi].protected;
+        self.vms[vi].vcpus[i].kvm_sched_out(runnable, protected);
     }
 
     /// `kvm_sched_in` + `vmx_vcpu_load`/`svm_vcpu_load`: shrink the PLE
@@ -890,11 +894,14 @@ impl Simulator {
         let base = vm.task_base;
         let sched = &mut self.sched;
         let mut out = None;
+        // handle_pause (VMX) passes true; pause_interception (SVM) passes
+        // `!sev_es_guest && CPL == 0` (every spin here is at CPL 0).
+        let ytkm = !(vm.protected && kvm.ple.is_some_and(|p| p.kind == PleKind::Svm));
         let dec = kvm_vcpu_on_spin(
             &mut vm.spin,
             &mut vm.vcpus,
             me,
-            true,
+            ytkm,
             variant,
             receiver,
             |t| {

@@ -712,3 +712,19 @@ ipi_per_ms = 0
     let e = bad("[kvm]\nhalt_poll = \"sometimes\"\n[[vm]]\nname = \"v\"\n");
     assert!(e.contains("kvm.halt_poll") && e.contains("dynamic"), "{e}");
 }
+
+#[test]
+fn protected_guests_run_on_both_ple_kinds() {
+    // `protected = true` (SEV-ES/TDX): preempted_in_kernel is always true and
+    // SVM PAUSE exits pass yield_to_kernel_mode = false. The state rules are
+    // unit-tested in src/kvm/vcpu.rs; here the switch must run cleanly.
+    for ple in ["vmx", "svm"] {
+        let r = run(&lhp("ticket", "6.12")
+            .replace("[kvm]", &format!("[kvm]\nple = \"{ple}\""))
+            .replace(
+                "workload = \"dbench\"",
+                "workload = \"dbench\"\nprotected = true",
+            ));
+        assert!(vm(&r, "a").yield_to_successes > 0, "{ple}");
+    }
+}

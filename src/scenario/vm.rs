@@ -27,6 +27,7 @@ pub(super) struct RawVm {
     cpus: Option<Vec<i64>>,
     workload: Option<String>,
     overrides: Option<toml::Table>,
+    protected: Option<bool>,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -97,6 +98,8 @@ pub struct VmSpec {
     /// Floating affinity of every vCPU (None = all CPUs).
     pub cpus: Option<Vec<u32>>,
     pub workload: WorkloadProfile,
+    /// SEV-ES / TDX guest state protection (`guest_state_protected`).
+    pub protected: bool,
 }
 
 /// Halt polling (`kvm_vcpu_halt`, virt/kvm/kvm_main.c).
@@ -574,6 +577,7 @@ pub(super) fn vm(
         pin,
         cpus,
         workload,
+        protected: v.protected.unwrap_or(false),
     })
 }
 
