@@ -128,6 +128,12 @@ pub struct ScenarioResult {
 
 /// Why a scenario cannot be run by conform, if it cannot.
 pub fn host_only_check(sc: &Scenario, cpus: u32) -> Result<(), String> {
+    if let Some(vm) = sc.vms.first() {
+        return Err(format!(
+            "vm {}: scenarios with [[vm]] are not host-only (conform runs hog, periodic, yield_loop, pingpong)",
+            vm.name
+        ));
+    }
     for t in &sc.tasks {
         match &t.kind {
             TaskKind::Messaging { .. } => {
@@ -570,5 +576,18 @@ mod tests {
         )
         .unwrap();
         assert!(host_only_check(&sc, 2).unwrap_err().contains("CPU 3"));
+        let sc = Scenario::parse(
+            "t.toml",
+            "[host]\ncpus=2\n[[task]]\nname=\"m\"\nkind=\"messaging\"\nfds=1\n",
+        )
+        .unwrap();
+        assert!(host_only_check(&sc, 2).unwrap_err().contains("messaging"));
+    }
+
+    #[test]
+    fn rejects_vm_scenarios() {
+        let sc = Scenario::load(std::path::Path::new("scenarios/kvm-lock-holder-preemption.toml")).unwrap();
+        let e = host_only_check(&sc, 16).unwrap_err();
+        assert!(e.contains("[[vm]]") && e.contains("not host-only"), "{e}");
     }
 }
