@@ -586,7 +586,10 @@ mod tests {
 
     #[test]
     fn rejects_vm_scenarios() {
-        let sc = Scenario::load(std::path::Path::new("scenarios/kvm-lock-holder-preemption.toml")).unwrap();
+        let sc = Scenario::load(std::path::Path::new(
+            "scenarios/kvm-lock-holder-preemption.toml",
+        ))
+        .unwrap();
         let e = host_only_check(&sc, 16).unwrap_err();
         assert!(e.contains("[[vm]]") && e.contains("not host-only"), "{e}");
     }
