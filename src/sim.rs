@@ -102,7 +102,8 @@ impl Simulator {
             events: 0,
             group_paths,
             task_group: Vec::new(),
-            check_invariants: false,
+            // Debug builds check every event; release builds on request.
+            check_invariants: cfg!(debug_assertions),
             _rng: SimRng::new(sc.host.seed, 0),
             vms: Vec::new(),
             kvm: sc.kvm.clone(),
@@ -263,7 +264,8 @@ impl Simulator {
         });
     }
 
-    /// Checks the scheduler invariants after every event (tests).
+    /// Checks the scheduler invariants after every event (on by default in
+    /// debug builds; tests and `--check` turn it on in release builds).
     pub fn set_check_invariants(&mut self, on: bool) {
         self.check_invariants = on;
     }
