@@ -522,5 +522,4 @@ impl Simulator {
     }
 }
 
-#[path = "sim_vm.rs"]
 mod vm;
