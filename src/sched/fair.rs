@@ -1,8 +1,8 @@
 //! The EEVDF fair class: the functions of kernel/sched/fair.c, Linux 6.12.117,
-//! named after them and following their control flow. Version differences are
+//! named after them and following their control flow. Every function follows
+//! 6.12.117 unless its doc names another version; version differences are
 //! switches in `SchedFeatures` (6.12.0 buddy gating, forfeit on yield, the v6.19
-//! buddy placement and vprot slice protection); each function's doc says which
-//! kernel behaviour it follows.
+//! buddy placement and vprot slice protection).
 //!
 //! Not modelled (docs/model.md): CFS bandwidth (throttling), SCHED_IDLE
 //! entities, util_est/uclamp, the dl_server, core scheduling, NUMA balancing.
@@ -150,7 +150,9 @@ impl Scheduler {
         self.vruntime_eligible(cfs, self.ses[se.idx()].vruntime())
     }
 
-    /// `cfs_rq_min_slice()`: the smallest slice among queued entities.
+    /// `cfs_rq_min_slice()`: the smallest slice among queued entities. The
+    /// kernel reads it from the augmented rb-tree root (`min_slice`); here it is
+    /// a scan of the queue (same value, O(n)).
     pub fn cfs_rq_min_slice(&self, cfs: CfsRqId) -> u64 {
         let q = &self.cfs_rqs[cfs.idx()];
         let mut min = u64::MAX;
