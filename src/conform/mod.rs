@@ -34,6 +34,10 @@ pub fn share_floor(hz: u32, duration_ns: u64) -> f64 {
     let tick = 1e9 / hz.max(1) as f64;
     SHARE_ABS_TOL.max(tick / duration_ns.max(1) as f64)
 }
+/// Relative tolerance of migration rates.
+pub const MIGR_REL_TOL: f64 = 0.5;
+/// Absolute floor of the migration-rate tolerance, per second.
+pub const MIGR_ABS_TOL: f64 = 2.0;
 /// Relative tolerance of latency medians.
 pub const LAT_REL_TOL: f64 = 0.25;
 /// Absolute floor of the latency median tolerance, ns.
@@ -184,8 +188,9 @@ fn in_subtree(task_cg: &str, cg: &str) -> bool {
     cg.is_empty() || task_cg == cg || task_cg.starts_with(&format!("{cg}/"))
 }
 
-/// Per-task figures of one run: (name, cgroup, cpu_ns, latency p50/p99).
-pub type RunFigures = Vec<(String, String, u64, Option<(u64, u64)>)>;
+/// Per-task figures of one run: (name, cgroup, cpu_ns, latency p50/p99,
+/// migrations in the window).
+pub type RunFigures = Vec<(String, String, u64, Option<(u64, u64)>, Option<u64>)>;
 
 fn shares(run: &RunFigures) -> Vec<f64> {
     let total: u64 = run.iter().map(|t| t.2).sum::<u64>().max(1);
@@ -244,8 +249,16 @@ fn lat_row(name: &str, metric: &str, real: &[f64], sim: f64, judged: bool) -> Ro
 
 /// Compares real runs (same task order as `sim`) with the simulated run.
 /// `floor` is the absolute share tolerance floor ([`share_floor`]).
-pub fn compare(sc: &Scenario, real: &[RunFigures], sim: &RunFigures, floor: f64) -> Vec<Row> {
+/// `duration_ns` converts migration counts into rates.
+pub fn compare(
+    sc: &Scenario,
+    real: &[RunFigures],
+    sim: &RunFigures,
+    floor: f64,
+    duration_ns: u64,
+) -> Vec<Row> {
     let mut rows = Vec::new();
+    let secs = duration_ns.max(1) as f64 / 1e9;
     let real_shares: Vec<Vec<f64>> = real.iter().map(shares).collect();
     let sim_shares = shares(sim);
     for (i, t) in sim.iter().enumerate() {
@@ -267,6 +280,16 @@ pub fn compare(sc: &Scenario, real: &[RunFigures], sim: &RunFigures, floor: f64)
                 rows.push(lat_row(&t.0, "lat_p99", &r99, p99 as f64, false));
             }
         }
+        if let Some(m) = t.4 {
+            let rm: Vec<f64> = real
+                .iter()
+                .filter_map(|r| r[i].4)
+                .map(|x| x as f64 / secs)
+                .collect();
+            if rm.len() == real.len() && !rm.is_empty() {
+                rows.push(migr_row(&t.0, &rm, m as f64 / secs));
+            }
+        }
     }
     for c in &sc.cgroups {
         let r: Vec<f64> = real.iter().map(|run| cg_share(run, &c.path)).collect();
@@ -281,9 +304,33 @@ pub fn compare(sc: &Scenario, real: &[RunFigures], sim: &RunFigures, floor: f64)
     rows
 }
 
+/// Migrations per second (`se.nr_migrations` over the window): agree when
+/// |real - sim| <= max(MIGR_REL_TOL of real, the real spread, MIGR_ABS_TOL).
+fn migr_row(name: &str, real: &[f64], sim: f64) -> Row {
+    let mean = real.iter().sum::<f64>() / real.len().max(1) as f64;
+    let min = real.iter().cloned().fold(f64::INFINITY, f64::min);
+    let max = real.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let tol = (MIGR_REL_TOL * mean).max(max - min).max(MIGR_ABS_TOL);
+    Row {
+        kind: "task".into(),
+        name: name.into(),
+        metric: "migr/s".into(),
+        real_mean: mean,
+        real_min: min,
+        real_max: max,
+        sim,
+        rel_err: if mean > 0.0 { (sim - mean) / mean } else { 0.0 },
+        tolerance: tol,
+        pass: Some((sim - mean).abs() <= tol + 1e-12),
+        known: None,
+    }
+}
+
 fn fmt_val(metric: &str, v: f64) -> String {
     if metric == "share" {
         format!("{:.2}%", v * 100.0)
+    } else if metric == "migr/s" {
+        format!("{v:.1}/s")
     } else {
         format!("{:.1}us", v / 1000.0)
     }
@@ -360,6 +407,7 @@ fn sim_figures(sc: &Scenario, h: &HostInfo, duration: Option<u64>) -> RunFigures
                 t.cgroup.clone(),
                 t.cpu_ns,
                 periodic.then_some((lat.p50, lat.p99)),
+                Some(t.nr_migrations),
             )
         })
         .collect()
@@ -486,14 +534,14 @@ fn run_file(
                     .into_iter()
                     .map(|t| {
                         let lat = t.latency.map(|p| (p.p50, p.p99));
-                        (t.name, t.cgroup, t.cpu_ns, lat)
+                        (t.name, t.cgroup, t.cpu_ns, lat, t.nr_migrations)
                     })
                     .collect::<RunFigures>(),
             ),
             Err(e) => return res("error", format!("real run {}: {e}", i + 1), vec![]),
         }
     }
-    let mut rows = compare(&sc, &real_runs, &sim, share_floor(h.hz, duration));
+    let mut rows = compare(&sc, &real_runs, &sim, share_floor(h.hz, duration), duration);
     apply_known(&mut rows, &known);
     let ok = !rows.iter().any(row_fails);
     let nknown = rows
@@ -517,7 +565,7 @@ mod tests {
 
     fn fig(v: &[(&str, &str, u64)]) -> RunFigures {
         v.iter()
-            .map(|(n, c, x)| (n.to_string(), c.to_string(), *x, None))
+            .map(|(n, c, x)| (n.to_string(), c.to_string(), *x, None, None))
             .collect()
     }
 
@@ -548,7 +596,13 @@ mod tests {
         .unwrap();
         let real = vec![fig(&[("x", "/a", 250), ("y", "/b", 750)])];
         let sim = fig(&[("x", "/a", 251), ("y", "/b", 749)]);
-        let rows = compare(&sc, &real, &sim, share_floor(250, 2_000_000_000));
+        let rows = compare(
+            &sc,
+            &real,
+            &sim,
+            share_floor(250, 2_000_000_000),
+            2_000_000_000,
+        );
         assert!((share_floor(250, 1_000_000_000) - 0.004).abs() < 1e-12);
         assert_eq!(rows.len(), 4);
         assert!(rows.iter().all(|r| r.pass == Some(true)));

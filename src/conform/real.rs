@@ -24,6 +24,8 @@ pub struct RealTask {
     pub cgroup: String,
     pub cpu_ns: u64,
     pub latency: Option<Percentiles>,
+    /// `se.nr_migrations` over the window (None if /proc/PID/sched lacks it).
+    pub nr_migrations: Option<u64>,
 }
 
 /// The cgroups of one run, removed (deepest first) when dropped.
@@ -113,6 +115,18 @@ impl Drop for Workers {
 pub fn schedstat_cpu(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
     s.split_whitespace().next()?.parse().ok()
+}
+
+/// `se.nr_migrations` of `/proc/PID/sched`.
+pub fn sched_nr_migrations(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/sched")).ok()?;
+    s.lines()
+        .find(|l| l.trim_start().starts_with("se.nr_migrations"))?
+        .split(':')
+        .nth(1)?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Sleeps until `t` (CLOCK_MONOTONIC ns) in short steps, failing on interrupt.
@@ -213,8 +227,10 @@ pub fn run_once(
     sleep_until(start - 20_000_000, stop)?;
     let pids: Vec<u32> = workers.0.iter().map(|(c, _, _)| c.id()).collect();
     let before: Vec<Option<u64>> = pids.iter().map(|&p| schedstat_cpu(p)).collect();
+    let mig_before: Vec<Option<u64>> = pids.iter().map(|&p| sched_nr_migrations(p)).collect();
     sleep_until(end, stop)?;
     let after: Vec<Option<u64>> = pids.iter().map(|&p| schedstat_cpu(p)).collect();
+    let mig_after: Vec<Option<u64>> = pids.iter().map(|&p| sched_nr_migrations(p)).collect();
     // Wait for the workers to finish on their own (they stop at end + grace).
     let deadline = end + GRACE_NS + 3_000_000_000;
     let mut out = Vec::new();
@@ -250,6 +266,10 @@ pub fn run_once(
             cgroup: cg.clone(),
             cpu_ns: a.saturating_sub(b),
             latency: worker::parse_latency(&err),
+            nr_migrations: match (mig_before[i], mig_after[i]) {
+                (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+                _ => None,
+            },
         });
     }
     drop(workers);

@@ -41,16 +41,31 @@ impl Scheduler {
                 }
             }
         }
-        let mut next = self.pick_next_task_fair(cpu, prev);
-        if next.is_none() && self.sched_balance_newidle(cpu) > 0 {
-            next = self.pick_next_task_fair(cpu, prev);
+        let mut prev_put = false;
+        if let Some(target) = self.rqs[cpu.idx()].active_balance.take() {
+            // The stopper runs active_load_balance_cpu_stop(): prev is
+            // switched out first, so it may be the task that moves.
+            if let Some(p) = prev {
+                self.put_prev_task_fair(p);
+                self.tasks[p.idx()].on_cpu = false;
+                prev_put = true;
+            }
+            self.active_load_balance_cpu_stop(cpu, target);
         }
-        if next.is_none() {
+        let pick_prev = if prev_put { None } else { prev };
+        let mut next = self.pick_next_task_fair(cpu, pick_prev);
+        if next.is_none() && self.sched_balance_newidle(cpu) > 0 {
+            next = self.pick_next_task_fair(cpu, pick_prev);
+        }
+        if next.is_none() && !prev_put {
             if let Some(p) = prev {
                 self.put_prev_task_fair(p);
             }
         }
         if next == prev {
+            if let Some(p) = prev {
+                self.tasks[p.idx()].on_cpu = true;
+            }
             return None;
         }
         Some(self.context_switch(cpu, prev, next))
@@ -112,8 +127,11 @@ impl Scheduler {
     /// balance with ENQUEUE_INITIAL (half a slice of deadline under
     /// PLACE_DEADLINE_INITIAL).
     pub fn wake_up_new_task(&mut self, p: TaskId) {
+        self.tasks[p.idx()].recent_used_cpu = self.tasks[p.idx()].cpu;
         let cpu = self.select_task_rq_fork(p);
-        self.set_task_cpu(p, cpu);
+        // __set_task_cpu(): placement of a new task is not a migration.
+        self.__set_task_cpu(p, cpu);
+        self.post_init_entity_util_avg(p);
         let now = self.now;
         let t = &mut self.tasks[p.idx()];
         t.state = TaskState::Running;
@@ -250,13 +268,22 @@ impl Scheduler {
         }
     }
 
-    /// `set_task_cpu()` for a task that is not queued: re-home its entity in the
-    /// destination CPU's copy of its group hierarchy (`set_task_rq()`).
+    /// `set_task_cpu()` for a task that is not queued: `migrate_task_rq_fair()`
+    /// and the migration count when the CPU changes, then `__set_task_cpu()`.
     pub fn set_task_cpu(&mut self, p: TaskId, cpu: CpuId) {
+        if self.tasks[p.idx()].cpu != cpu {
+            self.migrate_task_rq_fair(p);
+            self.tasks[p.idx()].stats.nr_migrations += 1;
+        }
+        self.__set_task_cpu(p, cpu);
+    }
+
+    /// `__set_task_cpu()`: re-home the task's entity in the destination CPU's
+    /// copy of its group hierarchy (`set_task_rq()`).
+    pub fn __set_task_cpu(&mut self, p: TaskId, cpu: CpuId) {
         let t = &mut self.tasks[p.idx()];
         let old = t.cpu;
         if old != cpu {
-            t.stats.nr_migrations += 1;
             let list = &mut self.cpu_tasks[old.idx()];
             if let Some(i) = list.iter().position(|&x| x == p) {
                 list.swap_remove(i);

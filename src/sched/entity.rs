@@ -65,6 +65,11 @@ pub struct SchedEntity {
     pub enqueue_seq: u64,
     /// Per-reason vruntime movement counters (for the audit invariant).
     pub moved: [u64; VRUNTIME_STEPS],
+    /// `se->avg`: the entity's PELT signals.
+    pub avg: SchedAvg,
+    /// `se->runnable_weight`: a group entity's `h_nr_runnable` as of its
+    /// last `se_update_runnable()`.
+    pub runnable_weight: u32,
 }
 
 impl SchedEntity {
@@ -90,6 +95,8 @@ impl SchedEntity {
             task: None,
             enqueue_seq: 0,
             moved: [0; VRUNTIME_STEPS],
+            avg: SchedAvg::default(),
+            runnable_weight: 0,
         }
     }
 
@@ -135,6 +142,28 @@ pub struct CfsRq {
     pub avg: SchedAvg,
     pub tg_load_avg_contrib: i64,
     pub last_update_tg_load_avg: u64,
+    /// `cfs_rq->removed`: averages of entities that left while not queued
+    /// (`remove_entity_load_avg()`), subtracted at the next update.
+    pub removed: Removed,
+    /// `cfs_rq->propagate` / `prop_runnable_sum`: a pending change of the
+    /// group entity's load to apply one level up.
+    pub propagate: bool,
+    pub prop_runnable_sum: i64,
+    /// `cfs_rq->h_load` and the jiffy it was computed at.
+    pub h_load: u64,
+    pub last_h_load_update: Option<u64>,
+    /// On the rq's leaf cfs_rq list (`cfs_rq->on_list`): visited by
+    /// `update_blocked_averages()` until fully decayed.
+    pub on_list: bool,
+}
+
+/// `struct cfs_rq::removed`.
+#[derive(Clone, Debug, Default)]
+pub struct Removed {
+    pub nr: u32,
+    pub load_avg: u64,
+    pub util_avg: u64,
+    pub runnable_avg: u64,
 }
 
 impl CfsRq {
@@ -157,6 +186,12 @@ impl CfsRq {
             avg: SchedAvg::default(),
             tg_load_avg_contrib: 0,
             last_update_tg_load_avg: 0,
+            removed: Removed::default(),
+            propagate: false,
+            prop_runnable_sum: 0,
+            h_load: 0,
+            last_h_load_update: None,
+            on_list: false,
         }
     }
 }

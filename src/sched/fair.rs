@@ -9,6 +9,7 @@
 
 use super::entity::VruntimeStep;
 use super::ids::{CfsRqId, CpuId, SeId, TaskId};
+use super::load_avg::{DO_ATTACH, DO_DETACH, UPDATE_TG};
 use super::weight::{calc_delta_fair, scale_load_down};
 use super::{Scheduler, TaskState};
 
@@ -443,7 +444,8 @@ impl Scheduler {
             self.place_entity(cfs, se, flags);
         }
         self.update_curr(cfs);
-        self.update_load_avg(cfs);
+        self.update_load_avg(cfs, se, UPDATE_TG | DO_ATTACH);
+        self.se_update_runnable(se);
         self.update_cfs_group(se);
         if !is_curr {
             self.place_entity(cfs, se, flags);
@@ -453,6 +455,11 @@ impl Scheduler {
         let q = &mut self.cfs_rqs[cfs.idx()];
         q.load.add(w);
         q.nr_running += 1;
+        if let Some(t) = self.ses[se.idx()].task {
+            // account_entity_enqueue(): head of rq->cfs_tasks.
+            let cpu = self.cpu_of(cfs);
+            self.rqs[cpu.idx()].cfs_tasks.push(t);
+        }
         if flags & ENQUEUE_MIGRATED != 0 {
             self.ses[se.idx()].exec_start = 0;
         }
@@ -460,6 +467,9 @@ impl Scheduler {
             self.__enqueue_entity(cfs, se);
         }
         self.ses[se.idx()].on_rq = true;
+        if self.cfs_rqs[cfs.idx()].nr_running == 1 {
+            self.list_add_leaf_cfs_rq(cfs);
+        }
     }
 
     /// `__clear_buddies_next()` / `clear_buddies()`.
@@ -526,12 +536,20 @@ impl Scheduler {
         if flags & DEQUEUE_DELAYED == 0 {
             let delay = sleep && flags & DEQUEUE_SPECIAL == 0;
             if self.feat.delay_dequeue && delay && !self.entity_eligible(cfs, se) {
-                self.update_load_avg(cfs);
+                self.update_load_avg(cfs, se, 0);
                 self.set_delayed(se);
                 return false;
             }
         }
-        self.update_load_avg(cfs);
+        let mut action = UPDATE_TG;
+        if self.ses[se.idx()]
+            .task
+            .is_some_and(|t| self.tasks[t.idx()].migrating)
+        {
+            action |= DO_DETACH;
+        }
+        self.update_load_avg(cfs, se, action);
+        self.se_update_runnable(se);
         self.update_entity_lag(cfs, se);
         if self.feat.place_rel_deadline && !sleep {
             let e = &mut self.ses[se.idx()];
@@ -547,6 +565,13 @@ impl Scheduler {
         let q = &mut self.cfs_rqs[cfs.idx()];
         q.load.sub(w);
         q.nr_running -= 1;
+        if let Some(t) = self.ses[se.idx()].task {
+            let cpu = self.cpu_of(cfs);
+            let list = &mut self.rqs[cpu.idx()].cfs_tasks;
+            if let Some(i) = list.iter().position(|&x| x == t) {
+                list.remove(i);
+            }
+        }
         self.update_cfs_group(se);
         if flags & DEQUEUE_DELAYED != 0 {
             self.finish_delayed_dequeue_entity(se);
@@ -560,7 +585,7 @@ impl Scheduler {
         self.clear_buddies(cfs, se);
         if self.ses[se.idx()].on_rq {
             self.__dequeue_entity(cfs, se);
-            self.update_load_avg(cfs);
+            self.update_load_avg(cfs, se, UPDATE_TG);
             self.set_protect_slice(cfs, se);
         }
         self.cfs_rqs[cfs.idx()].curr = Some(se);
@@ -576,7 +601,7 @@ impl Scheduler {
         if self.ses[prev.idx()].on_rq {
             self.update_curr(cfs);
             self.__enqueue_entity(cfs, prev);
-            self.update_load_avg(cfs);
+            self.update_load_avg(cfs, prev, 0);
         }
         self.cfs_rqs[cfs.idx()].curr = None;
     }
@@ -621,7 +646,7 @@ impl Scheduler {
                 self.cfs_rqs[cfs.idx()].nr_running += 1;
             }
         }
-        self.update_load_avg(cfs);
+        self.update_load_avg(cfs, se, 0);
         self.clear_delayed(se);
     }
 
@@ -666,7 +691,8 @@ impl Scheduler {
         }
         while let Some(s) = se {
             let cfs = self.cfs_rq_of(s);
-            self.update_load_avg(cfs);
+            self.update_load_avg(cfs, s, UPDATE_TG);
+            self.se_update_runnable(s);
             self.update_cfs_group(s);
             self.ses[s.idx()].slice = slice;
             slice = self.cfs_rq_min_slice(cfs);
@@ -678,7 +704,11 @@ impl Scheduler {
             q.h_nr_delayed += h_nr_delayed;
             se = self.parent_entity(s);
         }
+        // add_nr_running(): a second runnable task overloads the root domain.
         self.rqs[cpu.idx()].nr_running += 1;
+        if self.rqs[cpu.idx()].nr_running >= 2 {
+            self.rd_overloaded = true;
+        }
         self.hrtick_update(cpu);
     }
 
@@ -731,7 +761,8 @@ impl Scheduler {
         // the parent of the last dequeued one), or None past the root.
         while let Some(s) = se {
             let cfs = self.cfs_rq_of(s);
-            self.update_load_avg(cfs);
+            self.update_load_avg(cfs, s, UPDATE_TG);
+            self.se_update_runnable(s);
             self.update_cfs_group(s);
             self.ses[s.idx()].slice = slice;
             slice = self.cfs_rq_min_slice(cfs);
@@ -869,6 +900,7 @@ impl Scheduler {
                         se = self.parent_entity(se).expect("depth");
                     }
                 }
+                self.cfs_tasks_move_to_head(cpu, p);
                 self.hrtick_start_fair(cpu, p);
             }
             Some(_) => {}
@@ -889,8 +921,19 @@ impl Scheduler {
         }
     }
 
+    /// `__set_next_task_fair()`'s list move: the picked task goes to the
+    /// head of `rq->cfs_tasks` (most recently used).
+    fn cfs_tasks_move_to_head(&mut self, cpu: CpuId, p: TaskId) {
+        let list = &mut self.rqs[cpu.idx()].cfs_tasks;
+        if let Some(i) = list.iter().position(|&x| x == p) {
+            list.remove(i);
+            list.push(p);
+        }
+    }
+
     /// `set_next_task_fair()`.
     pub fn set_next_task_fair(&mut self, cpu: CpuId, p: TaskId) {
+        self.cfs_tasks_move_to_head(cpu, p);
         let mut s = Some(self.tasks[p.idx()].se);
         while let Some(e) = s {
             let cfs = self.cfs_rq_of(e);
@@ -948,7 +991,7 @@ impl Scheduler {
         while let Some(e) = s {
             let cfs = self.cfs_rq_of(e);
             self.update_curr(cfs);
-            self.update_load_avg(cfs);
+            self.update_load_avg(cfs, e, UPDATE_TG);
             self.update_cfs_group(e);
             if queued {
                 self.resched_curr(cpu);

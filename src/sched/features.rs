@@ -55,6 +55,10 @@ impl KernelPreset {
             buddy_in_pick_eevdf: false,
             vprot: false,
             next_buddy_gates_pick: false,
+            wa_idle: true,
+            wa_weight: true,
+            wa_bias: true,
+            sis_util: true,
         };
         match self {
             KernelPreset::V6_12_0 => SchedFeatures {
@@ -111,10 +115,20 @@ pub struct SchedFeatures {
     /// NEXT_BUDDY_GATES_PICK: 6.12.0's `pick_next_entity()` honours the buddy
     /// under NEXT_BUDDY (there is no PICK_BUDDY bit before 2a77e4be12cb).
     pub next_buddy_gates_pick: bool,
+    /// WA_IDLE: `wake_affine()` prefers an idle waker or prev CPU.
+    pub wa_idle: bool,
+    /// WA_WEIGHT: `wake_affine()` compares the two CPUs' loads.
+    pub wa_weight: bool,
+    /// WA_BIAS: that comparison is biased towards prev by half of
+    /// `imbalance_pct`.
+    pub wa_bias: bool,
+    /// SIS_UTIL: `select_idle_cpu()` scans as many CPUs as the LLC's idle
+    /// share allows (`nr_idle_scan`, set by the load balancer).
+    pub sis_util: bool,
 }
 
 /// Names accepted in `[host.features]`, in the order they are documented.
-pub const FEATURE_NAMES: [&str; 16] = [
+pub const FEATURE_NAMES: [&str; 20] = [
     "PLACE_LAG",
     "PLACE_DEADLINE_INITIAL",
     "PLACE_REL_DEADLINE",
@@ -131,6 +145,10 @@ pub const FEATURE_NAMES: [&str; 16] = [
     "PICK_BUDDY_IN_PICK_EEVDF",
     "VPROT",
     "NEXT_BUDDY_GATES_PICK",
+    "WA_IDLE",
+    "WA_WEIGHT",
+    "WA_BIAS",
+    "SIS_UTIL",
 ];
 
 impl SchedFeatures {
@@ -152,6 +170,10 @@ impl SchedFeatures {
             "PICK_BUDDY_IN_PICK_EEVDF" => &mut self.buddy_in_pick_eevdf,
             "VPROT" => &mut self.vprot,
             "NEXT_BUDDY_GATES_PICK" => &mut self.next_buddy_gates_pick,
+            "WA_IDLE" => &mut self.wa_idle,
+            "WA_WEIGHT" => &mut self.wa_weight,
+            "WA_BIAS" => &mut self.wa_bias,
+            "SIS_UTIL" => &mut self.sis_util,
             _ => return None,
         })
     }

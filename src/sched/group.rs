@@ -1,6 +1,6 @@
 //! Task-group weights: `calc_group_shares()`, `update_cfs_group()`,
 //! `reweight_entity()`/`reweight_eevdf()` and the load-average plumbing that
-//! feeds them (`update_load_avg()` -> `update_tg_load_avg()`), after
+//! feeds them (`update_tg_load_avg()`; the PELT side is in `load_avg`), after
 //! kernel/sched/fair.c of Linux 6.12.117 (CONFIG_FAIR_GROUP_SCHED, CONFIG_SMP).
 
 use super::entity::VruntimeStep;
@@ -9,19 +9,9 @@ use super::weight::{scale_load_down, MIN_SHARES};
 use super::{Scheduler, ROOT_GROUP};
 
 impl Scheduler {
-    /// `update_load_avg()` reduced to the cfs_rq signal (see `pelt`), followed by
-    /// `update_tg_load_avg()` as with UPDATE_TG.
-    pub fn update_load_avg(&mut self, cfs: CfsRqId) {
-        let now = self.now;
-        let q = &mut self.cfs_rqs[cfs.idx()];
-        let load = scale_load_down(q.load.weight);
-        q.avg.update(now, load);
-        self.update_tg_load_avg(cfs);
-    }
-
     /// `update_tg_load_avg()`: propagate this CPU's contribution to `tg->load_avg`
     /// when it moved by more than 1/64, at most once per ms.
-    fn update_tg_load_avg(&mut self, cfs: CfsRqId) {
+    pub(super) fn update_tg_load_avg(&mut self, cfs: CfsRqId) {
         let now = self.now;
         let q = &mut self.cfs_rqs[cfs.idx()];
         if q.tg == ROOT_GROUP {
@@ -89,6 +79,7 @@ impl Scheduler {
             let w = self.ses[se.idx()].load.weight;
             self.cfs_rqs[cfs.idx()].load.sub(w);
         }
+        self.dequeue_load_avg(cfs, se);
         if on_rq {
             self.reweight_eevdf(se, avruntime, weight);
         } else {
@@ -96,6 +87,14 @@ impl Scheduler {
             e.vlag = (e.vlag as i128 * e.load.weight as i128 / weight as i128) as i64;
         }
         self.ses[se.idx()].load.set(weight);
+        {
+            // The entity's load average follows its new weight at once.
+            let e = &mut self.ses[se.idx()];
+            let divider = super::pelt::get_pelt_divider(&e.avg);
+            e.avg.load_avg =
+                (scale_load_down(weight) as u128 * e.avg.load_sum as u128 / divider as u128) as u64;
+        }
+        self.enqueue_load_avg(cfs, se);
         if on_rq {
             self.cfs_rqs[cfs.idx()].load.add(weight);
             if !is_curr {

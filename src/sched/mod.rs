@@ -4,7 +4,9 @@
 //! Layout follows the kernel: `fair` holds the EEVDF fair-class functions of
 //! fair.c, `core` the class-independent parts of core.c/syscalls.c (schedule,
 //! wakeups, yield_to, the tick), `group` the task-group weight machinery,
-//! `balance` SMP placement and load balancing, `pelt` the load signal.
+//! `balance` the load balancer, `idle_balance` its triggers (periodic,
+//! newidle, nohz), `select` wakeup/fork placement, `pelt` the PELT
+//! arithmetic and `load_avg` its fair.c glue.
 //!
 //! The model is driven by `sim::Simulator`: every entry point runs at the
 //! virtual instant `Scheduler::now`, and reschedule requests are collected and
@@ -16,8 +18,11 @@ pub mod entity;
 pub mod fair;
 pub mod features;
 pub mod group;
+pub mod idle_balance;
 pub mod ids;
+pub mod load_avg;
 pub mod pelt;
+pub mod select;
 pub mod weight;
 
 pub use entity::{CfsRq, SchedEntity, VruntimeStep};
@@ -96,6 +101,15 @@ pub struct Task {
     pub stats: TaskStats,
     /// When the pending wakeup happened (cleared when the task runs).
     pub wake_time: Option<u64>,
+    /// `p->on_rq == TASK_ON_RQ_MIGRATING`: being moved by the balancer.
+    pub migrating: bool,
+    /// `p->recent_used_cpu` (`select_idle_sibling()`).
+    pub recent_used_cpu: CpuId,
+    /// `p->wakee_flips`, `wakee_flip_decay_ts` (jiffies), `last_wakee`
+    /// (`record_wakee()`/`wake_wide()`).
+    pub wakee_flips: u32,
+    pub wakee_flip_decay_ts: u64,
+    pub last_wakee: Option<TaskId>,
     /// Since when the task waits queued but not running.
     pub wait_since: Option<u64>,
 }
@@ -126,8 +140,18 @@ pub struct Rq {
     /// When the current task (or idle) started running here.
     pub switched_at: u64,
     pub busy_ns: u64,
+    /// `rq->next_balance` (ns on the jiffy grid).
     pub next_balance: u64,
-    pub nr_balance_failed: u32,
+    /// The CPU's copy of the single domain (`struct sched_domain` fields).
+    pub sd: balance::SchedDomain,
+    /// `rq->cfs_tasks`: queued fair tasks, most recently used last.
+    pub cfs_tasks: Vec<TaskId>,
+    /// `rq->has_blocked_load`, `rq->last_blocked_load_update_tick` (jiffies).
+    pub has_blocked_load: bool,
+    pub last_blocked_load_update_tick: u64,
+    /// `rq->active_balance` / `push_cpu`: an active balance queued for the
+    /// stopper (run by the next `__schedule()` of this CPU).
+    pub active_balance: Option<CpuId>,
     pub yld_count: u64,
     pub nr_switches: u64,
 }
@@ -145,7 +169,6 @@ pub struct Scheduler {
     pub rqs: Vec<Rq>,
     enqueue_seq: u64,
     resched: Vec<CpuId>,
-    pub nohz_next_balance: u64,
     /// HRTICK timers armed by `hrtick_start_fair()`: (cpu, expiry), drained by
     /// the simulator.
     pub hrtick_requests: Vec<(CpuId, u64)>,
@@ -155,6 +178,15 @@ pub struct Scheduler {
     /// and before `yield_task_fair()` (where the seed series hooks its
     /// debooster); None on an unpatched kernel.
     pub yield_to_hook: Option<YieldToHook>,
+    /// `rd->overloaded` (some CPU has two or more runnable tasks).
+    pub rd_overloaded: bool,
+    /// `nohz.has_blocked`, `nohz.next_blocked` (ns).
+    pub nohz_has_blocked: bool,
+    pub nohz_next_blocked: u64,
+    /// `sd_llc_shared->nr_idle_scan` (SIS_UTIL), set by the load balancer.
+    pub nr_idle_scan: u32,
+    /// Scratch for `__update_blocked_fair()` (kept to avoid allocations).
+    pub(crate) scratch_child_on: Vec<bool>,
 }
 
 /// See [`Scheduler::yield_to_hook`].
@@ -178,10 +210,14 @@ impl Scheduler {
             rqs: Vec::new(),
             enqueue_seq: 0,
             resched: Vec::new(),
-            nohz_next_balance: 0,
             hrtick_requests: Vec::new(),
             cpu_tasks: vec![Vec::new(); n],
             yield_to_hook: None,
+            rd_overloaded: false,
+            nohz_has_blocked: false,
+            nohz_next_blocked: 0,
+            nr_idle_scan: 0,
+            scratch_child_on: Vec::new(),
         };
         let mut root_rqs = Vec::with_capacity(n);
         for c in 0..n {
@@ -198,7 +234,11 @@ impl Scheduler {
                 switched_at: 0,
                 busy_ns: 0,
                 next_balance: 0,
-                nr_balance_failed: 0,
+                sd: balance::SchedDomain::new(n as u32),
+                cfs_tasks: Vec::new(),
+                has_blocked_load: false,
+                last_blocked_load_update_tick: 0,
+                active_balance: None,
                 yld_count: 0,
                 nr_switches: 0,
             });
@@ -274,6 +314,7 @@ impl Scheduler {
         se.slice = custom_slice.unwrap_or_else(|| self.cfg.base_slice());
         se.custom_slice = custom_slice.is_some();
         self.ses.push(se);
+        self.init_entity_runnable_average(se_id);
         self.cpu_tasks[cpu.idx()].push(id);
         self.tasks.push(Task {
             id,
@@ -289,6 +330,11 @@ impl Scheduler {
             stats: TaskStats::default(),
             wake_time: None,
             wait_since: None,
+            migrating: false,
+            recent_used_cpu: cpu,
+            wakee_flips: 0,
+            wakee_flip_decay_ts: 0,
+            last_wakee: None,
         });
         id
     }

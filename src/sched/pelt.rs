@@ -2,11 +2,11 @@
 //! the 1024 ns-unit periods, y^32 = 1/2 decay, `accumulate_sum()` with its three
 //! segments and the `LOAD_AVG_MAX - 1024 + period_contrib` divider.
 //!
-//! Simplification (docs/model.md): only the cfs_rq load signal that
-//! `calc_group_shares()` reads is kept, driven by the cfs_rq's own weight
-//! (`__update_load_avg_cfs_rq`). Per-entity averages and the attach/detach of a
-//! migrating task's average are not modelled, so after a migration a group's
-//! per-CPU load drains and builds at the PELT rate instead of jumping.
+//! The load, runnable and util signals of `struct sched_avg`; the fair.c glue
+//! that keeps entities and cfs_rqs in step (attach, detach, removal,
+//! propagation, blocked averages, `task_h_load()`) is in `load_avg`.
+//! Not modelled: util_est, frequency/capacity invariance (the PELT clock is
+//! the rq clock of a full-capacity CPU).
 
 use std::sync::OnceLock;
 
@@ -58,34 +58,44 @@ fn accumulate_pelt_segments(periods: u64, d1: u64, d3: u64) -> u64 {
     c1 + c2 + d3
 }
 
-/// `struct sched_avg`, load part only.
+/// `SCHED_CAPACITY_SHIFT`: util and runnable sums carry 10 fixed-point bits.
+pub const SCHED_CAPACITY_SHIFT: u32 = 10;
+/// `SCHED_CAPACITY_SCALE`: the capacity of a full-speed CPU.
+pub const SCHED_CAPACITY_SCALE: u64 = 1 << SCHED_CAPACITY_SHIFT;
+
+/// `struct sched_avg`: the PELT load, runnable and util signals of an entity
+/// or a cfs_rq (util_est is not modelled).
 #[derive(Clone, Debug, Default)]
 pub struct SchedAvg {
     pub last_update_time: u64,
     pub load_sum: u64,
-    pub load_avg: u64,
+    pub runnable_sum: u64,
+    pub util_sum: u64,
     pub period_contrib: u64,
+    pub load_avg: u64,
+    pub runnable_avg: u64,
+    pub util_avg: u64,
 }
 
+/// `get_pelt_divider()`.
+#[inline]
+pub fn get_pelt_divider(sa: &SchedAvg) -> u64 {
+    PELT_MIN_DIVIDER + sa.period_contrib
+}
+
+/// `PELT_MIN_DIVIDER`, for the lower bounds of the sums after a removal.
+pub const PELT_MIN_DIV: u64 = PELT_MIN_DIVIDER;
+
 impl SchedAvg {
-    /// `___update_load_sum()` + `___update_load_avg()` for a cfs_rq whose
-    /// (scale_load_down) weight has been `load` since the last update.
-    pub fn update(&mut self, now_ns: u64, load: u64) {
-        if now_ns < self.last_update_time {
-            self.last_update_time = now_ns;
-            return;
-        }
-        let mut delta = (now_ns - self.last_update_time) >> 10;
-        if delta == 0 {
-            return;
-        }
-        self.last_update_time += delta << 10;
-        // accumulate_sum()
+    /// `accumulate_sum()`: returns the number of periods crossed.
+    fn accumulate_sum(&mut self, mut delta: u64, load: u64, runnable: u64, running: bool) -> u64 {
         let mut contrib = delta;
         delta += self.period_contrib;
         let periods = delta / 1024;
         if periods > 0 {
             self.load_sum = decay_load(self.load_sum, periods);
+            self.runnable_sum = decay_load(self.runnable_sum, periods);
+            self.util_sum = decay_load(self.util_sum, periods);
             delta %= 1024;
             if load > 0 {
                 contrib = accumulate_pelt_segments(periods, 1024 - self.period_contrib, delta);
@@ -95,12 +105,70 @@ impl SchedAvg {
         if load > 0 {
             self.load_sum += load * contrib;
         }
-        if periods == 0 {
-            return;
+        if runnable > 0 {
+            self.runnable_sum += (runnable * contrib) << SCHED_CAPACITY_SHIFT;
         }
-        let divider = PELT_MIN_DIVIDER + self.period_contrib;
-        self.load_avg = self.load_sum / divider;
+        if running {
+            self.util_sum += contrib << SCHED_CAPACITY_SHIFT;
+        }
+        periods
     }
+
+    /// `___update_load_sum()`: true when a period boundary was crossed (the
+    /// averages must then be recomputed).
+    pub fn update_load_sum(&mut self, now: u64, load: u64, runnable: u64, running: bool) -> bool {
+        if now < self.last_update_time {
+            self.last_update_time = now;
+            return false;
+        }
+        let delta = (now - self.last_update_time) >> 10;
+        if delta == 0 {
+            return false;
+        }
+        self.last_update_time += delta << 10;
+        let (runnable, running) = if load == 0 {
+            (0, false)
+        } else {
+            (runnable, running)
+        };
+        self.accumulate_sum(delta, load, runnable, running) > 0
+    }
+
+    /// `___update_load_avg()`: the averages from the sums; `load` is the
+    /// entity's weight (1 for a cfs_rq, whose load_sum is already weighted).
+    pub fn update_load_avg(&mut self, load: u64) {
+        let divider = get_pelt_divider(self);
+        self.load_avg = ((load as u128 * self.load_sum as u128) / divider as u128) as u64;
+        self.runnable_avg = self.runnable_sum / divider;
+        self.util_avg = self.util_sum / divider;
+    }
+
+    /// `___update_load_sum()` + `___update_load_avg()` for a cfs_rq (weight
+    /// already in the sum). Returns "decayed".
+    pub fn update(&mut self, now: u64, load: u64, runnable: u64, running: bool) -> bool {
+        if self.update_load_sum(now, load, runnable, running) {
+            self.update_load_avg(1);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// `sub_positive()`.
+#[inline]
+pub fn sub_positive(v: &mut u64, d: u64) {
+    *v = v.saturating_sub(d);
+}
+
+/// `add_positive()`.
+#[inline]
+pub fn add_positive(v: &mut u64, d: i64) {
+    *v = if d < 0 {
+        v.saturating_sub(d.unsigned_abs())
+    } else {
+        *v + d as u64
+    };
 }
 
 #[cfg(test)]
@@ -123,14 +191,15 @@ mod tests {
         let mut t = 0;
         for _ in 0..2000 {
             t += 1_000_000;
-            a.update(t, 1024);
+            a.update(t, 1024, 1, true);
         }
+        assert!((1000..=1024).contains(&a.util_avg), "{}", a.util_avg);
         assert!((1000..=1024).contains(&a.load_avg), "{}", a.load_avg);
         // Half-life of ~32 ms: after 32 ms at zero load, about half remains.
         let before = a.load_avg;
         for _ in 0..33 {
             t += 1_000_000;
-            a.update(t, 0);
+            a.update(t, 0, 0, false);
         }
         let ratio = a.load_avg as f64 / before as f64;
         assert!((0.45..0.55).contains(&ratio), "{ratio}");
