@@ -92,3 +92,80 @@ fn migrated_group_load_leaves_the_old_cpu() {
         h1 * 100.0
     );
 }
+
+/// Issue 10's first layout, unpinned on 2 CPUs: /a (weight 100) with two
+/// hogs, /b (weight 300) with one, a periodic task in the root. Balancing by
+/// PELT load (`avg_load`, `task_h_load()`) gives b's heavy group entity a CPU
+/// of its own; a.0, a.1 and p share the other, as on the real kernel
+/// (conform/smp_weights.toml). Balancing by task count pairs b with an a.
+#[test]
+fn heavy_group_gets_a_cpu_of_its_own() {
+    let r = run_for(
+        r#"
+        [host]
+        cpus = 2
+        duration = "DURATION"
+        [[cgroup]]
+        path = "/a"
+        weight = 100
+        [[cgroup]]
+        path = "/b"
+        weight = 300
+        [[task]]
+        name = "a"
+        kind = "hog"
+        count = 2
+        cgroup = "/a"
+        [[task]]
+        name = "b"
+        kind = "hog"
+        cgroup = "/b"
+        [[task]]
+        name = "p"
+        kind = "periodic"
+        period = "5ms"
+        run = "1ms"
+    "#,
+        "3s",
+    );
+    let total = 6e9;
+    let share = |n: &str| cpu_ns(&r, n) as f64 / total;
+    let (a0, a1, b, p) = (share("a.0"), share("a.1"), share("b"), share("p"));
+    assert!(b > 0.49, "b {b}");
+    for (n, v) in [("a.0", a0), ("a.1", a1)] {
+        assert!((v - 0.20).abs() < 0.01, "{n} {v}");
+    }
+    assert!((p - 0.10).abs() < 0.005, "p {p}");
+}
+
+/// A task whose CPU is taken by a pinned hog is placed on the idle CPU when
+/// it wakes (`select_idle_sibling()` -> `select_idle_cpu()`, the scan depth
+/// from SIS_UTIL's `nr_idle_scan`), and stays there.
+#[test]
+fn waking_task_leaves_a_busy_cpu_for_an_idle_one() {
+    let r = run_for(
+        r#"
+        [host]
+        cpus = 2
+        duration = "DURATION"
+        [[task]]
+        name = "p"
+        kind = "periodic"
+        period = "5ms"
+        run = "1ms"
+        [[task]]
+        name = "h"
+        kind = "hog"
+        cpus = [0]
+    "#,
+        "2s",
+    );
+    assert_eq!(r.cpus[0].busy_ns, 2_000_000_000, "h keeps CPU 0");
+    let p = cpu_ns(&r, "p") as f64 / 2e9;
+    assert!((p - 0.2).abs() < 0.002, "p got {p} of a CPU");
+    assert!(
+        migrations(&r, "p") <= 2,
+        "p bounced: {}",
+        migrations(&r, "p")
+    );
+}

@@ -14,14 +14,24 @@ use std::collections::{BinaryHeap, HashSet};
 pub struct EventId(u64);
 
 struct Entry<E> {
-    at: Time,
-    seq: u64,
+    /// (time << 64) | insertion sequence: one comparison orders entries.
+    key: u128,
     ev: E,
+}
+
+impl<E> Entry<E> {
+    fn at(&self) -> Time {
+        Time((self.key >> 64) as u64)
+    }
+
+    fn seq(&self) -> u64 {
+        self.key as u64
+    }
 }
 
 impl<E> PartialEq for Entry<E> {
     fn eq(&self, other: &Self) -> bool {
-        self.at == other.at && self.seq == other.seq
+        self.key == other.key
     }
 }
 impl<E> Eq for Entry<E> {}
@@ -31,9 +41,10 @@ impl<E> PartialOrd for Entry<E> {
     }
 }
 impl<E> Ord for Entry<E> {
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
         // BinaryHeap is a max-heap: invert so the earliest (time, seq) is on top.
-        (other.at, other.seq).cmp(&(self.at, self.seq))
+        other.key.cmp(&self.key)
     }
 }
 
@@ -65,8 +76,14 @@ impl<E> EventQueue<E> {
     pub fn push(&mut self, at: Time, ev: E) -> EventId {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { at, seq, ev });
+        let key = ((at.0 as u128) << 64) | seq as u128;
+        self.heap.push(Entry { key, ev });
         EventId(seq)
+    }
+
+    /// Removes the earliest entry, cancelled or not.
+    fn pop_entry(&mut self) -> Option<Entry<E>> {
+        self.heap.pop()
     }
 
     /// Cancels a pending event. Cancelling an event that already fired is a no-op.
@@ -78,12 +95,12 @@ impl<E> EventQueue<E> {
 
     /// Removes and returns the earliest live event.
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        while let Some(e) = self.heap.pop() {
-            if !self.cancelled.is_empty() && self.cancelled.remove(&e.seq) {
+        while let Some(e) = self.pop_entry() {
+            if !self.cancelled.is_empty() && self.cancelled.remove(&e.seq()) {
                 continue;
             }
             self.popped += 1;
-            return Some((e.at, e.ev));
+            return Some((e.at(), e.ev));
         }
         None
     }
@@ -91,13 +108,13 @@ impl<E> EventQueue<E> {
     /// Time of the earliest pending entry (possibly a cancelled one).
     pub fn peek_time(&mut self) -> Option<Time> {
         while let Some(e) = self.heap.peek() {
-            if self.cancelled.contains(&e.seq) {
-                let seq = e.seq;
-                self.heap.pop();
+            if !self.cancelled.is_empty() && self.cancelled.contains(&e.seq()) {
+                let seq = e.seq();
+                self.pop_entry();
                 self.cancelled.remove(&seq);
                 continue;
             }
-            return Some(e.at);
+            return Some(e.at());
         }
         None
     }
@@ -144,5 +161,28 @@ mod tests {
         assert_eq!(q.pop(), Some((Time(2), 2)));
         assert_eq!(q.pop(), None);
         assert_eq!(q.popped(), 1);
+    }
+
+    #[test]
+    fn pops_in_key_order_like_a_sort() {
+        let mut q = EventQueue::new();
+        let mut want = Vec::new();
+        let mut x: u64 = 12345;
+        for i in 0..2000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let t = (x >> 33) % 50;
+            q.push(Time(t), i);
+            want.push((t, i));
+            if i % 7 == 0 {
+                let (pt, pe) = q.pop().unwrap();
+                want.sort();
+                assert_eq!((pt.0, pe), want.remove(0));
+            }
+        }
+        want.sort();
+        let got: Vec<(u64, u64)> = std::iter::from_fn(|| q.pop().map(|(t, e)| (t.0, e))).collect();
+        assert_eq!(got, want);
     }
 }

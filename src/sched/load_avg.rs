@@ -79,6 +79,9 @@ impl Scheduler {
 
     /// `__update_load_avg_se()`.
     fn __update_load_avg_se(&mut self, now: u64, cfs: CfsRqId, se: SeId) -> bool {
+        if !self.ses[se.idx()].avg.due(now) {
+            return false;
+        }
         let on_rq = self.ses[se.idx()].on_rq as u64;
         let runnable = self.se_runnable(se);
         let running = self.cfs_rqs[cfs.idx()].curr == Some(se);
@@ -104,6 +107,9 @@ impl Scheduler {
     /// `__update_load_avg_cfs_rq()`.
     fn __update_load_avg_cfs_rq(&mut self, now: u64, cfs: CfsRqId) -> bool {
         let q = &mut self.cfs_rqs[cfs.idx()];
+        if !q.avg.due(now) {
+            return false;
+        }
         let load = scale_load_down(q.load.weight);
         let runnable = (q.h_nr_queued - q.h_nr_delayed) as u64;
         let running = q.curr.is_some();

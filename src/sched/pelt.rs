@@ -52,10 +52,16 @@ pub fn decay_load(mut val: u64, n: u64) -> u64 {
     ((val as u128 * y_n_inv()[local_n as usize] as u128) >> 32) as u64
 }
 
-fn accumulate_pelt_segments(periods: u64, d1: u64, d3: u64) -> u64 {
-    let c1 = decay_load(d1, periods);
-    let c2 = LOAD_AVG_MAX - decay_load(LOAD_AVG_MAX, periods) - 1024;
-    c1 + c2 + d3
+/// `val * y^n` given `y^(n mod 32) * 2^32` and `n / 32`: `decay_load()`'s
+/// arithmetic, in 64 bits when the product fits (the common case).
+#[inline]
+fn decay_with(val: u64, shift: u64, y: u64) -> u64 {
+    let v = val >> shift;
+    if v >> 32 == 0 {
+        (v * y) >> 32
+    } else {
+        ((v as u128 * y as u128) >> 32) as u64
+    }
 }
 
 /// `SCHED_CAPACITY_SHIFT`: util and runnable sums carry 10 fixed-point bits.
@@ -88,17 +94,40 @@ pub const PELT_MIN_DIV: u64 = PELT_MIN_DIVIDER;
 
 impl SchedAvg {
     /// `accumulate_sum()`: returns the number of periods crossed.
+    #[inline]
     fn accumulate_sum(&mut self, mut delta: u64, load: u64, runnable: u64, running: bool) -> u64 {
         let mut contrib = delta;
         delta += self.period_contrib;
         let periods = delta / 1024;
         if periods > 0 {
-            self.load_sum = decay_load(self.load_sum, periods);
-            self.runnable_sum = decay_load(self.runnable_sum, periods);
-            self.util_sum = decay_load(self.util_sum, periods);
+            if periods > LOAD_AVG_PERIOD * 63 {
+                self.load_sum = 0;
+                self.runnable_sum = 0;
+                self.util_sum = 0;
+            } else {
+                // decay_load() of the three sums with one table lookup.
+                let shift = periods / LOAD_AVG_PERIOD;
+                let y = y_n_inv()[(periods % LOAD_AVG_PERIOD) as usize];
+                self.load_sum = decay_with(self.load_sum, shift, y);
+                self.runnable_sum = decay_with(self.runnable_sum, shift, y);
+                self.util_sum = decay_with(self.util_sum, shift, y);
+            }
             delta %= 1024;
             if load > 0 {
-                contrib = accumulate_pelt_segments(periods, 1024 - self.period_contrib, delta);
+                // __accumulate_pelt_segments(): d1 * y^p + (the geometric
+                // sum of the p-1 full periods) + d3, with decay_load() zero
+                // beyond 63 half-lives.
+                let d1 = 1024 - self.period_contrib;
+                contrib = if periods > LOAD_AVG_PERIOD * 63 {
+                    LOAD_AVG_MAX - 1024 + delta
+                } else {
+                    let shift = periods / LOAD_AVG_PERIOD;
+                    let y = y_n_inv()[(periods % LOAD_AVG_PERIOD) as usize];
+                    decay_with(d1, shift, y) + LOAD_AVG_MAX
+                        - decay_with(LOAD_AVG_MAX, shift, y)
+                        - 1024
+                        + delta
+                };
             }
         }
         self.period_contrib = delta;
@@ -112,6 +141,14 @@ impl SchedAvg {
             self.util_sum += contrib << SCHED_CAPACITY_SHIFT;
         }
         periods
+    }
+
+    /// Would `___update_load_sum()` at `now` do anything (a whole 1024 ns
+    /// unit has passed, or the clock went backwards)? A cheap pre-check
+    /// for the many updates at an unchanged instant.
+    #[inline]
+    pub fn due(&self, now: u64) -> bool {
+        now < self.last_update_time || now - self.last_update_time >= 1024
     }
 
     /// `___update_load_sum()`: true when a period boundary was crossed (the
@@ -138,7 +175,9 @@ impl SchedAvg {
     /// entity's weight (1 for a cfs_rq, whose load_sum is already weighted).
     pub fn update_load_avg(&mut self, load: u64) {
         let divider = get_pelt_divider(self);
-        self.load_avg = ((load as u128 * self.load_sum as u128) / divider as u128) as u64;
+        // load <= 88761 (nice -20) and load_sum <= LOAD_AVG_MAX for an
+        // entity; load is 1 for a cfs_rq: the product fits in 64 bits.
+        self.load_avg = load * self.load_sum / divider;
         self.runnable_avg = self.runnable_sum / divider;
         self.util_avg = self.util_sum / divider;
     }
