@@ -68,6 +68,18 @@ pub fn check(s: &Scheduler) -> Result<(), String> {
                 rq.cpu, root.h_nr_queued, rq.nr_running
             ));
         }
+        // rq->cfs_tasks holds exactly the queued tasks (delayed included).
+        if rq.cfs_tasks.len() as u32 != queued
+            || rq
+                .cfs_tasks
+                .iter()
+                .any(|&p| s.tasks[p.idx()].cpu != rq.cpu || !s.tasks[p.idx()].on_rq)
+        {
+            return Err(format!(
+                "{}: cfs_tasks {:?} do not match its {queued} queued tasks",
+                rq.cpu, rq.cfs_tasks
+            ));
+        }
         if let Some(c) = rq.curr {
             let t = &s.tasks[c.idx()];
             if t.cpu != rq.cpu || !t.on_cpu || t.state != TaskState::Running {
