@@ -568,7 +568,7 @@ impl Scheduler {
         if let Some(t) = self.ses[se.idx()].task {
             let cpu = self.cpu_of(cfs);
             let list = &mut self.rqs[cpu.idx()].cfs_tasks;
-            if let Some(i) = list.iter().position(|&x| x == t) {
+            if let Some(i) = list.iter().rposition(|&x| x == t) {
                 list.remove(i);
             }
         }
@@ -925,7 +925,10 @@ impl Scheduler {
     /// head of `rq->cfs_tasks` (most recently used).
     fn cfs_tasks_move_to_head(&mut self, cpu: CpuId, p: TaskId) {
         let list = &mut self.rqs[cpu.idx()].cfs_tasks;
-        if let Some(i) = list.iter().position(|&x| x == p) {
+        if list.last() == Some(&p) {
+            return;
+        }
+        if let Some(i) = list.iter().rposition(|&x| x == p) {
             list.remove(i);
             list.push(p);
         }

@@ -29,6 +29,7 @@ impl Scheduler {
 
     /// `se_runnable()` (6.12.117): a delayed entity is not runnable; a task is
     /// runnable while queued, a group entity by its cached `runnable_weight`.
+    #[inline]
     fn se_runnable(&self, se: SeId) -> u64 {
         let e = &self.ses[se.idx()];
         if e.sched_delayed {
@@ -41,6 +42,7 @@ impl Scheduler {
     }
 
     /// `se_update_runnable()`.
+    #[inline]
     pub(super) fn se_update_runnable(&mut self, se: SeId) {
         if let Some(q) = self.ses[se.idx()].my_q {
             self.ses[se.idx()].runnable_weight = self.cfs_rqs[q.idx()].h_nr_runnable;
@@ -78,6 +80,7 @@ impl Scheduler {
     }
 
     /// `__update_load_avg_se()`.
+    #[inline]
     fn __update_load_avg_se(&mut self, now: u64, cfs: CfsRqId, se: SeId) -> bool {
         if !self.ses[se.idx()].avg.due(now) {
             return false;
@@ -105,6 +108,7 @@ impl Scheduler {
     }
 
     /// `__update_load_avg_cfs_rq()`.
+    #[inline]
     fn __update_load_avg_cfs_rq(&mut self, now: u64, cfs: CfsRqId) -> bool {
         let q = &mut self.cfs_rqs[cfs.idx()];
         if !q.avg.due(now) {
@@ -118,6 +122,7 @@ impl Scheduler {
 
     /// `update_cfs_rq_load_avg()`: subtract what `remove_entity_load_avg()`
     /// queued, then decay/accumulate. Returns "decayed".
+    #[inline]
     pub(super) fn update_cfs_rq_load_avg(&mut self, now: u64, cfs: CfsRqId) -> bool {
         let mut decayed = false;
         if self.cfs_rqs[cfs.idx()].removed.nr > 0 {
@@ -143,6 +148,7 @@ impl Scheduler {
     }
 
     /// `add_tg_cfs_propagate()`.
+    #[inline]
     fn add_tg_cfs_propagate(&mut self, cfs: CfsRqId, runnable_sum: i64) {
         let q = &mut self.cfs_rqs[cfs.idx()];
         q.propagate = true;
@@ -301,6 +307,7 @@ impl Scheduler {
     }
 
     /// `propagate_entity_load_avg()`.
+    #[inline]
     fn propagate_entity_load_avg(&mut self, se: SeId) -> bool {
         let Some(gcfs) = self.ses[se.idx()].my_q else {
             return false;
@@ -332,6 +339,7 @@ impl Scheduler {
     /// pending propagation, attach a migrated entity (DO_ATTACH with a zero
     /// `last_update_time`) or detach a migrating one (DO_DETACH), and push
     /// the change into `tg->load_avg` (UPDATE_TG).
+    #[inline]
     pub fn update_load_avg(&mut self, cfs: CfsRqId, se: SeId, flags: u32) {
         let now = self.clock_pelt();
         if self.ses[se.idx()].avg.last_update_time != 0 && flags & SKIP_AGE_LOAD == 0 {

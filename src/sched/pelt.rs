@@ -153,6 +153,7 @@ impl SchedAvg {
 
     /// `___update_load_sum()`: true when a period boundary was crossed (the
     /// averages must then be recomputed).
+    #[inline]
     pub fn update_load_sum(&mut self, now: u64, load: u64, runnable: u64, running: bool) -> bool {
         if now < self.last_update_time {
             self.last_update_time = now;
@@ -173,6 +174,7 @@ impl SchedAvg {
 
     /// `___update_load_avg()`: the averages from the sums; `load` is the
     /// entity's weight (1 for a cfs_rq, whose load_sum is already weighted).
+    #[inline]
     pub fn update_load_avg(&mut self, load: u64) {
         let divider = get_pelt_divider(self);
         // load <= 88761 (nice -20) and load_sum <= LOAD_AVG_MAX for an
@@ -184,6 +186,7 @@ impl SchedAvg {
 
     /// `___update_load_sum()` + `___update_load_avg()` for a cfs_rq (weight
     /// already in the sum). Returns "decayed".
+    #[inline]
     pub fn update(&mut self, now: u64, load: u64, runnable: u64, running: bool) -> bool {
         if self.update_load_sum(now, load, runnable, running) {
             self.update_load_avg(1);
