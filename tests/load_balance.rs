@@ -82,7 +82,6 @@ fn migrated_group_load_leaves_the_old_cpu() {
     // T ran on CPU 0 before 1 s and sits on CPU 1 in the window.
     let t = (cpu_ns(&r6, "T") - cpu_ns(&r5, "T")) as f64 / 1e9;
     let h1 = (cpu_ns(&r6, "H1") - cpu_ns(&r5, "H1")) as f64 / 1e9;
-    eprintln!("T {t:.4} H1 {h1:.4} migr {}", migrations(&r6, "T"));
     assert!(migrations(&r6, "T") >= 1, "T never moved");
     assert_eq!(migrations(&r6, "T"), migrations(&r5, "T"), "T still moving");
     assert!(
@@ -168,4 +167,55 @@ fn waking_task_leaves_a_busy_cpu_for_an_idle_one() {
         "p bounced: {}",
         migrations(&r, "p")
     );
+}
+
+/// Active balance: CPU 0 runs b (movable) with a (pinned to CPU 0) queued;
+/// CPU 1 is idle. No queued task can move, so `sched_balance_rq()` fails;
+/// after `cache_nice_tries + 2` failures `need_active_balance()` queues the
+/// stopper on CPU 0, whose next `__schedule()` switches b out and moves it
+/// to CPU 1 (`active_load_balance_cpu_stop()`), and a runs on CPU 0.
+#[test]
+fn active_balance_moves_the_running_task() {
+    use oversub::sched::balance::CpuIdleType;
+    use oversub::sched::{CpuId, KernelPreset, SchedConfig, Scheduler, ROOT_GROUP};
+    let mut features = KernelPreset::V6_12_117.features();
+    // Keep b running when a arrives.
+    features.wakeup_preemption = false;
+    let mut s = Scheduler::new(SchedConfig {
+        nr_cpus: 2,
+        hz: 250,
+        features,
+        preset: KernelPreset::V6_12_117,
+    });
+    let b = s.create_task("b", ROOT_GROUP, 0, vec![true, true], CpuId(0), None);
+    let a = s.create_task("a", ROOT_GROUP, 0, vec![true, false], CpuId(0), None);
+    let serve = |s: &mut Scheduler| {
+        while let Some(c) = s.take_resched() {
+            s.schedule(c);
+        }
+    };
+    s.now = 1_000_000;
+    s.wake_up_new_task(b);
+    serve(&mut s);
+    s.wake_up_new_task(a);
+    serve(&mut s);
+    assert_eq!(s.rqs[0].curr, Some(b));
+    assert_eq!(s.rqs[0].nr_running, 2);
+    let mut kicked_after = None;
+    for i in 1..=6 {
+        s.now += 4_000_000;
+        assert_eq!(s.sched_balance_rq(1, CpuIdleType::Idle), 0);
+        if s.rqs[0].active_balance.is_some() {
+            kicked_after = Some(i);
+            break;
+        }
+    }
+    let cache_nice_tries = s.rqs[1].sd.cache_nice_tries;
+    assert_eq!(kicked_after, Some(cache_nice_tries + 3), "stopper queued");
+    serve(&mut s);
+    assert_eq!(s.tasks[b.idx()].cpu, CpuId(1));
+    assert_eq!(s.rqs[1].curr, Some(b));
+    assert_eq!(s.rqs[0].curr, Some(a));
+    assert_eq!(s.tasks[b.idx()].stats.nr_migrations, 1);
+    oversub::invariants::check(&s).unwrap();
 }
