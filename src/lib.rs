@@ -2,7 +2,8 @@
 //!
 //! * `engine`: virtual time, the event queue, seeded randomness;
 //! * `sched`: the host scheduler (Linux EEVDF fair class, cgroups, SMP, yield_to);
-//! * `task`: host task behaviours;
+//! * `task`: host task behaviours and the program interpreter;
+//! * `workload`: the program IR and its front ends (rt-app JSON);
 //! * `scenario`: the TOML scenario format;
 //! * `sim`: the simulation loop; `report`: results; `invariants`: self-checks.
 
@@ -16,6 +17,7 @@ pub mod scenario;
 pub mod sched;
 pub mod sim;
 pub mod task;
+pub mod workload;
 
 use scenario::Scenario;
 
