@@ -107,6 +107,30 @@ impl Hist {
     }
 }
 
+/// One program thread's progress (`program.threads[]`).
+#[derive(Serialize, Debug, Clone, Default, PartialEq)]
+pub struct ProgramThreadReport {
+    pub name: String,
+    /// Phase iterations completed (rt-app logs one line per iteration).
+    pub phase_loops: u64,
+    /// When the thread finished (absent while it still runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_ns: Option<u64>,
+    /// Waits for a taken mutex: count and total time to acquisition.
+    pub lock_waits: u64,
+    pub lock_wait_ns: u64,
+}
+
+/// A thread program's results (`program`, present only for programs).
+#[derive(Serialize, Debug, Clone, Default, PartialEq)]
+pub struct ProgramReport {
+    /// Every thread finished before the end of the run.
+    pub completed: bool,
+    pub threads: Vec<ProgramThreadReport>,
+    /// What the model approximated or ignored of the input.
+    pub fidelity: Vec<crate::workload::FidelityNote>,
+}
+
 /// One VM's results (`vms[]`, present only when the scenario has VMs).
 #[derive(Serialize, Debug, Clone, Default)]
 pub struct VmReport {
@@ -198,6 +222,8 @@ pub struct Report {
     pub cpus: Vec<CpuReport>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub vms: Vec<VmReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<ProgramReport>,
 }
 
 impl Report {
@@ -238,6 +264,7 @@ impl Report {
             });
         }
         let vms = sim.vm_reports(duration);
+        let program = sim.program_report();
         let s = &mut sim.sched;
         let cpus = s
             .rqs
@@ -260,6 +287,7 @@ impl Report {
             cgroups,
             cpus,
             vms,
+            program,
         }
     }
 
@@ -329,6 +357,39 @@ impl Report {
             let _ = write!(o, " cpu{}={:.1}", c.id, 100.0 * c.busy_ns as f64 / d);
         }
         o.push('\n');
+        if let Some(p) = &self.program {
+            let _ = writeln!(
+                o,
+                "program: {}",
+                if p.completed {
+                    "completed"
+                } else {
+                    "running at the end"
+                }
+            );
+            let _ = writeln!(
+                o,
+                "{:<20} {:>11} {:>12} {:>10} {:>12}",
+                "thread", "phase_loops", "finished_ms", "lock_waits", "lock_wait_ms"
+            );
+            for t in &p.threads {
+                let fin = t
+                    .finished_ns
+                    .map_or("-".to_string(), |f| format!("{:.3}", f as f64 / 1e6));
+                let _ = writeln!(
+                    o,
+                    "{:<20} {:>11} {:>12} {:>10} {:>12.3}",
+                    t.name,
+                    t.phase_loops,
+                    fin,
+                    t.lock_waits,
+                    t.lock_wait_ns as f64 / 1e6
+                );
+            }
+            for n in &p.fidelity {
+                let _ = writeln!(o, "fidelity: {} {:?}: {}", n.at, n.fidelity, n.why);
+            }
+        }
         if !self.vms.is_empty() {
             let _ = writeln!(
                 o,

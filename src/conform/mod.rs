@@ -146,6 +146,12 @@ pub fn host_only_check(sc: &Scenario, cpus: u32) -> Result<(), String> {
                     t.name
                 ))
             }
+            TaskKind::Program { .. } => {
+                return Err(format!(
+                    "task {}: rt-app programs are not compared with the real rt-app yet",
+                    t.name
+                ))
+            }
             TaskKind::YieldLoop {
                 target: Some(tg), ..
             } => {

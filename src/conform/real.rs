@@ -190,6 +190,9 @@ pub fn run_once(
                     "pingpong"
                 }
                 TaskKind::Messaging { .. } => return Err("messaging is not host-only".into()),
+                TaskKind::Program { .. } => {
+                    return Err("rt-app programs run through the real rt-app, not workers".into())
+                }
             };
             let mut cmd = Command::new(&exe);
             cmd.arg("__worker").args(worker::args_for(kind, &kv));

@@ -6,6 +6,7 @@
 //! allowed. Parsing never panics (property-tested).
 
 pub mod duration;
+pub mod rtapp;
 pub mod vm;
 
 use crate::engine::Nanos;
@@ -57,7 +58,7 @@ struct RawScenario {
 
 #[derive(Deserialize, Debug, Default)]
 #[serde(deny_unknown_fields)]
-struct RawHost {
+pub(crate) struct RawHost {
     cpus: Option<i64>,
     hz: Option<i64>,
     kernel: Option<String>,
@@ -141,6 +142,10 @@ pub enum TaskKind {
         recv: Nanos,
         pipe_slots: u32,
     },
+    /// Thread `thread` of the scenario's `program`.
+    Program {
+        thread: u32,
+    },
 }
 
 impl TaskKind {
@@ -151,6 +156,7 @@ impl TaskKind {
             TaskKind::YieldLoop { .. } => "yield_loop",
             TaskKind::PingPong { .. } => "pingpong",
             TaskKind::Messaging { .. } => "messaging",
+            TaskKind::Program { .. } => "program",
         }
     }
 }
@@ -178,6 +184,12 @@ pub struct Scenario {
     pub vms: Vec<VmSpec>,
     pub kvm: KvmSpec,
     pub pv: PvSpec,
+    /// The thread program of the `Program` tasks (an rt-app file run
+    /// host-only), if any.
+    pub program: Option<crate::workload::Program>,
+    /// End the run when every program thread has finished (rt-app
+    /// `duration: -1`); `host.duration` is then only a cap.
+    pub until_done: bool,
 }
 
 pub const KINDS: &str = "hog, periodic, yield_loop, pingpong, messaging";
@@ -226,7 +238,8 @@ fn toml_location(src: &str, e: &toml::de::Error) -> String {
 }
 
 impl Scenario {
-    /// Reads and validates a scenario file.
+    /// Reads and validates a scenario file: TOML, or an rt-app JSON file
+    /// (`.json`) run host-only.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();
         let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {
@@ -234,6 +247,9 @@ impl Scenario {
             field: String::new(),
             message: format!("cannot read: {e}"),
         })?;
+        if path.extension().is_some_and(|e| e == "json") {
+            return rtapp::scenario(&file, &src);
+        }
         Scenario::parse(&file, &src)
     }
 
@@ -332,6 +348,8 @@ impl Scenario {
             vms,
             kvm,
             pv,
+            program: None,
+            until_done: false,
         })
     }
 

@@ -62,6 +62,8 @@ pub struct Simulator {
     vms: Vec<VmRt>,
     kvm: crate::scenario::KvmSpec,
     pv: crate::scenario::PvSpec,
+    /// Stop as soon as every program thread has finished.
+    until_done: bool,
 }
 
 impl Simulator {
@@ -108,6 +110,7 @@ impl Simulator {
             vms: Vec::new(),
             kvm: sc.kvm.clone(),
             pv: sc.pv,
+            until_done: false,
         };
         sim.tick = sim.sched.cfg.tick_nsec();
         // Create tasks; round-robin initial CPUs over each task's allowed set.
@@ -184,6 +187,10 @@ impl Simulator {
                         });
                     }
                 }
+                TaskKind::Program { thread } => {
+                    sim.push_task(Behaviour::Program { thread: *thread });
+                    sim.world.program_tasks.push(ids[0]);
+                }
                 TaskKind::Messaging {
                     fds,
                     send,
@@ -212,6 +219,11 @@ impl Simulator {
                     }
                 }
             }
+        }
+        if let Some(p) = &sc.program {
+            debug_assert_eq!(sim.world.program_tasks.len(), p.threads.len());
+            sim.world.program = Some(crate::task::program::ProgramRt::new(p.clone()));
+            sim.until_done = sc.until_done;
         }
         for (id, tg) in pending_targets {
             if let Behaviour::YieldLoop { target, .. } = &mut sim.tasks[id.idx()].behaviour {
@@ -270,10 +282,11 @@ impl Simulator {
         self.check_invariants = on;
     }
 
-    /// Runs until `duration` of virtual time has passed; returns the report.
+    /// Runs until `duration` of virtual time has passed (or, for a program
+    /// run until done, until its last thread finished); returns the report.
     pub fn run(&mut self, duration: Nanos) -> Report {
         let wall = std::time::Instant::now();
-        let end = Time::ZERO + duration;
+        let mut end = Time::ZERO + duration;
         self.end = end;
         // All tasks start at t=0, in creation order (wake_up_new_task).
         self.set_now(Time::ZERO);
@@ -290,6 +303,10 @@ impl Simulator {
             self.events += 1;
             self.dispatch(ev);
             self.serve_resched();
+            if self.until_done && self.world.program.as_ref().is_some_and(|p| p.all_done()) {
+                end = t;
+                break;
+            }
             if self.check_invariants {
                 if let Err(e) = crate::invariants::check(&self.sched) {
                     panic!("invariant violated at {t}: {e}");
@@ -301,7 +318,7 @@ impl Simulator {
         }
         self.set_now(end);
         self.sched.sync_accounting();
-        Report::build(self, duration, wall.elapsed().as_nanos() as u64)
+        Report::build(self, end - Time::ZERO, wall.elapsed().as_nanos() as u64)
     }
 
     pub fn events(&self) -> u64 {
@@ -514,6 +531,31 @@ impl Simulator {
                 v.report(duration, cpu_ns, steal, &lefts)
             })
             .collect()
+    }
+
+    /// The program's results (None without a program).
+    pub fn program_report(&self) -> Option<crate::report::ProgramReport> {
+        let p = self.world.program.as_ref()?;
+        let prog = p.program();
+        Some(crate::report::ProgramReport {
+            completed: p.all_done(),
+            threads: prog
+                .threads
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let s = p.stats(i);
+                    crate::report::ProgramThreadReport {
+                        name: t.name.clone(),
+                        phase_loops: s.phase_loops,
+                        finished_ns: s.finished_at.map(|f| f.0),
+                        lock_waits: s.lock_waits,
+                        lock_wait_ns: s.lock_wait_ns,
+                    }
+                })
+                .collect(),
+            fidelity: prog.fidelity.clone(),
+        })
     }
 
     /// Task ids in creation order with their cgroup paths (for reports).

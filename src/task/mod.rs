@@ -7,6 +7,9 @@
 //!
 //! Kinds (scenario `kind`): `hog`, `periodic`, `yield_loop`, `pingpong`,
 //! `messaging`. Parameters are documented on each variant and in README.md.
+//! A thread of an IR program (`program`) is one more behaviour.
+
+pub mod program;
 
 use crate::engine::{Nanos, Time};
 use crate::sched::TaskId;
@@ -51,10 +54,14 @@ pub struct Pipe {
     pub writers_waiting: Vec<TaskId>,
 }
 
-/// State shared between behaviours (the pipes of pingpong and messaging).
+/// State shared between behaviours (the pipes of pingpong and messaging,
+/// the program whose threads are `Program` tasks).
 #[derive(Default)]
 pub struct World {
     pub pipes: Vec<Pipe>,
+    pub program: Option<program::ProgramRt>,
+    /// The task of each program thread.
+    pub program_tasks: Vec<TaskId>,
 }
 
 impl World {
@@ -104,6 +111,8 @@ pub enum Behaviour {
     },
     /// A hackbench receiver: `recv` CPU per message, blocking on an empty pipe.
     Receiver { recv: Nanos, pipe: usize },
+    /// Thread `thread` of the world's program (`task::program`).
+    Program { thread: u32 },
     /// vCPU `idx` of VM `vm`: driven by the simulator's guest/KVM model
     /// (src/sim.rs), never through `on_burst_end`.
     Vcpu { vm: u32, idx: u32 },
@@ -204,6 +213,21 @@ impl Behaviour {
                 },
                 None => Step::just(Next::Sleep(None)),
             },
+            Behaviour::Program { thread } => {
+                let prog = world
+                    .program
+                    .as_mut()
+                    .expect("a program task needs its program");
+                let (wake, action) = prog.step(*thread as usize, now);
+                let wake = wake.into_iter().map(|i| world.program_tasks[i]).collect();
+                let next = match action {
+                    program::Action::Run(d) => Next::Run(d),
+                    program::Action::Sleep(at) => Next::Sleep(at),
+                    program::Action::Yield => Next::Yield(Nanos::ZERO),
+                    program::Action::Exit => Next::Sleep(None),
+                };
+                Step { wake, next }
+            }
             // The simulator steps vCPUs itself; blocking is the safe answer.
             Behaviour::Vcpu { .. } => Step::just(Next::Sleep(None)),
         }

@@ -1,0 +1,482 @@
+//! The interpreter of IR thread programs (`workload::ir`), as rt-app 1.0's
+//! `thread_body` / `run_event` execute them (scheduler-tools/rt-app v1.0,
+//! src/rt-app.c), over glibc's futex-based pthread objects.
+//!
+//! It is level-agnostic: threads are indices, and each `step` returns the
+//! threads to wake and what the stepping thread does next with its CPU (run,
+//! sleep, yield, exit). The host runs it with host tasks; a guest scheduler
+//! instance can run it with guest tasks the same way.
+//!
+//! Semantics (and what is simplified, docs/workloads.md):
+//! * `run` / `runtime`: CPU time (runtime approximated, see the IR).
+//! * `sleep`: `nanosleep` relative to now; `timer`: absolute expiry
+//!   `t_next += period` from the first user's start; when already late,
+//!   relative mode re-bases `t_next` on now and does not sleep.
+//! * mutexes (glibc `lll_lock`): a free mutex is taken by whoever asks
+//!   (a running thread can steal it from a woken waiter); unlock frees it and
+//!   wakes the first waiter (FUTEX_WAKE 1), which retries and queues again at
+//!   the tail if it lost. Futex syscall CPU cost is not modelled.
+//! * condition variables: FIFO waiters; `wait` releases the mutex, sleeps,
+//!   and re-acquires the mutex after the signal (no spurious wakeups);
+//!   signals without waiters are lost.
+//! * barriers: rt-app's counter starting at users - 1; the last arrival
+//!   broadcasts.
+//! * `yield`: `sched_yield()`.
+
+use crate::engine::{Nanos, Time};
+use crate::workload::ir::{BarrierId, CondId, Event, MutexId, Program, TimerId};
+use std::collections::VecDeque;
+
+/// What the stepping thread does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Use this much CPU, then step again.
+    Run(Nanos),
+    /// Block until the instant (a timer) or until woken; then step again.
+    Sleep(Option<Time>),
+    /// `sched_yield()`, then step again when it runs.
+    Yield,
+    /// The thread has finished.
+    Exit,
+}
+
+/// Why a thread is not at the start of an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pending {
+    /// At the start of the current event.
+    None,
+    /// The current event (run, sleep, timer, yield) is complete.
+    Done,
+    /// Queued on a mutex (the current event is a lock): retry it.
+    Mutex(MutexId),
+    /// Signalled on a condition: re-acquire the mutex, then the wait ends.
+    Reacquire(MutexId),
+    /// Released from a barrier.
+    Barrier(BarrierId),
+}
+
+/// Per-thread counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadStats {
+    /// Phase iterations completed (rt-app logs one line per iteration).
+    pub phase_loops: u64,
+    /// When the thread finished its last loop (None: still running).
+    pub finished_at: Option<Time>,
+    /// Time from a `lock` that found the mutex taken to its acquisition.
+    pub lock_wait_ns: u64,
+    pub lock_waits: u64,
+}
+
+#[derive(Clone, Debug)]
+struct ThreadRt {
+    pass: u64,
+    phase: usize,
+    phase_loop: u64,
+    ev: usize,
+    pending: Pending,
+    started: bool,
+    done: bool,
+    /// Since when the thread waits for a mutex.
+    lock_wait_since: Option<Time>,
+    stats: ThreadStats,
+}
+
+/// A program being run.
+#[derive(Clone, Debug)]
+pub struct ProgramRt {
+    prog: Program,
+    threads: Vec<ThreadRt>,
+    mutex_owner: Vec<Option<usize>>,
+    mutex_waiters: Vec<VecDeque<usize>>,
+    cond_waiters: Vec<VecDeque<usize>>,
+    barrier_waiting: Vec<i64>,
+    barrier_waiters: Vec<Vec<usize>>,
+    timer_next: Vec<Option<Time>>,
+}
+
+impl ProgramRt {
+    /// A program at its start (every thread before its first event). The
+    /// program must be valid (`Program::validate`).
+    pub fn new(prog: Program) -> ProgramRt {
+        let n = prog.threads.len();
+        ProgramRt {
+            threads: vec![
+                ThreadRt {
+                    pass: 0,
+                    phase: 0,
+                    phase_loop: 0,
+                    ev: 0,
+                    pending: Pending::None,
+                    started: false,
+                    done: false,
+                    lock_wait_since: None,
+                    stats: ThreadStats::default(),
+                };
+                n
+            ],
+            mutex_owner: vec![None; prog.mutexes.len()],
+            mutex_waiters: vec![VecDeque::new(); prog.mutexes.len()],
+            cond_waiters: vec![VecDeque::new(); prog.conds.len()],
+            barrier_waiting: prog
+                .barriers
+                .iter()
+                .map(|(_, u)| i64::from(*u) - 1)
+                .collect(),
+            barrier_waiters: vec![Vec::new(); prog.barriers.len()],
+            timer_next: vec![None; prog.timers.len()],
+            prog,
+        }
+    }
+
+    pub fn program(&self) -> &Program {
+        &self.prog
+    }
+
+    pub fn stats(&self, t: usize) -> &ThreadStats {
+        &self.threads[t].stats
+    }
+
+    /// Whether every thread has finished.
+    pub fn all_done(&self) -> bool {
+        self.threads.iter().all(|t| t.done)
+    }
+
+    fn event(&self, t: usize) -> &Event {
+        let th = &self.threads[t];
+        &self.prog.threads[t].phases[th.phase].events[th.ev]
+    }
+
+    /// Moves past the current event (end of phase, loop, thread).
+    fn advance(&mut self, t: usize, now: Time) {
+        let spec = &self.prog.threads[t];
+        let th = &mut self.threads[t];
+        th.pending = Pending::None;
+        th.ev += 1;
+        if th.ev < spec.phases[th.phase].events.len() {
+            return;
+        }
+        th.ev = 0;
+        th.phase_loop += 1;
+        th.stats.phase_loops += 1;
+        if th.phase_loop < spec.phases[th.phase].loops {
+            return;
+        }
+        th.phase_loop = 0;
+        th.phase += 1;
+        if th.phase < spec.phases.len() {
+            return;
+        }
+        th.phase = 0;
+        th.pass += 1;
+        if spec.loops == Some(th.pass) {
+            th.done = true;
+            th.stats.finished_at = Some(now);
+        }
+    }
+
+    /// Tries to take mutex `m` for `t`; queues `t` if it is taken.
+    fn try_lock(&mut self, t: usize, m: MutexId, now: Time) -> bool {
+        if self.mutex_owner[m.idx()].is_none() {
+            self.mutex_owner[m.idx()] = Some(t);
+            let th = &mut self.threads[t];
+            if let Some(since) = th.lock_wait_since.take() {
+                th.stats.lock_wait_ns += (now - since).0;
+                th.stats.lock_waits += 1;
+            }
+            return true;
+        }
+        let th = &mut self.threads[t];
+        th.lock_wait_since.get_or_insert(now);
+        self.mutex_waiters[m.idx()].push_back(t);
+        false
+    }
+
+    /// `pthread_mutex_unlock`: free, and FUTEX_WAKE the first waiter.
+    fn unlock(&mut self, t: usize, m: MutexId, wake: &mut Vec<usize>) {
+        debug_assert_eq!(self.mutex_owner[m.idx()], Some(t), "validated program");
+        self.mutex_owner[m.idx()] = None;
+        if let Some(w) = self.mutex_waiters[m.idx()].pop_front() {
+            wake.push(w);
+        }
+    }
+
+    fn signal(&mut self, c: CondId, wake: &mut Vec<usize>) {
+        if let Some(w) = self.cond_waiters[c.idx()].pop_front() {
+            wake.push(w);
+        }
+    }
+
+    fn timer(
+        &mut self,
+        t: usize,
+        timer: TimerId,
+        period: Nanos,
+        absolute: bool,
+        now: Time,
+    ) -> Option<Time> {
+        let start = Time::ZERO + self.prog.threads[t].delay;
+        let next = self.timer_next[timer.idx()].get_or_insert(start);
+        *next += period;
+        if now < *next {
+            Some(*next)
+        } else {
+            if !absolute {
+                *next = now;
+            }
+            None
+        }
+    }
+
+    /// Thread `t` has the CPU at `now` (its previous action is over: the run
+    /// used, the sleep ended, or it was woken): execute its events until one
+    /// needs CPU time or blocks. Returns the threads to wake, in order.
+    pub fn step(&mut self, t: usize, now: Time) -> (Vec<usize>, Action) {
+        let mut wake = Vec::new();
+        if !self.threads[t].started {
+            self.threads[t].started = true;
+            let delay = self.prog.threads[t].delay;
+            if delay > Nanos::ZERO {
+                return (wake, Action::Sleep(Some(Time::ZERO + delay)));
+            }
+        }
+        loop {
+            if self.threads[t].done {
+                return (wake, Action::Exit);
+            }
+            match self.threads[t].pending {
+                Pending::None => {}
+                Pending::Done => {
+                    self.advance(t, now);
+                    continue;
+                }
+                Pending::Mutex(m) => {
+                    if !self.try_lock(t, m, now) {
+                        return (wake, Action::Sleep(None));
+                    }
+                    self.advance(t, now);
+                    continue;
+                }
+                Pending::Reacquire(m) => {
+                    if !self.try_lock(t, m, now) {
+                        return (wake, Action::Sleep(None));
+                    }
+                    self.advance(t, now);
+                    continue;
+                }
+                Pending::Barrier(b) => {
+                    self.barrier_waiting[b.idx()] += 1;
+                    self.advance(t, now);
+                    continue;
+                }
+            }
+            match self.event(t).clone() {
+                Event::Run(d) | Event::Runtime(d) => {
+                    if d == Nanos::ZERO {
+                        self.advance(t, now);
+                        continue;
+                    }
+                    self.threads[t].pending = Pending::Done;
+                    return (wake, Action::Run(d));
+                }
+                Event::Sleep(d) => {
+                    self.threads[t].pending = Pending::Done;
+                    return (wake, Action::Sleep(Some(now + d)));
+                }
+                Event::Timer {
+                    timer,
+                    period,
+                    absolute,
+                } => match self.timer(t, timer, period, absolute, now) {
+                    Some(at) => {
+                        self.threads[t].pending = Pending::Done;
+                        return (wake, Action::Sleep(Some(at)));
+                    }
+                    None => self.advance(t, now),
+                },
+                Event::Lock(m) => {
+                    if !self.try_lock(t, m, now) {
+                        self.threads[t].pending = Pending::Mutex(m);
+                        return (wake, Action::Sleep(None));
+                    }
+                    self.advance(t, now);
+                }
+                Event::Unlock(m) => {
+                    self.unlock(t, m, &mut wake);
+                    self.advance(t, now);
+                }
+                Event::Signal(c) => {
+                    self.signal(c, &mut wake);
+                    self.advance(t, now);
+                }
+                Event::Broad(c) => {
+                    wake.extend(self.cond_waiters[c.idx()].drain(..));
+                    self.advance(t, now);
+                }
+                Event::Wait { cond, mutex } | Event::SignalWait { cond, mutex } => {
+                    if matches!(self.event(t), Event::SignalWait { .. }) {
+                        self.signal(cond, &mut wake);
+                    }
+                    self.unlock(t, mutex, &mut wake);
+                    self.cond_waiters[cond.idx()].push_back(t);
+                    self.threads[t].pending = Pending::Reacquire(mutex);
+                    return (wake, Action::Sleep(None));
+                }
+                Event::Barrier(b) => {
+                    if self.barrier_waiting[b.idx()] == 0 {
+                        wake.append(&mut self.barrier_waiters[b.idx()]);
+                        self.advance(t, now);
+                    } else {
+                        self.barrier_waiting[b.idx()] -= 1;
+                        self.barrier_waiters[b.idx()].push(t);
+                        self.threads[t].pending = Pending::Barrier(b);
+                        return (wake, Action::Sleep(None));
+                    }
+                }
+                Event::Yield => {
+                    self.threads[t].pending = Pending::Done;
+                    return (wake, Action::Yield);
+                }
+                Event::Syscall { .. } | Event::Munmap { .. } | Event::SmpCall { .. } => {
+                    // Refused for host tasks when the scenario is built; the
+                    // guest kernel model runs them.
+                    unreachable!("kernel extension events need the guest kernel model")
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::rtapp;
+
+    fn rt(src: &str) -> ProgramRt {
+        ProgramRt::new(rtapp::parse(src).unwrap().program)
+    }
+
+    #[test]
+    fn run_sleep_loop_and_exit() {
+        let mut p = rt(
+            r#"{"tasks": {"t": {"loop": 2, "phases": {"a": {"loop": 2, "run": 10, "sleep": 5}}}}}"#,
+        );
+        let mut now = Time::ZERO;
+        let mut runs = 0;
+        loop {
+            let (w, a) = p.step(0, now);
+            assert!(w.is_empty());
+            match a {
+                Action::Run(d) => {
+                    runs += 1;
+                    now += d;
+                }
+                Action::Sleep(Some(at)) => now = at,
+                Action::Exit => break,
+                a => panic!("{a:?}"),
+            }
+        }
+        assert_eq!(runs, 4);
+        assert_eq!(now, Time(4 * 15_000));
+        assert_eq!(p.stats(0).phase_loops, 4);
+        assert_eq!(p.stats(0).finished_at, Some(now));
+        assert!(p.all_done());
+    }
+
+    #[test]
+    fn mutex_waiter_is_woken_and_a_runner_can_steal() {
+        let mut p = rt(
+            r#"{"global": {"duration": 1}, "tasks": {"a": {"lock": "m", "run": 10, "unlock": "m", "run1": 1}, "b": {"lock": "m", "run": 10, "unlock": "m", "run1": 1}}}"#,
+        );
+        let t0 = Time::ZERO;
+        assert_eq!(p.step(0, t0), (vec![], Action::Run(Nanos::from_us(10))));
+        // b finds the mutex taken and blocks.
+        assert_eq!(p.step(1, t0), (vec![], Action::Sleep(None)));
+        // a unlocks: b is woken; a runs on.
+        let t1 = Time(10_000);
+        assert_eq!(p.step(0, t1), (vec![1], Action::Run(Nanos::from_us(1))));
+        // a comes back and takes the free mutex before b ran (steal).
+        let t2 = Time(11_000);
+        assert_eq!(p.step(0, t2), (vec![], Action::Run(Nanos::from_us(10))));
+        // b retries, loses, queues again.
+        assert_eq!(p.step(1, t2), (vec![], Action::Sleep(None)));
+        let t3 = Time(21_000);
+        assert_eq!(p.step(0, t3), (vec![1], Action::Run(Nanos::from_us(1))));
+        assert_eq!(p.step(1, t3), (vec![], Action::Run(Nanos::from_us(10))));
+        assert_eq!(p.stats(1).lock_waits, 1);
+        assert_eq!(p.stats(1).lock_wait_ns, 21_000);
+    }
+
+    #[test]
+    fn condition_wait_releases_and_reacquires_the_mutex() {
+        let mut p = rt(r#"{"global": {"duration": 1}, "tasks": {
+              "c": {"lock": "m", "wait": {"ref": "q", "mutex": "m"}, "unlock": "m", "run": 5},
+              "p": {"lock": "m", "signal": "q", "run": 3, "unlock": "m", "sleep": 100}}}"#);
+        let t0 = Time::ZERO;
+        assert_eq!(
+            p.step(0, t0),
+            (vec![], Action::Sleep(None)),
+            "waits, mutex released"
+        );
+        // The producer gets the mutex, signals (waking c) and runs holding it.
+        assert_eq!(p.step(1, t0), (vec![0], Action::Run(Nanos::from_us(3))));
+        // c wakes while p holds the mutex: it blocks on the mutex.
+        assert_eq!(p.step(0, t0), (vec![], Action::Sleep(None)));
+        // p unlocks: c is woken again, now takes it and runs.
+        let t1 = Time(3_000);
+        assert_eq!(p.step(1, t1), (vec![0], Action::Sleep(Some(Time(103_000)))));
+        assert_eq!(p.step(0, t1), (vec![], Action::Run(Nanos::from_us(5))));
+    }
+
+    #[test]
+    fn barrier_releases_on_the_last_arrival() {
+        let mut p = rt(
+            r#"{"global": {"duration": 1}, "tasks": {"w": {"instance": 3, "barrier": "b", "run": 1}}}"#,
+        );
+        let t0 = Time::ZERO;
+        assert_eq!(p.step(0, t0).1, Action::Sleep(None));
+        assert_eq!(p.step(1, t0).1, Action::Sleep(None));
+        assert_eq!(p.step(2, t0), (vec![0, 1], Action::Run(Nanos::from_us(1))));
+        assert_eq!(p.step(0, t0).1, Action::Run(Nanos::from_us(1)));
+        assert_eq!(p.step(1, t0).1, Action::Run(Nanos::from_us(1)));
+        // Next round needs all three again.
+        let t1 = Time(1_000);
+        assert_eq!(p.step(2, t1).1, Action::Sleep(None));
+        assert_eq!(p.step(0, t1).1, Action::Sleep(None));
+        assert_eq!(p.step(1, t1), (vec![2, 0], Action::Run(Nanos::from_us(1))));
+    }
+
+    #[test]
+    fn relative_timer_rebases_when_late_absolute_does_not() {
+        for (mode, late_sleep) in [("relative", 110_000), ("absolute", 100_000)] {
+            let src = format!(
+                r#"{{"global": {{"duration": 1}}, "tasks": {{"t": {{"timer": {{"ref": "x", "period": 50, "mode": "{mode}"}}, "run": 10}}}}}}"#
+            );
+            let mut p = rt(&src);
+            assert_eq!(p.step(0, Time::ZERO).1, Action::Sleep(Some(Time(50_000))));
+            assert_eq!(p.step(0, Time(50_000)).1, Action::Run(Nanos::from_us(10)));
+            // Late: the run ended at 110 us, past the 100 us expiry.
+            assert_eq!(
+                p.step(0, Time(110_000)).1,
+                Action::Run(Nanos::from_us(10)),
+                "{mode}"
+            );
+            // Next expiry: relative 110 + 50 = 160 us; absolute 150 us.
+            let next = Time(late_sleep + 50_000);
+            assert_eq!(
+                p.step(0, Time(120_000)).1,
+                Action::Sleep(Some(next)),
+                "{mode}"
+            );
+        }
+    }
+
+    #[test]
+    fn delay_and_yield() {
+        let mut p = rt(
+            r#"{"global": {"duration": 1}, "tasks": {"t": {"delay": 7, "yield": "", "run": 2}}}"#,
+        );
+        assert_eq!(p.step(0, Time::ZERO).1, Action::Sleep(Some(Time(7_000))));
+        assert_eq!(p.step(0, Time(7_000)).1, Action::Yield);
+        assert_eq!(p.step(0, Time(7_000)).1, Action::Run(Nanos::from_us(2)));
+    }
+}

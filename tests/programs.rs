@@ -1,0 +1,162 @@
+//! Thread programs (rt-app JSON) run host-only: the effects of their
+//! synchronisation on who gets the CPU, run-until-done, determinism and the
+//! command line.
+
+use oversub::report::Report;
+use oversub::scenario::rtapp::scenario;
+use std::process::Command;
+
+fn run(src: &str) -> Report {
+    let sc = scenario("test.json", src).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = oversub::sim::Simulator::new(&sc);
+    sim.set_check_invariants(true);
+    sim.run(sc.host.duration)
+}
+
+fn cpu(r: &Report, name: &str) -> u64 {
+    r.tasks
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no task {name}"))
+        .cpu_ns
+}
+
+#[test]
+fn a_mutex_serialises_the_critical_sections() {
+    // Two threads on two CPUs, each spending 1 ms of every 1.01 ms under
+    // one mutex: together they can use at most about one CPU.
+    let locked = run(
+        r#"{"global": {"duration": 1}, "tasks": {"t": {"instance": 2,
+            "lock": "m", "run": 1000, "unlock": "m", "run1": 10}}}"#,
+    );
+    let free = run(
+        r#"{"global": {"duration": 1}, "tasks": {"t": {"instance": 2, "run": 1000, "run1": 10}}}"#,
+    );
+    let both = |r: &Report| cpu(r, "t.0") + cpu(r, "t.1");
+    assert!(both(&free) > 1_990_000_000, "{}", both(&free));
+    assert!(
+        both(&locked) < 1_030_000_000,
+        "critical sections overlapped: {}",
+        both(&locked)
+    );
+    let p = locked.program.as_ref().unwrap();
+    assert!(p.threads.iter().all(|t| t.lock_waits > 100), "{p:?}");
+    // Neither starves: the futex wakeup hands the mutex around.
+    assert!(cpu(&locked, "t.0") > 400_000_000 && cpu(&locked, "t.1") > 400_000_000);
+}
+
+#[test]
+fn a_barrier_holds_the_fast_thread_to_the_slow_one() {
+    let r = run(r#"{"global": {"duration": 1}, "tasks": {
+            "fast": {"run": 100, "barrier": "b"},
+            "slow": {"run": 1000, "barrier": "b"}}}"#);
+    let p = r.program.as_ref().unwrap();
+    let (f, s) = (p.threads[0].phase_loops, p.threads[1].phase_loops);
+    assert!(f.abs_diff(s) <= 1, "fast {f} slow {s}");
+    assert!((900..=1000).contains(&s), "slow loops {s}");
+    let ratio = cpu(&r, "slow") as f64 / cpu(&r, "fast") as f64;
+    assert!((9.0..11.0).contains(&ratio), "{ratio}");
+}
+
+#[test]
+fn condition_variables_pass_the_turn() {
+    // Producer/consumer handoff: the consumer runs only when signalled.
+    let r = run(r#"{"global": {"duration": 1}, "tasks": {
+            "prod": {"run": 100, "lock": "m", "signal": "q", "unlock": "m", "sleep": 900},
+            "cons": {"lock": "m", "wait": {"ref": "q", "mutex": "m"}, "unlock": "m", "run": 300}}}"#);
+    let p = r.program.as_ref().unwrap();
+    let (prod, cons) = (p.threads[0].phase_loops, p.threads[1].phase_loops);
+    // One consumer pass per signal (it is always waiting by then).
+    assert!(prod.abs_diff(cons) <= 1, "prod {prod} cons {cons}");
+    let ratio = cpu(&r, "cons") as f64 / cpu(&r, "prod") as f64;
+    assert!((2.8..3.2).contains(&ratio), "{ratio}");
+}
+
+#[test]
+fn duration_minus_one_runs_until_the_last_thread_ends() {
+    let r = run(r#"{"global": {"duration": -1}, "tasks": {
+            "a": {"loop": 3, "phases": {"p": {"run": 1000, "sleep": 1000}}},
+            "b": {"loop": 1, "phases": {"p": {"run": 500}}}}}"#);
+    assert_eq!(r.duration_ns, 6_000_000);
+    let p = r.program.as_ref().unwrap();
+    assert!(p.completed);
+    assert_eq!(p.threads[0].finished_ns, Some(6_000_000));
+    assert_eq!(p.threads[1].finished_ns, Some(500_000));
+    assert_eq!(cpu(&r, "a"), 3_000_000);
+}
+
+#[test]
+fn one_cpu_shares_by_nice_like_any_task() {
+    // Two always-running program threads at nice 0 and 5 on one CPU get
+    // the weight split 1024 : 335.
+    let r = run(r#"{"global": {"duration": 2}, "tasks": {
+            "a": {"cpus": [0], "run": 100000},
+            "b": {"cpus": [0], "priority": 5, "run": 100000}}}"#);
+    let share = cpu(&r, "a") as f64 / (cpu(&r, "a") + cpu(&r, "b")) as f64;
+    assert!((share - 1024.0 / 1359.0).abs() < 0.01, "{share}");
+}
+
+#[test]
+fn runs_are_deterministic() {
+    let src = r#"{"global": {"duration": 1}, "oversub": {"cpus": 3}, "tasks": {
+        "w": {"instance": 5, "lock": "m", "run": 50, "unlock": "m", "run1": 300, "timer": {"ref": "unique", "period": 700}},
+        "y": {"run": 20, "yield": ""}}}"#;
+    let strip = |r: Report| {
+        let mut r = r;
+        r.wall_ns = 0;
+        r.to_json()
+    };
+    assert_eq!(strip(run(src)), strip(run(src)));
+}
+
+fn cli(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .args(args)
+        .output()
+        .expect("run oversub");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cli_runs_rtapp_files_and_rejects_bad_ones_in_one_line() {
+    let dir = std::env::temp_dir().join(format!("oversub-programs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.json");
+    std::fs::write(
+        &good,
+        r#"{"global": {"duration": 1, "calibration": "CPU0"}, "tasks": {"t": {"run": 100, "sleep": 100}}}"#,
+    )
+    .unwrap();
+    let (code, out, err) = cli(&["run", "--json", good.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["program"]["threads"][0]["name"], "t");
+    assert_eq!(v["program"]["fidelity"][0]["at"], "global.calibration");
+    let (code, out, _) = cli(&["run", good.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("phase_loops") && out.contains("fidelity: global.calibration"),
+        "{out}"
+    );
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 100, "sleeep": 100}}}"#,
+    )
+    .unwrap();
+    let (code, _, err) = cli(&["run", bad.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("bad.json: tasks.t.sleeep: unknown key"),
+        "{err}"
+    );
+    let (code, out, _) = cli(&["check", good.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(out.contains("ok"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
