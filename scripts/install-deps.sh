@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what `make run` / `make test` need on a fresh Debian 12 machine.
-# Idempotent: installs only what is missing.  Usage: install-deps.sh [rust|kernel|all]
+# Idempotent: installs only what is missing.  Usage: install-deps.sh [rust|kernel|conform|all]
 set -euo pipefail
 what=${1:-all}
 
@@ -9,6 +9,10 @@ need_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok
 
 if [[ $what == rust || $what == all ]]; then
 	need_pkg build-essential
+fi
+if [[ $what == conform || $what == all ]]; then
+	# `oversub conform FILE.json` runs rt-app programs with the real rt-app.
+	need_pkg rt-app
 fi
 if [[ $what == kernel || $what == all ]]; then
 	for p in linux-source-6.12 build-essential bc flex bison libelf-dev libssl-dev dwarves cpio \

@@ -54,3 +54,25 @@ fn periodic_worker_reports_latency_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("latency samples=0"), "{err}");
 }
+
+#[test]
+fn conform_refuses_programs_that_end_by_themselves() {
+    let dir = std::env::temp_dir().join(format!("oversub-conform-prog-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("finite.json");
+    std::fs::write(
+        &f,
+        r#"{"global": {"duration": -1}, "tasks": {"t": {"loop": 2, "phases": {"p": {"run": 10}}}}}"#,
+    )
+    .unwrap();
+    let out = oversub()
+        .args(["conform", "--runs", "1", "--duration", "100ms"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let line = text.lines().find(|l| l.contains("finite.json")).unwrap();
+    assert!(line.contains("ERROR (rejected: global.duration -1"), "{line}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

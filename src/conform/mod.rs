@@ -12,6 +12,7 @@
 
 pub mod host;
 pub mod real;
+pub mod rtapp;
 pub mod worker;
 
 use crate::scenario::{Scenario, TaskKind};
@@ -132,6 +133,12 @@ pub struct ScenarioResult {
 
 /// Why a scenario cannot be run by conform, if it cannot.
 pub fn host_only_check(sc: &Scenario, cpus: u32) -> Result<(), String> {
+    if sc.until_done {
+        return Err(
+            "global.duration -1: the program ends by itself; conform compares a steady window, give a duration"
+                .into(),
+        );
+    }
     if let Some(vm) = sc.vms.first() {
         return Err(format!(
             "vm {}: scenarios with [[vm]] are not host-only (conform runs hog, periodic, yield_loop, pingpong)",
@@ -143,12 +150,6 @@ pub fn host_only_check(sc: &Scenario, cpus: u32) -> Result<(), String> {
             TaskKind::Messaging { .. } => {
                 return Err(format!(
                     "task {}: kind messaging is not host-only (conform runs hog, periodic, yield_loop, pingpong)",
-                    t.name
-                ))
-            }
-            TaskKind::Program { .. } => {
-                return Err(format!(
-                    "task {}: rt-app programs are not compared with the real rt-app yet",
                     t.name
                 ))
             }
@@ -335,7 +336,7 @@ fn migr_row(name: &str, real: &[f64], sim: f64) -> Row {
 fn fmt_val(metric: &str, v: f64) -> String {
     if metric == "share" {
         format!("{:.2}%", v * 100.0)
-    } else if metric == "migr/s" {
+    } else if metric.ends_with("/s") {
         format!("{v:.1}/s")
     } else {
         format!("{:.1}us", v / 1000.0)
@@ -503,6 +504,122 @@ fn print_result(r: &ScenarioResult) {
     }
 }
 
+/// Relative tolerance of voluntary switch rates of program threads.
+pub const SWITCH_REL_TOL: f64 = 0.15;
+/// Absolute floor of the switch-rate tolerance, per second.
+pub const SWITCH_ABS_TOL: f64 = 5.0;
+
+fn rate_row(name: &str, metric: &str, real: &[f64], sim: f64, tol: Option<f64>) -> Row {
+    let mean = real.iter().sum::<f64>() / real.len().max(1) as f64;
+    let min = real.iter().cloned().fold(f64::INFINITY, f64::min);
+    let max = real.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let tolerance = tol.unwrap_or(0.0).max(max - min);
+    Row {
+        kind: "task".into(),
+        name: name.into(),
+        metric: metric.into(),
+        real_mean: mean,
+        real_min: min,
+        real_max: max,
+        sim,
+        rel_err: if mean > 0.0 { (sim - mean) / mean } else { 0.0 },
+        tolerance,
+        pass: tol.map(|_| (sim - mean).abs() <= tolerance + 1e-9),
+        known: None,
+    }
+}
+
+/// Per program thread: voluntary switches per second (judged: the
+/// program's blocking decides them), involuntary switches per second and
+/// the mean wait per timeslice (informational: other load on the machine
+/// moves them).
+pub fn program_rows(
+    names: &[String],
+    real: &[Vec<rtapp::ThreadFigures>],
+    sim: &crate::report::Report,
+    window_ns: u64,
+) -> Vec<Row> {
+    let secs = window_ns as f64 / 1e9;
+    let mut rows = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let Some(t) = sim.tasks.iter().find(|t| &t.name == name) else {
+            continue;
+        };
+        let vol: Vec<f64> = real.iter().map(|r| r[i].voluntary as f64 / secs).collect();
+        let mean = vol.iter().sum::<f64>() / vol.len().max(1) as f64;
+        let tol = (SWITCH_REL_TOL * mean).max(SWITCH_ABS_TOL);
+        rows.push(rate_row(
+            name,
+            "vol_sw/s",
+            &vol,
+            t.nr_voluntary_switches as f64 / secs,
+            Some(tol),
+        ));
+        let inv: Vec<f64> = real
+            .iter()
+            .map(|r| r[i].involuntary as f64 / secs)
+            .collect();
+        rows.push(rate_row(
+            name,
+            "invol_sw/s",
+            &inv,
+            t.nr_involuntary_switches as f64 / secs,
+            None,
+        ));
+        let wait: Vec<f64> = real
+            .iter()
+            .map(|r| r[i].run_delay_ns as f64 / r[i].timeslices.max(1) as f64)
+            .collect();
+        let sim_wait = t.wait_ns as f64 / t.nr_switches.max(1) as f64;
+        rows.push(rate_row(name, "wait_per_run", &wait, sim_wait, None));
+    }
+    rows
+}
+
+fn run_program_file(
+    file: &str,
+    sc: &Scenario,
+    h: &HostInfo,
+    ctl: &CpuController,
+    duration: u64,
+    opts: &Options,
+    stop: &Arc<AtomicBool>,
+) -> Result<(Vec<Row>, usize), String> {
+    let src = std::fs::read_to_string(file).map_err(|e| format!("cannot read: {e}"))?;
+    let cal = rtapp::calibration().map_err(|e| format!("calibration: {e}"))?;
+    // rt-app's run loop uses a whole number of ns per loop: the simulated
+    // program runs what the real one does.
+    let mut simsc = simulated(sc, h);
+    if let Some(p) = simsc.program.as_mut() {
+        p.scale_runs(cal.run_scale);
+    }
+    let simr = crate::run_scenario(&simsc, None, Some(crate::engine::Nanos(duration)));
+    let sim: RunFigures = simr
+        .tasks
+        .iter()
+        .map(|t| (t.name.clone(), t.cgroup.clone(), t.cpu_ns, None))
+        .collect();
+    let names: Vec<String> = sim.iter().map(|t| t.0.clone()).collect();
+    let mut real_runs = Vec::new();
+    let mut real_threads = Vec::new();
+    for i in 0..opts.runs.max(1) {
+        let tag = format!("oversub-conform-{}-{i}", std::process::id());
+        let th = rtapp::run_once(sc, &src, ctl, &tag, duration, stop)
+            .map_err(|e| format!("real run {}: {e}", i + 1))?;
+        real_runs.push(
+            names
+                .iter()
+                .zip(&th)
+                .map(|(n, t)| (n.clone(), "/".to_string(), t.cpu_ns, None))
+                .collect::<RunFigures>(),
+        );
+        real_threads.push(th);
+    }
+    let mut rows = compare(sc, &real_runs, &sim, share_floor(h.hz, duration));
+    rows.extend(program_rows(&names, &real_threads, &simr, duration));
+    Ok((rows, real_runs.len()))
+}
+
 fn run_file(
     f: &std::path::Path,
     h: &HostInfo,
@@ -530,6 +647,29 @@ fn run_file(
         Err(e) => return res("skip", e.clone(), vec![]),
     };
     let duration = opts.duration.unwrap_or(sc.host.duration.0);
+    if sc.program.is_some() {
+        if !rtapp::rtapp_available() {
+            return res("skip", "rt-app is not installed".into(), vec![]);
+        }
+        return match run_program_file(&file, &sc, h, ctl, duration, opts, stop) {
+            Ok((mut rows, n)) => {
+                apply_known(&mut rows, &known);
+                let ok = !rows.iter().any(row_fails);
+                let cal = rtapp::calibration().unwrap_or(rtapp::Calibration {
+                    ns_per_loop: 0,
+                    run_scale: 1.0,
+                });
+                let msg = format!(
+                    "{n} real rt-app runs, window {} ms; rt-app calibration {} ns/loop by CPU time, run x{:.3}",
+                    duration / 1_000_000,
+                    cal.ns_per_loop,
+                    cal.run_scale
+                );
+                res(if ok { "pass" } else { "fail" }, msg, rows)
+            }
+            Err(e) => res("error", e, vec![]),
+        };
+    }
     let sim = sim_figures(&sc, h, Some(duration));
     let mut real_runs = Vec::new();
     for i in 0..opts.runs.max(1) {

@@ -188,6 +188,21 @@ impl Program {
             .any(Event::is_kernel_extension)
     }
 
+    /// Multiplies every `run` (not `runtime`, a wall-clock event) by
+    /// `factor`: what a calibrated busy loop really uses on some machine.
+    pub fn scale_runs(&mut self, factor: f64) {
+        for e in self
+            .threads
+            .iter_mut()
+            .flat_map(|t| &mut t.phases)
+            .flat_map(|p| &mut p.events)
+        {
+            if let Event::Run(d) = e {
+                *d = Nanos((d.0 as f64 * factor).round() as u64);
+            }
+        }
+    }
+
     /// Whether every thread ends by itself.
     pub fn finite(&self) -> bool {
         self.threads.iter().all(|t| t.loops.is_some())

@@ -34,6 +34,39 @@ impl Json {
     }
 }
 
+impl std::fmt::Display for Json {
+    /// Compact JSON (keys in order, duplicates kept as they are).
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Json::Null => f.write_str("null"),
+            Json::Bool(b) => write!(f, "{b}"),
+            Json::Int(i) => write!(f, "{i}"),
+            Json::Float(x) => write!(f, "{}", serde_json::Value::from(*x)),
+            Json::Str(s) => write!(f, "{}", serde_json::Value::from(s.as_str())),
+            Json::Array(a) => {
+                f.write_str("[")?;
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "{x}")?;
+                }
+                f.write_str("]")
+            }
+            Json::Object(kv) => {
+                f.write_str("{")?;
+                for (i, (k, x)) in kv.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "{}:{x}", serde_json::Value::from(k.as_str()))?;
+                }
+                f.write_str("}")
+            }
+        }
+    }
+}
+
 struct JsonVisitor;
 
 impl<'de> Visitor<'de> for JsonVisitor {
@@ -164,6 +197,12 @@ mod tests {
             kv[1].1,
             Json::Array(vec![Json::Bool(true), Json::Null, Json::Float(2.5)])
         );
+    }
+
+    #[test]
+    fn writes_back_what_it_read() {
+        let src = r#"{"a":[1,-2,2.5,"x\"y",null,true],"a":{"b":{}}}"#;
+        assert_eq!(parse(src).unwrap().to_string(), src);
     }
 
     #[test]

@@ -1,0 +1,340 @@
+//! Running an rt-app program on the real kernel with the real `rt-app`
+//! (Debian's rt-app 1.0): the file is run as written except for
+//! `global.duration` (long enough for the window), `logdir` (a private
+//! directory) and `log_size` ("disable"); rt-app itself sets nice and
+//! affinity. Its threads are found in `/proc/PID/task` (in creation order =
+//! thread order; the comm is the task name) and measured over the window:
+//! CPU time, run delay and timeslices from `schedstat`, voluntary and
+//! involuntary switches from `status`.
+
+use super::host::CpuController;
+use super::real::CgroupTree;
+use super::worker::mono_now;
+use crate::scenario::Scenario;
+use crate::workload::json::{self, Json};
+use rustix::process::{Pid, Signal};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Time after the last thread appeared before the window opens.
+const WARMUP_NS: u64 = 200_000_000;
+
+/// One thread's figures over the window.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadFigures {
+    pub cpu_ns: u64,
+    pub run_delay_ns: u64,
+    pub timeslices: u64,
+    pub voluntary: u64,
+    pub involuntary: u64,
+}
+
+impl ThreadFigures {
+    fn minus(&self, b: &ThreadFigures) -> ThreadFigures {
+        ThreadFigures {
+            cpu_ns: self.cpu_ns.saturating_sub(b.cpu_ns),
+            run_delay_ns: self.run_delay_ns.saturating_sub(b.run_delay_ns),
+            timeslices: self.timeslices.saturating_sub(b.timeslices),
+            voluntary: self.voluntary.saturating_sub(b.voluntary),
+            involuntary: self.involuntary.saturating_sub(b.involuntary),
+        }
+    }
+}
+
+/// Whether the `rt-app` program can be run (`rt-app` with no argument prints
+/// its usage).
+pub fn rtapp_available() -> bool {
+    Command::new("rt-app")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// What one rt-app `run` microsecond costs here.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// The integer `global.calibration` (ns per loop) given to rt-app.
+    pub ns_per_loop: i64,
+    /// CPU time a `run` of 1 us actually uses with it, in us (rt-app
+    /// rounds to whole ns per loop; the simulator scales `run` by this).
+    pub run_scale: f64,
+}
+
+/// Nominal length of the calibration run.
+const CAL_RUN_US: i64 = 200_000;
+/// The ns per loop the calibration run is started with (any value works:
+/// rt-app's loop count is linear in it).
+const CAL_GUESS: i64 = 10;
+
+/// Calibrates rt-app's busy loop by CPU time, once per process: one thread
+/// runs `run` 200 ms with a guessed ns-per-loop, and its CPU time from
+/// `schedstat` gives the true ns per loop. rt-app's own calibration times
+/// the loop by the wall clock (with one-second sleeps between trials), so
+/// on a loaded machine it both takes long and comes out too high, making
+/// every `run` use less CPU than it says.
+pub fn calibration() -> Result<Calibration, String> {
+    static CAL: std::sync::OnceLock<Result<Calibration, String>> = std::sync::OnceLock::new();
+    CAL.get_or_init(|| {
+        let dir = TmpDir(std::env::temp_dir().join(format!("oversub-rtapp-cal-{}", std::process::id())));
+        std::fs::create_dir_all(&dir.0).map_err(|e| format!("mkdir {}: {e}", dir.0.display()))?;
+        let file = dir.0.join("cal.json");
+        let prog = format!(
+            r#"{{"global": {{"duration": 30, "calibration": {CAL_GUESS}, "log_size": "disable", "logdir": {}}},
+                "tasks": {{"cal": {{"loop": 1, "phases": {{"p": {{"run": {CAL_RUN_US}, "sleep": 20000000}}}}}}}}}}"#,
+            serde_json::Value::from(dir.0.display().to_string())
+        );
+        std::fs::write(&file, prog).map_err(|e| format!("write {}: {e}", file.display()))?;
+        let child = Command::new("rt-app")
+            .arg(&file)
+            .current_dir(&dir.0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("spawn rt-app: {e}"))?;
+        let proc = RtAppProc(child);
+        let pid = proc.0.id();
+        let deadline = mono_now() + 25_000_000_000;
+        // The thread has used its run once it sleeps with CPU time past
+        // half the nominal run.
+        let cpu = loop {
+            if mono_now() > deadline {
+                return Err("rt-app calibration run did not finish in 25 s".into());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let Some(&tid) = tids(pid).first() else { continue };
+            let (Some(f), Ok(st)) = (
+                figures(pid, tid),
+                std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")),
+            ) else {
+                continue;
+            };
+            let sleeping = st.lines().any(|l| l.starts_with("State:") && l.contains("S (sleeping)"));
+            if sleeping && f.cpu_ns > (CAL_RUN_US as u64) * 500 {
+                break f.cpu_ns;
+            }
+        };
+        drop(proc);
+        let true_ns = CAL_GUESS as f64 * cpu as f64 / (CAL_RUN_US as f64 * 1000.0);
+        let ns_per_loop = (true_ns.round() as i64).max(1);
+        Ok(Calibration {
+            ns_per_loop,
+            run_scale: true_ns / ns_per_loop as f64,
+        })
+    })
+    .clone()
+}
+
+/// The file as the real run uses it: `calibration` becomes `ns_per_loop`
+/// unless the file gives a number itself.
+pub fn real_json(
+    src: &str,
+    duration_s: u64,
+    logdir: &str,
+    ns_per_loop: i64,
+) -> Result<String, String> {
+    let Json::Object(mut root) = json::parse(src)? else {
+        return Err("not an object".into());
+    };
+    let set = |kv: &mut Vec<(String, Json)>, k: &str, v: Json| match kv
+        .iter_mut()
+        .find(|(n, _)| n == k)
+    {
+        Some((_, x)) => *x = v,
+        None => kv.push((k.to_string(), v)),
+    };
+    let mut global = match root.iter().position(|(k, _)| k == "global") {
+        Some(i) => match root.remove(i).1 {
+            Json::Object(g) => g,
+            _ => return Err("global is not an object".into()),
+        },
+        None => Vec::new(),
+    };
+    set(&mut global, "duration", Json::Int(duration_s as i64));
+    if !global
+        .iter()
+        .any(|(k, v)| k == "calibration" && matches!(v, Json::Int(_)))
+    {
+        set(&mut global, "calibration", Json::Int(ns_per_loop));
+    }
+    set(&mut global, "logdir", Json::Str(logdir.to_string()));
+    set(&mut global, "log_size", Json::Str("disable".into()));
+    root.insert(0, ("global".into(), Json::Object(global)));
+    Ok(Json::Object(root).to_string())
+}
+
+/// The rt-app process, killed and reaped when dropped.
+struct RtAppProc(Child);
+
+impl Drop for RtAppProc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A private directory, removed when dropped.
+struct TmpDir(std::path::PathBuf);
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tids(pid: u32) -> Vec<u32> {
+    let mut v: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .filter(|&t| t != pid)
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
+fn figures(pid: u32, tid: u32) -> Option<ThreadFigures> {
+    let base = format!("/proc/{pid}/task/{tid}");
+    let ss = std::fs::read_to_string(format!("{base}/schedstat")).ok()?;
+    let mut it = ss.split_whitespace().map(|x| x.parse::<u64>().ok());
+    let (cpu_ns, run_delay_ns, timeslices) = (it.next()??, it.next()??, it.next()??);
+    let st = std::fs::read_to_string(format!("{base}/status")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        st.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    Some(ThreadFigures {
+        cpu_ns,
+        run_delay_ns,
+        timeslices,
+        voluntary: field("voluntary_ctxt_switches:")?,
+        involuntary: field("nonvoluntary_ctxt_switches:")?,
+    })
+}
+
+fn sleep_ns(ns: u64, stop: &AtomicBool) -> Result<(), String> {
+    let end = mono_now() + ns;
+    while mono_now() < end {
+        if stop.load(Ordering::SeqCst) {
+            return Err("interrupted".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10).min(
+            std::time::Duration::from_nanos(end.saturating_sub(mono_now()).max(1)),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs the program of `sc` (its file text `src`) once under real rt-app
+/// and measures its threads over a window of `window` ns.
+pub fn run_once(
+    sc: &Scenario,
+    src: &str,
+    ctl: &CpuController,
+    tag: &str,
+    window: u64,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<ThreadFigures>, String> {
+    let prog = sc.program.as_ref().ok_or("not a program")?;
+    let tree = CgroupTree::create(ctl, tag, sc)?;
+    let dir = TmpDir(std::env::temp_dir().join(tag));
+    std::fs::create_dir_all(&dir.0).map_err(|e| format!("mkdir {}: {e}", dir.0.display()))?;
+    // Calibration, thread start-up and the warm-up fit in the extra seconds.
+    let secs = (window + WARMUP_NS).div_ceil(1_000_000_000) + 2;
+    let cal = calibration()?;
+    let text = real_json(src, secs, &dir.0.display().to_string(), cal.ns_per_loop)?;
+    let file = dir.0.join("program.json");
+    std::fs::write(&file, text).map_err(|e| format!("write {}: {e}", file.display()))?;
+    let child = Command::new("rt-app")
+        .arg(&file)
+        .current_dir(&dir.0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("spawn rt-app: {e}"))?;
+    let mut proc = RtAppProc(child);
+    let pid = proc.0.id();
+    // Before calibration ends, so every thread starts in the cgroup.
+    tree.attach("/", pid)?;
+    let n = prog.threads.len();
+    let deadline = mono_now() + 10_000_000_000;
+    let threads = loop {
+        if let Ok(Some(st)) = proc.0.try_wait() {
+            return Err(format!("rt-app exited before its threads started: {st}"));
+        }
+        let t = tids(pid);
+        if t.len() >= n {
+            break t;
+        }
+        if mono_now() > deadline {
+            return Err(format!("rt-app started {} of {n} threads in 10 s", t.len()));
+        }
+        sleep_ns(5_000_000, stop)?;
+    };
+    if threads.len() != n {
+        return Err(format!(
+            "rt-app has {} threads, the program {n}",
+            threads.len()
+        ));
+    }
+    // Each thread names itself first thing (pthread_setname_np): give them
+    // a moment, then check the order.
+    let named_by = mono_now() + 1_000_000_000;
+    for (tid, t) in threads.iter().zip(&prog.threads) {
+        let want: String = t.task.chars().take(15).collect();
+        loop {
+            let comm =
+                std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
+            if comm.trim_end() == want {
+                break;
+            }
+            if mono_now() > named_by {
+                return Err(format!(
+                    "thread {tid} is \"{}\", expected \"{want}\" (thread order differs)",
+                    comm.trim_end()
+                ));
+            }
+            sleep_ns(2_000_000, stop)?;
+        }
+    }
+    sleep_ns(WARMUP_NS, stop)?;
+    let read = |tids: &[u32]| -> Result<Vec<ThreadFigures>, String> {
+        tids.iter()
+            .map(|&t| {
+                figures(pid, t).ok_or_else(|| format!("thread {t} ended before the window closed"))
+            })
+            .collect()
+    };
+    let before = read(&threads)?;
+    sleep_ns(window, stop)?;
+    let after = read(&threads)?;
+    let _ =
+        rustix::process::kill_process(Pid::from_raw(pid as i32).ok_or("bad pid")?, Signal::KILL);
+    drop(proc);
+    drop(tree);
+    Ok(after.iter().zip(&before).map(|(a, b)| a.minus(b)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_json_sets_the_run_options_and_keeps_the_rest() {
+        let src = r#"{"tasks": {"t": {"run": 1, "run1": 2}}, "global": {"duration": 9, "calibration": "CPU0", "log_size": "file"}}"#;
+        let out = real_json(src, 4, "/tmp/x", 15).unwrap();
+        assert_eq!(
+            out,
+            r#"{"global":{"duration":4,"calibration":15,"log_size":"disable","logdir":"/tmp/x"},"tasks":{"t":{"run":1,"run1":2}}}"#
+        );
+        let given = r#"{"tasks": {"t": {"run": 1}}, "global": {"calibration": 40}}"#;
+        assert!(real_json(given, 4, "/d", 15)
+            .unwrap()
+            .contains(r#""calibration":40"#));
+    }
+}
