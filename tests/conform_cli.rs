@@ -73,6 +73,9 @@ fn conform_refuses_programs_that_end_by_themselves() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
     let line = text.lines().find(|l| l.contains("finite.json")).unwrap();
-    assert!(line.contains("ERROR (rejected: global.duration -1"), "{line}");
+    assert!(
+        line.contains("ERROR (rejected: global.duration -1"),
+        "{line}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
