@@ -128,7 +128,7 @@ fn cli_runs_rtapp_files_and_rejects_bad_ones_in_one_line() {
     let good = dir.join("good.json");
     std::fs::write(
         &good,
-        r#"{"global": {"duration": 1, "calibration": "CPU0"}, "tasks": {"t": {"run": 100, "sleep": 100}}}"#,
+        r#"{"global": {"duration": 1, "calibration": "CPU0", "log_size": 0}, "tasks": {"t": {"run": 100, "sleep": 100}}}"#,
     )
     .unwrap();
     let (code, out, err) = cli(&["run", "--json", good.to_str().unwrap()]);

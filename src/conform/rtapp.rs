@@ -1,7 +1,7 @@
 //! Running an rt-app program on the real kernel with the real `rt-app`
 //! (Debian's rt-app 1.0): the file is run as written except for
 //! `global.duration` (long enough for the window), `logdir` (a private
-//! directory) and `log_size` ("disable"); rt-app itself sets nice and
+//! directory) and `log_size` (0: no log); rt-app itself sets nice and
 //! affinity. Its threads are found in `/proc/PID/task` (in creation order =
 //! thread order; the comm is the task name) and measured over the window:
 //! CPU time, run delay and timeslices from `schedstat`, voluntary and
@@ -81,7 +81,7 @@ pub fn calibration() -> Result<Calibration, String> {
         std::fs::create_dir_all(&dir.0).map_err(|e| format!("mkdir {}: {e}", dir.0.display()))?;
         let file = dir.0.join("cal.json");
         let prog = format!(
-            r#"{{"global": {{"duration": 30, "calibration": {CAL_GUESS}, "log_size": "disable", "logdir": {}}},
+            r#"{{"global": {{"duration": 30, "calibration": {CAL_GUESS}, "log_size": 0, "logdir": {}}},
                 "tasks": {{"cal": {{"loop": 1, "phases": {{"p": {{"run": {CAL_RUN_US}, "sleep": 20000000}}}}}}}}}}"#,
             serde_json::Value::from(dir.0.display().to_string())
         );
@@ -160,7 +160,8 @@ pub fn real_json(
         set(&mut global, "calibration", Json::Int(ns_per_loop));
     }
     set(&mut global, "logdir", Json::Str(logdir.to_string()));
-    set(&mut global, "log_size", Json::Str("disable".into()));
+    // 0 MB: no log (rt-app 1.0 reads the string "disable" as file mode).
+    set(&mut global, "log_size", Json::Int(0));
     root.insert(0, ("global".into(), Json::Object(global)));
     Ok(Json::Object(root).to_string())
 }
@@ -330,7 +331,7 @@ mod tests {
         let out = real_json(src, 4, "/tmp/x", 15).unwrap();
         assert_eq!(
             out,
-            r#"{"global":{"duration":4,"calibration":15,"log_size":"disable","logdir":"/tmp/x"},"tasks":{"t":{"run":1,"run1":2}}}"#
+            r#"{"global":{"duration":4,"calibration":15,"log_size":0,"logdir":"/tmp/x"},"tasks":{"t":{"run":1,"run1":2}}}"#
         );
         let given = r#"{"tasks": {"t": {"run": 1}}, "global": {"calibration": 40}}"#;
         assert!(real_json(given, 4, "/d", 15)

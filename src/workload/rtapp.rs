@@ -270,6 +270,13 @@ impl Builder {
     fn global(&mut self, g: &Json) -> Result<Option<Nanos>, InputError> {
         let kv = fields(g, "global", &GLOBAL_KEYS, &[])?;
         let mut duration = None;
+        if !kv.iter().any(|(k, _)| *k == "log_size") {
+            self.note(
+                "global.log_size",
+                Fidelity::Approximated,
+                "absent: rt-app 1.0 writes a log line per phase loop to a file; not modelled (use 0 to disable)",
+            );
+        }
         for (k, v) in kv {
             let at = format!("global.{k}");
             match k {
@@ -321,22 +328,21 @@ impl Builder {
                     string(v, &at)?;
                 }
                 "log_size" => match v {
-                    Json::Str(s) if s.eq_ignore_ascii_case("disable") => {}
-                    Json::Str(s) if ["file", "auto"].contains(&s.to_ascii_lowercase().as_str()) => {
-                        self.note(
-                            &at,
-                            Fidelity::Approximated,
-                            "rt-app's per-loop log writes are not modelled",
-                        );
-                    }
-                    Json::Int(_) => {}
+                    // rt-app 1.0 inverts its string test (strcmp != 0):
+                    // "disable" selects per-loop file writes, any other
+                    // string disables logging; an integer is a buffer in MB
+                    // (0: no log).
+                    Json::Str(s) if s == "disable" => self.note(
+                        &at,
+                        Fidelity::Approximated,
+                        "rt-app 1.0 reads \"disable\" as file mode (inverted strcmp) and writes a log line per phase loop; not modelled (use 0 to disable)",
+                    ),
+                    Json::Str(_) => {}
+                    Json::Int(n) if *n >= 0 => {}
                     o => {
                         return Err(InputError::new(
                             at,
-                            format!(
-                            "expected \"file\", \"disable\", \"auto\" or a size in MB, found {}",
-                            o.kind()
-                        ),
+                            format!("expected a string or a size in MB >= 0, found {}", o.kind()),
                         ))
                     }
                 },
@@ -836,7 +842,7 @@ mod tests {
         let p = prog(
             r#"{
             /* two workers and a producer */
-            "global": {"duration": -1, "calibration": "CPU0", "log_size": "disable"},
+            "global": {"duration": -1, "calibration": "CPU0", "log_size": 0},
             "tasks": {
               "w": {"instance": 2, "priority": 5, "cpus": [1, 0, 1], "loop": 4, "phases": {
                   "a": {"lock": "m", "wait": {"ref": "c", "mutex": "m"}, "unlock": "m", "run": 10},
