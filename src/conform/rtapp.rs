@@ -52,32 +52,23 @@ pub fn rtapp_available() -> bool {
         .is_ok()
 }
 
-/// What one rt-app `run` microsecond costs here.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Calibration {
-    /// The integer `global.calibration` (ns per loop) given to rt-app.
-    pub ns_per_loop: i64,
-    /// CPU time a `run` of 1 us actually uses with it, in us (rt-app
-    /// rounds to whole ns per loop; the simulator scales `run` by this).
-    pub run_scale: f64,
-}
-
 /// Nominal length of the calibration run.
 const CAL_RUN_US: i64 = 200_000;
 /// The ns per loop the calibration run is started with (any value works:
 /// rt-app's loop count is linear in it).
 const CAL_GUESS: i64 = 10;
 
-/// Calibrates rt-app's busy loop by CPU time, once per process: one thread
-/// runs `run` 200 ms with a guessed ns-per-loop, and its CPU time from
-/// `schedstat` gives the true ns per loop. rt-app's own calibration times
-/// the loop by the wall clock (with one-second sleeps between trials), so
-/// on a loaded machine it both takes long and comes out too high, making
-/// every `run` use less CPU than it says.
-pub fn calibration() -> Result<Calibration, String> {
-    static CAL: std::sync::OnceLock<Result<Calibration, String>> = std::sync::OnceLock::new();
-    CAL.get_or_init(|| {
-        let dir = TmpDir(std::env::temp_dir().join(format!("oversub-rtapp-cal-{}", std::process::id())));
+/// Measures rt-app's busy loop by CPU time: one thread runs `run` 200 ms
+/// with a guessed ns-per-loop, and its CPU time from `schedstat` gives the
+/// true ns per loop (fractional). rt-app's own calibration times the loop by
+/// the wall clock (with one-second sleeps between trials), so on a loaded
+/// machine it both takes long and comes out too high, making every `run` use
+/// less CPU than it says. The caller measures before and after every real
+/// run: the loop's cost drifts with the load on the sibling hyperthread.
+pub fn measure_ns_per_loop() -> Result<f64, String> {
+    {
+        let dir =
+            TmpDir(std::env::temp_dir().join(format!("oversub-rtapp-cal-{}", std::process::id())));
         std::fs::create_dir_all(&dir.0).map_err(|e| format!("mkdir {}: {e}", dir.0.display()))?;
         let file = dir.0.join("cal.json");
         let prog = format!(
@@ -104,27 +95,25 @@ pub fn calibration() -> Result<Calibration, String> {
                 return Err("rt-app calibration run did not finish in 25 s".into());
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
-            let Some(&tid) = tids(pid).first() else { continue };
+            let Some(&tid) = tids(pid).first() else {
+                continue;
+            };
             let (Some(f), Ok(st)) = (
                 figures(pid, tid),
                 std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")),
             ) else {
                 continue;
             };
-            let sleeping = st.lines().any(|l| l.starts_with("State:") && l.contains("S (sleeping)"));
+            let sleeping = st
+                .lines()
+                .any(|l| l.starts_with("State:") && l.contains("S (sleeping)"));
             if sleeping && f.cpu_ns > (CAL_RUN_US as u64) * 500 {
                 break f.cpu_ns;
             }
         };
         drop(proc);
-        let true_ns = CAL_GUESS as f64 * cpu as f64 / (CAL_RUN_US as f64 * 1000.0);
-        let ns_per_loop = (true_ns.round() as i64).max(1);
-        Ok(Calibration {
-            ns_per_loop,
-            run_scale: true_ns / ns_per_loop as f64,
-        })
-    })
-    .clone()
+        Ok(CAL_GUESS as f64 * cpu as f64 / (CAL_RUN_US as f64 * 1000.0))
+    }
 }
 
 /// The file as the real run uses it: `calibration` becomes `ns_per_loop`
@@ -231,13 +220,15 @@ fn sleep_ns(ns: u64, stop: &AtomicBool) -> Result<(), String> {
 }
 
 /// Runs the program of `sc` (its file text `src`) once under real rt-app
-/// and measures its threads over a window of `window` ns.
+/// with `ns_per_loop` as its calibration (unless the file gives one) and
+/// measures its threads over a window of `window` ns.
 pub fn run_once(
     sc: &Scenario,
     src: &str,
     ctl: &CpuController,
     tag: &str,
     window: u64,
+    ns_per_loop: i64,
     stop: &Arc<AtomicBool>,
 ) -> Result<Vec<ThreadFigures>, String> {
     let prog = sc.program.as_ref().ok_or("not a program")?;
@@ -246,8 +237,7 @@ pub fn run_once(
     std::fs::create_dir_all(&dir.0).map_err(|e| format!("mkdir {}: {e}", dir.0.display()))?;
     // Calibration, thread start-up and the warm-up fit in the extra seconds.
     let secs = (window + WARMUP_NS).div_ceil(1_000_000_000) + 2;
-    let cal = calibration()?;
-    let text = real_json(src, secs, &dir.0.display().to_string(), cal.ns_per_loop)?;
+    let text = real_json(src, secs, &dir.0.display().to_string(), ns_per_loop)?;
     let file = dir.0.join("program.json");
     std::fs::write(&file, text).map_err(|e| format!("write {}: {e}", file.display()))?;
     let child = Command::new("rt-app")
