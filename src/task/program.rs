@@ -278,6 +278,9 @@ impl ProgramRt {
                     self.threads[t].pending = Pending::Done;
                     return (wake, Action::Run(d));
                 }
+                // nanosleep(0): the hrtimer has expired when it is started,
+                // so the task never schedules.
+                Event::Sleep(d) if d == Nanos::ZERO => self.advance(t, now),
                 Event::Sleep(d) => {
                     self.threads[t].pending = Pending::Done;
                     return (wake, Action::Sleep(Some(now + d)));
@@ -468,6 +471,14 @@ mod tests {
                 "{mode}"
             );
         }
+    }
+
+    #[test]
+    fn zero_sleep_does_not_block() {
+        let mut p = rt(r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 3, "sleep": 0}}}"#);
+        assert_eq!(p.step(0, Time::ZERO).1, Action::Run(Nanos::from_us(3)));
+        assert_eq!(p.step(0, Time(3_000)).1, Action::Run(Nanos::from_us(3)));
+        assert_eq!(p.stats(0).phase_loops, 1);
     }
 
     #[test]
