@@ -482,6 +482,15 @@ mod tests {
     }
 
     #[test]
+    fn zero_period_timer_never_sleeps() {
+        let mut p = rt(
+            r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 3, "timer": {"ref": "x", "period": 0}}}}"#,
+        );
+        assert_eq!(p.step(0, Time::ZERO).1, Action::Run(Nanos::from_us(3)));
+        assert_eq!(p.step(0, Time(3_000)).1, Action::Run(Nanos::from_us(3)));
+    }
+
+    #[test]
     fn delay_and_yield() {
         let mut p = rt(
             r#"{"global": {"duration": 1}, "tasks": {"t": {"delay": 7, "yield": "", "run": 2}}}"#,

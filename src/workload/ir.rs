@@ -256,11 +256,7 @@ impl Program {
                             bad(c.idx(), self.conds.len(), "condition")
                         }
                         Event::Barrier(b) => bad(b.idx(), self.barriers.len(), "barrier"),
-                        Event::Timer { timer, period, .. } => {
-                            bad(timer.idx(), self.timers.len(), "timer").or_else(|| {
-                                (period.0 == 0).then(|| format!("{}: timer period 0", at(i)))
-                            })
-                        }
+                        Event::Timer { timer, .. } => bad(timer.idx(), self.timers.len(), "timer"),
                         Event::Syscall { lock, .. } => {
                             bad(lock.idx(), self.klocks.len(), "kernel lock")
                         }

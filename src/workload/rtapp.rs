@@ -389,7 +389,9 @@ impl Builder {
                     let a = format!("{at}.{k}");
                     match k {
                         "ref" => r = string(x, &a)?.to_string(),
-                        "period" => period = int(x, &a, 1, 3_600_000_000, " us").map(us)?,
+                        // 0 is allowed: the timer never sleeps (rt-app's
+                        // tune_json.py uses it to switch timers off).
+                        "period" => period = int(x, &a, 0, 3_600_000_000, " us").map(us)?,
                         _ => {
                             absolute = match string(x, &a)? {
                                 "relative" => false,
