@@ -158,7 +158,10 @@ impl ProgramRt {
         th.ev = 0;
         th.phase_loop += 1;
         th.stats.phase_loops += 1;
-        if th.phase_loop < spec.phases[th.phase].loops {
+        if spec.phases[th.phase]
+            .loops
+            .map_or(true, |n| th.phase_loop < n)
+        {
             return;
         }
         th.phase_loop = 0;

@@ -119,11 +119,12 @@ impl Event {
     }
 }
 
-/// A phase: `events`, run `loops` (>= 1) times in a row.
+/// A phase: `events`, run `loops` (>= 1) times in a row (None: forever,
+/// so later phases are never reached).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Phase {
     pub name: String,
-    pub loops: u64,
+    pub loops: Option<u64>,
     pub events: Vec<Event>,
 }
 
@@ -205,7 +206,9 @@ impl Program {
 
     /// Whether every thread ends by itself.
     pub fn finite(&self) -> bool {
-        self.threads.iter().all(|t| t.loops.is_some())
+        self.threads
+            .iter()
+            .all(|t| t.loops.is_some() && t.phases.iter().all(|p| p.loops.is_some()))
     }
 
     /// Checks what the interpreter relies on; the front ends produce
@@ -228,7 +231,7 @@ impl Program {
             }
             for p in &t.phases {
                 let at = |i: usize| format!("thread {} phase {} event {i}", t.name, p.name);
-                if p.loops == 0 {
+                if p.loops == Some(0) {
                     return Err(format!(
                         "thread {} phase {}: loop must be >= 1",
                         t.name, p.name

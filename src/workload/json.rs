@@ -168,10 +168,41 @@ pub fn strip_comments(src: &str) -> Result<String, String> {
     String::from_utf8(out).map_err(|e| e.to_string())
 }
 
-/// Parses rt-app JSON text (comments allowed) into an ordered tree. The
-/// error is one line: "line L column C: what".
+/// Blanks out trailing commas (a `,` followed only by whitespace before `}`
+/// or `]`), which json-c accepts, outside strings.
+pub fn strip_trailing_commas(src: &str) -> String {
+    let b = src.as_bytes();
+    let mut out = b.to_vec();
+    let mut in_str = false;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if in_str {
+            if c == b'\\' {
+                i += 2;
+                continue;
+            }
+            if c == b'"' {
+                in_str = false;
+            }
+        } else if c == b'"' {
+            in_str = true;
+        } else if c == b',' {
+            let next = b[i + 1..].iter().find(|x| !x.is_ascii_whitespace());
+            if matches!(next, Some(b'}') | Some(b']')) {
+                out[i] = b' ';
+            }
+        }
+        i += 1;
+    }
+    String::from_utf8(out).expect("only an ASCII byte was replaced")
+}
+
+/// Parses rt-app JSON text (comments and trailing commas allowed, as json-c
+/// reads it) into an ordered tree. The error is one line: "line L column C:
+/// what".
 pub fn parse(src: &str) -> Result<Json, String> {
-    let clean = strip_comments(src)?;
+    let clean = strip_trailing_commas(&strip_comments(src)?);
     serde_json::from_str::<Json>(&clean).map_err(|e| {
         let msg = e.to_string();
         // serde_json appends " at line L column C"; put the place first.
@@ -218,7 +249,19 @@ mod tests {
 
     #[test]
     fn syntax_errors_name_the_line() {
-        let e = parse("{\n\"a\": 1,\n}").unwrap_err();
+        let e = parse("{\n\"a\": 1,\n\"b\"}").unwrap_err();
         assert!(e.starts_with("line 3 column"), "{e}");
+    }
+
+    #[test]
+    fn trailing_commas_are_accepted_like_json_c() {
+        let j = parse("{\"a\": [1, 2, ], \"s\": \",}\", }").unwrap();
+        assert_eq!(
+            j,
+            Json::Object(vec![
+                ("a".into(), Json::Array(vec![Json::Int(1), Json::Int(2)])),
+                ("s".into(), Json::Str(",}".into()))
+            ])
+        );
     }
 }

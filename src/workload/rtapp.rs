@@ -547,12 +547,21 @@ impl Builder {
     ) -> Result<Phase, InputError> {
         let kv = obj(v, at)?;
         no_dups(kv, at)?;
-        let mut loops = 1;
+        let mut loops = Some(1);
         let mut events = Vec::new();
         for (k, x) in kv {
             let a = format!("{at}.{k}");
             if k == "loop" {
-                loops = int(x, &a, 1, i64::MAX, "")? as u64;
+                // -1: the phase repeats forever (rt-app counts up and never
+                // meets a negative loop count).
+                let l = int(x, &a, -1, i64::MAX, " (-1: forever)")?;
+                if l == 0 {
+                    return Err(InputError::new(
+                        a,
+                        "loop 0 is not allowed: -1 (forever) or >= 1",
+                    ));
+                }
+                loops = (l > 0).then_some(l as u64);
             } else if k == "cpus" {
                 let c = cpus(x, &a)?;
                 if Some(&c) != thread_cpus.as_ref() {
@@ -791,12 +800,12 @@ pub fn parse(src: &str) -> Result<RtApp, InputError> {
         let t = program
             .threads
             .iter()
-            .find(|t| t.loops.is_none())
+            .find(|t| t.loops.is_none() || t.phases.iter().any(|p| p.loops.is_none()))
             .expect("not finite");
         return Err(InputError::new(
             "global.duration",
             format!(
-                "-1 (until every thread ends) but thread {} loops forever: give a duration or a task-level loop with phases",
+                "-1 (until every thread ends) but thread {} loops forever: give a duration, or finite task and phase loops with phases",
                 t.name
             ),
         ));
@@ -828,7 +837,17 @@ mod tests {
         let t = &p.threads[0];
         assert_eq!(t.loops, None);
         assert_eq!(t.phases.len(), 1);
-        assert_eq!(t.phases[0].loops, 3);
+        assert_eq!(t.phases[0].loops, Some(3));
+        // A task-level loop of -1 without phases: the phase repeats forever.
+        let p = prog(r#"{"global": {"duration": 1}, "tasks": {"t": {"loop": -1, "run": 1}}}"#);
+        assert_eq!(p.threads[0].phases[0].loops, None);
+        // With duration -1, a phase that loops forever is refused.
+        assert!(
+            parse(r#"{"tasks": {"t": {"loop": 1, "phases": {"a": {"loop": -1, "run": 1}}}}}"#)
+                .unwrap_err()
+                .to_string()
+                .contains("forever")
+        );
         assert_eq!(
             t.phases[0].events,
             [
@@ -960,7 +979,10 @@ mod tests {
             ),
             (r#"{"tasks": {}, "global": {"duration": 1}}"#, "no tasks"),
             (r#"{"task": {}}"#, "task: unknown key"),
-            ("{\"tasks\": \n {\"t\": {\"run\": 1,}}}", "line 2 column"),
+            (
+                "{\"tasks\": \n {\"t\": {\"run\": 1 \"sleep\": 2}}}",
+                "line 2 column",
+            ),
         ] {
             let e = err(src);
             assert!(e.contains(want), "{src}\n  -> {e}\n  want {want}");
