@@ -727,6 +727,39 @@ fn run_file(
 mod tests {
     use super::*;
 
+    #[test]
+    fn program_rows_judge_voluntary_switch_rates_only() {
+        // A thread that sleeps 1 ms after every 1 ms run: ~500 voluntary
+        // switches per second in the simulator.
+        let sc = crate::scenario::rtapp::scenario(
+            "p.json",
+            r#"{"global": {"duration": 1, "log_size": 0}, "tasks": {"t": {"run": 1000, "sleep": 1000}}}"#,
+        )
+        .unwrap();
+        let sim = crate::run_scenario(&sc, None, None);
+        let names = vec!["t".to_string()];
+        let real = |vol: u64| {
+            vec![rtapp::ThreadFigures {
+                cpu_ns: 500_000_000,
+                run_delay_ns: 1_000_000,
+                timeslices: 500,
+                voluntary: vol,
+                involuntary: 7,
+            }]
+        };
+        let rows = program_rows(&names, &[real(500)], &sim, 1_000_000_000);
+        let by = |m: &str| rows.iter().find(|r| r.metric == m).unwrap().clone();
+        assert_eq!(by("vol_sw/s").pass, Some(true));
+        assert!((by("vol_sw/s").sim - 500.0).abs() <= 1.0);
+        assert_eq!(by("invol_sw/s").pass, None, "informational");
+        assert_eq!(by("wait_per_run").pass, None, "informational");
+        assert_eq!(by("wait_per_run").real_mean, 2_000.0);
+        // 20% more real switches is outside the 15% tolerance.
+        let rows = program_rows(&names, &[real(600)], &sim, 1_000_000_000);
+        let vol = rows.iter().find(|r| r.metric == "vol_sw/s").unwrap();
+        assert_eq!(vol.pass, Some(false));
+    }
+
     fn fig(v: &[(&str, &str, u64)]) -> RunFigures {
         v.iter()
             .map(|(n, c, x)| (n.to_string(), c.to_string(), *x, None, None))
