@@ -15,6 +15,8 @@ secs=${1:-3}
 tmp=$(mktemp -d /tmp/oversub-measure.XXXXXX)
 trap 'rm -rf "$tmp" /tmp/oversub-dbench' EXIT
 here=$(cd "$(dirname "$0")/.." && pwd)
+# rt-app 1.0 writes its per-thread logs to the working directory.
+cd "$tmp"
 
 echo "machine: $(nproc) CPUs, $(uname -r), $(uptime | sed 's/.*load/load/')"
 echo
