@@ -616,7 +616,7 @@ fn run_program_file(
     let sim: RunFigures = simr
         .tasks
         .iter()
-        .map(|t| (t.name.clone(), t.cgroup.clone(), t.cpu_ns, None))
+        .map(|t| (t.name.clone(), t.cgroup.clone(), t.cpu_ns, None, None))
         .collect();
     let names: Vec<String> = sim.iter().map(|t| t.0.clone()).collect();
     for th in &real_threads {
@@ -624,11 +624,11 @@ fn run_program_file(
             names
                 .iter()
                 .zip(th)
-                .map(|(n, t)| (n.clone(), "/".to_string(), t.cpu_ns, None))
+                .map(|(n, t)| (n.clone(), "/".to_string(), t.cpu_ns, None, None))
                 .collect::<RunFigures>(),
         );
     }
-    let mut rows = compare(sc, &real_runs, &sim, share_floor(h.hz, duration));
+    let mut rows = compare(sc, &real_runs, &sim, share_floor(h.hz, duration), duration);
     // A `run` costs what the loop cost at that moment: the measured drift
     // of the loop's cost over the runs bounds how far a demand-bound share
     // can move for that reason alone.
