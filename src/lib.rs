@@ -35,5 +35,6 @@ pub fn run_scenario(
     let mut sim = sim::Simulator::new(&sc);
     let mut r = sim.run(d);
     r.seed = sc.host.seed;
+    r.record_scenario(&sc, duration);
     r
 }

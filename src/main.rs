@@ -1,6 +1,7 @@
 //! The `oversub` command line.
 
 use clap::{Parser, Subcommand};
+use oversub::scenario::overrides::parse_override;
 use oversub::scenario::{parse_duration, Scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,9 +34,18 @@ enum Cmd {
         /// Check the scheduler invariants after every event (slow).
         #[arg(long)]
         check: bool,
+        /// Override a scenario key by its dotted path (repeatable):
+        /// host.yield.yield_to=deboost, kvm.on_spin=ipi_aware, vm.0.vcpus=8.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
     },
     /// Validate a scenario file only.
-    Check { file: PathBuf },
+    Check {
+        file: PathBuf,
+        /// Override a scenario key by its dotted path (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+    },
     /// Run host-only scenarios on the real kernel and in the simulator and
     /// compare CPU shares and wakeup latencies (docs/conformance.md).
     Conform {
@@ -59,8 +69,18 @@ enum Cmd {
     },
 }
 
-fn load(file: &std::path::Path) -> Result<Scenario, ExitCode> {
-    Scenario::load(file).map_err(|e| {
+fn load(file: &std::path::Path, sets: &[String]) -> Result<Scenario, ExitCode> {
+    let mut parsed = Vec::new();
+    for s in sets {
+        match parse_override(s) {
+            Ok(o) => parsed.push(o),
+            Err(m) => {
+                eprintln!("{}: {m}", file.display());
+                return Err(ExitCode::from(2));
+            }
+        }
+    }
+    Scenario::load_with(file, &parsed).map_err(|e| {
         eprintln!("{e}");
         ExitCode::from(2)
     })
@@ -96,7 +116,7 @@ fn main() -> ExitCode {
             };
             ExitCode::from(oversub::conform::run(&opts) as u8)
         }
-        Cmd::Check { file } => match load(&file) {
+        Cmd::Check { file, sets } => match load(&file, &sets) {
             Ok(sc) => {
                 println!(
                     "{}: ok ({} task entries, {} cgroups)",
@@ -114,8 +134,9 @@ fn main() -> ExitCode {
             duration,
             json,
             check,
+            sets,
         } => {
-            let sc = match load(&file) {
+            let sc = match load(&file, &sets) {
                 Ok(s) => s,
                 Err(c) => return c,
             };
@@ -140,6 +161,7 @@ fn main() -> ExitCode {
                 sim.set_check_invariants(true);
                 let mut r = sim.run(dur.unwrap_or(sc.host.duration));
                 r.seed = sc.host.seed;
+                r.record_scenario(&sc, dur);
                 r
             } else {
                 oversub::run_scenario(&sc, seed, dur)

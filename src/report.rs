@@ -224,6 +224,12 @@ pub struct Report {
     pub vms: Vec<VmReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub program: Option<ProgramReport>,
+    /// What the `[host.yield]` policies did.
+    pub yield_stats: crate::sched::yield_to::YieldStats,
+    /// The scenario file and the effective scenario (after `--set`,
+    /// `--seed` and `--duration`).
+    pub scenario_file: String,
+    pub scenario: serde_json::Value,
 }
 
 impl Report {
@@ -288,7 +294,27 @@ impl Report {
             cpus,
             vms,
             program,
+            yield_stats: s.yield_stats.clone(),
+            scenario_file: String::new(),
+            scenario: serde_json::Value::Null,
         }
+    }
+
+    /// Records the scenario file and the effective scenario of this run
+    /// (the seed and a duration override included).
+    pub fn record_scenario(&mut self, sc: &crate::scenario::Scenario, duration: Option<Nanos>) {
+        self.scenario_file = sc.file.clone();
+        let mut t = sc.effective.clone();
+        let host = t
+            .entry("host")
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if let toml::Value::Table(h) = host {
+            h.insert("seed".into(), toml::Value::Integer(sc.host.seed as i64));
+            if let Some(d) = duration {
+                h.insert("duration".into(), toml::Value::String(format!("{}ns", d.0)));
+            }
+        }
+        self.scenario = serde_json::to_value(&t).unwrap_or(serde_json::Value::Null);
     }
 
     /// The JSON object (one line).

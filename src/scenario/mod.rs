@@ -6,8 +6,10 @@
 //! allowed. Parsing never panics (property-tested).
 
 pub mod duration;
+pub mod overrides;
 pub mod rtapp;
 pub mod vm;
+pub mod yield_spec;
 
 use crate::engine::Nanos;
 use crate::sched::features::{KernelPreset, FEATURE_NAMES};
@@ -66,6 +68,8 @@ pub(crate) struct RawHost {
     seed: Option<i64>,
     #[serde(default)]
     features: BTreeMap<String, bool>,
+    #[serde(rename = "yield")]
+    yield_: Option<yield_spec::RawYield>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -110,6 +114,8 @@ pub struct HostSpec {
     pub features: SchedFeatures,
     /// The names overridden in `[host.features]`, for the report.
     pub overrides: BTreeMap<String, bool>,
+    /// `[host.yield]`.
+    pub yield_cfg: crate::sched::yield_to::YieldConfig,
 }
 
 /// `[[cgroup]]`.
@@ -190,10 +196,14 @@ pub struct Scenario {
     /// End the run when every program thread has finished (rt-app
     /// `duration: -1`); `host.duration` is then only a cap.
     pub until_done: bool,
+    /// The scenario as validated: the file's TOML after `--set` overrides
+    /// (recorded in the JSON report).
+    pub effective: toml::Table,
 }
 
 pub const KINDS: &str = "hog, periodic, yield_loop, pingpong, messaging";
 
+#[derive(Clone, Copy)]
 pub(crate) struct Ctx<'a> {
     file: &'a str,
 }
@@ -241,6 +251,12 @@ impl Scenario {
     /// Reads and validates a scenario file: TOML, or an rt-app JSON file
     /// (`.json`) run host-only.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        Scenario::load_with(path, &[])
+    }
+
+    /// Reads a scenario file, applies `--set` overrides in order and validates
+    /// the result.
+    pub fn load_with(path: &Path, sets: &[overrides::Override]) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();
         let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {
             file: file.clone(),
@@ -248,18 +264,61 @@ impl Scenario {
             message: format!("cannot read: {e}"),
         })?;
         if path.extension().is_some_and(|e| e == "json") {
+            if let Some(o) = sets.first() {
+                return Err(ScenarioError {
+                    file,
+                    field: format!("--set {}", o.arg),
+                    message: "overrides apply to TOML scenarios, not rt-app JSON".into(),
+                });
+            }
             return rtapp::scenario(&file, &src);
         }
-        Scenario::parse(&file, &src)
+        Scenario::parse_with(&file, &src, sets)
     }
 
     /// Parses and validates scenario text; `file` names it in errors.
     pub fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_with(file, src, &[])
+    }
+
+    /// Parses scenario text, applies `--set` overrides and validates. The
+    /// file is checked first (errors carry its line numbers); then each
+    /// override in turn, an error naming the `--set` argument that caused it.
+    pub fn parse_with(
+        file: &str,
+        src: &str,
+        sets: &[overrides::Override],
+    ) -> Result<Scenario, ScenarioError> {
         let cx = Ctx { file };
         let raw: RawScenario = toml::from_str(src).map_err(|e| {
             let msg = e.message().replace('\n', " ");
             cx.err(toml_location(src, &e), msg.trim().to_string())
         })?;
+        let mut table: toml::Table = toml::from_str(src).map_err(|e| {
+            let msg = e.message().replace('\n', " ");
+            cx.err(toml_location(src, &e), msg.trim().to_string())
+        })?;
+        if sets.is_empty() {
+            let mut sc = Self::from_raw(&cx, raw)?;
+            sc.effective = table;
+            return Ok(sc);
+        }
+        let mut raw = raw;
+        for o in sets {
+            let field = format!("--set {}", o.arg);
+            overrides::apply(&mut table, o).map_err(|m| cx.err(&field, m))?;
+            raw = RawScenario::deserialize(toml::Value::Table(table.clone())).map_err(|e| {
+                let msg = e.message().replace('\n', " ");
+                cx.err(&field, msg.trim().to_string())
+            })?;
+        }
+        let mut sc = Self::from_raw(&cx, raw)?;
+        sc.effective = table;
+        Ok(sc)
+    }
+
+    fn from_raw(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
+        let cx = *cx;
         let host = Self::host(&cx, raw.host.unwrap_or_default())?;
         let mut cgroups = Vec::new();
         for (i, c) in raw.cgroup.iter().enumerate() {
@@ -341,7 +400,7 @@ impl Scenario {
             return Err(cx.err("task", "a scenario needs at least one [[task]]"));
         }
         Ok(Scenario {
-            file: file.to_string(),
+            file: cx.file.to_string(),
             host,
             cgroups,
             tasks,
@@ -350,6 +409,7 @@ impl Scenario {
             pv,
             program: None,
             until_done: false,
+            effective: toml::Table::new(),
         })
     }
 
@@ -382,6 +442,7 @@ impl Scenario {
                 format!("{seed} is negative: allowed 0 ..= {}", i64::MAX),
             ));
         }
+        let yield_cfg = yield_spec::yield_cfg(cx, h.yield_)?;
         let mut features = kernel.features();
         for (k, v) in &h.features {
             if !features.set(k, *v) {
@@ -399,6 +460,7 @@ impl Scenario {
             seed: seed as u64,
             features,
             overrides: h.features,
+            yield_cfg,
         })
     }
 

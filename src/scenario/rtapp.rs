@@ -112,6 +112,7 @@ pub fn scenario(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
         pv: super::vm::pv(None),
         program: Some(prog),
         until_done,
+        effective: toml::Table::new(),
     })
 }
 

@@ -54,6 +54,7 @@ impl Scheduler {
         }
         let pick_prev = if prev_put { None } else { prev };
         let mut next = self.pick_next_task_fair(cpu, pick_prev);
+        self.set_last_buddy(cpu, prev, next);
         if next.is_none() && self.sched_balance_newidle(cpu) > 0 {
             next = self.pick_next_task_fair(cpu, pick_prev);
         }
@@ -69,6 +70,26 @@ impl Scheduler {
             return None;
         }
         Some(self.context_switch(cpu, prev, next))
+    }
+
+    /// LAST_BUDDY (K Prateek Nayak's suggestion, seed 000): when `schedule()`
+    /// switches away from a prev that is still runnable, nominate it as the
+    /// next buddy, so the pick after the next task's turn prefers it again
+    /// (honoured only while eligible, like any buddy). A prev that yielded is
+    /// not nominated.
+    fn set_last_buddy(&mut self, cpu: CpuId, prev: Option<TaskId>, next: Option<TaskId>) {
+        // A task that yielded gave the CPU away on purpose: not a last buddy.
+        let yielded = self.yield_rq[cpu.idx()].yielding.take();
+        if !self.feat.last_buddy {
+            return;
+        }
+        if let Some(p) = prev.filter(|&p| yielded != Some(p)) {
+            let t = &self.tasks[p.idx()];
+            if next != Some(p) && next.is_some() && t.state == TaskState::Running && t.on_rq {
+                let se = t.se;
+                self.set_next_buddy(se);
+            }
+        }
     }
 
     /// Bookkeeping of a switch: CPU busy time, wait time, switch counters and
@@ -201,7 +222,9 @@ impl Scheduler {
             .expect("sched_yield on an idle CPU");
         self.rqs[cpu.idx()].yld_count += 1;
         self.tasks[p.idx()].stats.nr_yields += 1;
-        self.yield_task_fair(cpu);
+        if !self.yield_task_fair(cpu) {
+            return None;
+        }
         self.schedule(cpu)
     }
 
@@ -229,7 +252,12 @@ impl Scheduler {
         if preempt && p_cpu != cpu {
             self.resched_curr(p_cpu);
         }
-        (1, self.schedule(cpu))
+        let sw = self.schedule(cpu);
+        if sw.and_then(|s| s.next) == Some(p) {
+            self.tasks[curr.idx()].stats.nr_yield_to_target_ran += 1;
+        }
+        self.borrow_after_schedule(cpu, sw);
+        (1, sw)
     }
 
     /// `sched_tick()` for a CPU: charge the running task (`task_tick_fair`),

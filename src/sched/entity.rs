@@ -133,6 +133,9 @@ pub struct CfsRq {
     pub avg_load: i64,
     pub curr: Option<SeId>,
     pub next: Option<SeId>,
+    /// borrow policy: `next` may be picked although ineligible (cleared with
+    /// the buddy).
+    pub next_borrowed: bool,
     /// The "rb-tree": queued entities other than curr.
     pub queued: Vec<SeId>,
     pub tg: GroupId,
@@ -179,6 +182,7 @@ impl CfsRq {
             avg_load: 0,
             curr: None,
             next: None,
+            next_borrowed: false,
             queued: Vec::new(),
             tg,
             cpu,

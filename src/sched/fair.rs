@@ -196,6 +196,18 @@ impl Scheduler {
         self.__enqueue_entity(cfs, se);
     }
 
+    /// Re-places a queued entity at lag `vlag` the way
+    /// `requeue_delayed_entity()` does (dequeue, `place_entity()`, enqueue),
+    /// for the yield policies that credit lag.
+    pub(super) fn requeue_with_lag(&mut self, cfs: CfsRqId, se: SeId, vlag: i64) {
+        self.cfs_rqs[cfs.idx()].nr_running -= 1;
+        self.__dequeue_entity(cfs, se);
+        self.ses[se.idx()].vlag = vlag;
+        self.place_entity(cfs, se, 0);
+        self.__enqueue_entity(cfs, se);
+        self.cfs_rqs[cfs.idx()].nr_running += 1;
+    }
+
     /// `set_protect_slice()`: 6.12 stashes the deadline in vlag (RUN_TO_PARITY
     /// lasts until the deadline); with VPROT (v6.17+) protection ends at
     /// min(deadline, v + min slice of the queue).
@@ -236,7 +248,7 @@ impl Scheduler {
     }
 
     /// `cancel_protect_slice()`.
-    fn cancel_protect_slice(&mut self, se: SeId) {
+    pub(super) fn cancel_protect_slice(&mut self, se: SeId) {
         if self.protect_slice(se) {
             let e = &mut self.ses[se.idx()];
             if self.feat.vprot {
@@ -262,7 +274,7 @@ impl Scheduler {
         }
         if self.feat.buddy_in_pick_eevdf && self.feat.pick_buddy {
             if let Some(n) = q.next {
-                if self.entity_eligible(cfs, n) {
+                if q.next_borrowed || self.entity_eligible(cfs, n) {
                     return Some(n);
                 }
             }
@@ -484,6 +496,7 @@ impl Scheduler {
                 break;
             }
             self.cfs_rqs[q.idx()].next = None;
+            self.cfs_rqs[q.idx()].next_borrowed = false;
             s = self.parent_entity(e);
         }
     }
@@ -612,7 +625,9 @@ impl Scheduler {
     fn pick_next_entity(&mut self, cfs: CfsRqId) -> Option<SeId> {
         if !self.feat.buddy_in_pick_eevdf && self.feat.honour_buddy() {
             if let Some(n) = self.cfs_rqs[cfs.idx()].next {
-                if self.entity_eligible(cfs, n) {
+                // borrow (docs/design.md): a granted buddy is honoured
+                // although ineligible.
+                if self.cfs_rqs[cfs.idx()].next_borrowed || self.entity_eligible(cfs, n) {
                     return Some(n);
                 }
             }
@@ -800,6 +815,7 @@ impl Scheduler {
             }
             let q = self.cfs_rq_of(e);
             self.cfs_rqs[q.idx()].next = Some(e);
+            self.cfs_rqs[q.idx()].next_borrowed = false;
             s = self.parent_entity(e);
         }
     }
@@ -951,18 +967,36 @@ impl Scheduler {
     /// v = deadline, then a new deadline. Without it (6.12.0) the yielder keeps
     /// its vruntime and its deadline moves one slice later
     /// (`se->deadline += calc_delta_fair(se->slice, se)`).
-    pub fn yield_task_fair(&mut self, cpu: CpuId) {
+    ///
+    /// Returns false when the caller should not `schedule()`: a single task
+    /// on the rq, or a yield throttled by `yield_interval` (Kuba Piecuch's
+    /// RFC, seed 003: the bool return and the throttle after
+    /// `clear_buddies()`). With the `kpn-walk` policy the forfeit is K Prateek
+    /// Nayak's hierarchical loop instead.
+    pub fn yield_task_fair(&mut self, cpu: CpuId) -> bool {
         let Some(curr) = self.rqs[cpu.idx()].curr else {
-            return;
+            return false;
         };
         if self.rqs[cpu.idx()].nr_running == 1 {
-            return;
+            return false;
         }
         let se = self.tasks[curr.idx()].se;
         let cfs = self.cfs_rq_of(se);
         self.clear_buddies(cfs, se);
+        let interval = self.yield_cfg.yield_interval_ns;
+        if interval != 0 {
+            let now = self.now;
+            let t = &mut self.tasks[curr.idx()];
+            if now < t.last_yield.saturating_add(interval) {
+                self.yield_stats.yields_throttled += 1;
+                return false;
+            }
+            t.last_yield = now;
+        }
         self.update_curr(cfs);
-        if !self.feat.forfeit_yield {
+        if self.yield_cfg.policy == super::yield_to::YieldToPolicy::KpnWalk {
+            self.yield_task_fair_kpn_walk(se);
+        } else if !self.feat.forfeit_yield {
             let e = &mut self.ses[se.idx()];
             e.deadline = e.deadline.wrapping_add(calc_delta_fair(e.slice, &e.load));
         } else if self.entity_eligible(cfs, se) {
@@ -970,19 +1004,20 @@ impl Scheduler {
             self.ses[se.idx()].set_vruntime(d, VruntimeStep::Forfeit);
             self.update_deadline(cfs, se);
         }
+        self.yield_rq[cpu.idx()].yielding = Some(curr);
+        true
     }
 
     /// `yield_to_task_fair()` (6.12.117): nominate the target as buddy along its
-    /// hierarchy, then yield.
+    /// hierarchy, run the `[host.yield] yield_to` policy (where the seed hooks
+    /// its debooster), then yield.
     pub fn yield_to_task_fair(&mut self, cpu: CpuId, p: TaskId) -> bool {
         let se = self.tasks[p.idx()].se;
         if !self.ses[se.idx()].on_rq {
             return false;
         }
         self.set_next_buddy(se);
-        if let Some(hook) = self.yield_to_hook {
-            hook(self, cpu, p);
-        }
+        self.yield_to_policy(cpu, p);
         self.yield_task_fair(cpu);
         true
     }

@@ -59,6 +59,7 @@ impl KernelPreset {
             wa_weight: true,
             wa_bias: true,
             sis_util: true,
+            last_buddy: false,
         };
         match self {
             KernelPreset::V6_12_0 => SchedFeatures {
@@ -125,10 +126,15 @@ pub struct SchedFeatures {
     /// SIS_UTIL: `select_idle_cpu()` scans as many CPUs as the LLC's idle
     /// share allows (`nr_idle_scan`, set by the load balancer).
     pub sis_util: bool,
+    /// LAST_BUDDY: K Prateek Nayak's suggestion (seed 000): `schedule()`
+    /// re-nominates a preempted, still runnable prev as the next buddy, so a
+    /// yield_to() hint survives one pick. Not in any kernel we model (CFS had
+    /// a different LAST_BUDDY until v6.6); off in every preset.
+    pub last_buddy: bool,
 }
 
 /// Names accepted in `[host.features]`, in the order they are documented.
-pub const FEATURE_NAMES: [&str; 20] = [
+pub const FEATURE_NAMES: [&str; 21] = [
     "PLACE_LAG",
     "PLACE_DEADLINE_INITIAL",
     "PLACE_REL_DEADLINE",
@@ -149,6 +155,7 @@ pub const FEATURE_NAMES: [&str; 20] = [
     "WA_WEIGHT",
     "WA_BIAS",
     "SIS_UTIL",
+    "LAST_BUDDY",
 ];
 
 impl SchedFeatures {
@@ -174,6 +181,7 @@ impl SchedFeatures {
             "WA_WEIGHT" => &mut self.wa_weight,
             "WA_BIAS" => &mut self.wa_bias,
             "SIS_UTIL" => &mut self.sis_util,
+            "LAST_BUDDY" => &mut self.last_buddy,
             _ => return None,
         })
     }

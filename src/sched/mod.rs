@@ -24,6 +24,7 @@ pub mod load_avg;
 pub mod pelt;
 pub mod select;
 pub mod weight;
+pub mod yield_to;
 
 pub use entity::{CfsRq, SchedEntity, VruntimeStep};
 pub use features::{KernelPreset, SchedFeatures};
@@ -77,6 +78,8 @@ pub struct TaskStats {
     pub nr_yields: u64,
     pub nr_yield_to: u64,
     pub nr_yield_to_ok: u64,
+    /// Successful yield_to() calls after which the target got this CPU.
+    pub nr_yield_to_target_ran: u64,
     pub nr_migrations: u64,
     pub nr_wakeups: u64,
     /// Wakeup-to-run latencies (ns), one sample per wakeup that reached a CPU.
@@ -112,6 +115,8 @@ pub struct Task {
     pub last_wakee: Option<TaskId>,
     /// Since when the task waits queued but not running.
     pub wait_since: Option<u64>,
+    /// `p->last_yield` of the sched_yield throttle (Kuba Piecuch's RFC).
+    pub last_yield: u64,
 }
 
 /// `struct task_group`.
@@ -174,10 +179,6 @@ pub struct Scheduler {
     pub hrtick_requests: Vec<(CpuId, u64)>,
     /// Tasks homed on each CPU (`task_cpu(p) == cpu`), for the balancer.
     pub cpu_tasks: Vec<Vec<TaskId>>,
-    /// A policy step run inside `yield_to_task_fair()` after `set_next_buddy()`
-    /// and before `yield_task_fair()` (where the seed series hooks its
-    /// debooster); None on an unpatched kernel.
-    pub yield_to_hook: Option<YieldToHook>,
     /// `rd->overloaded` (some CPU has two or more runnable tasks).
     pub rd_overloaded: bool,
     /// `nohz.has_blocked`, `nohz.next_blocked` (ns).
@@ -187,10 +188,13 @@ pub struct Scheduler {
     pub nr_idle_scan: u32,
     /// Scratch for `__update_blocked_fair()` (kept to avoid allocations).
     pub(crate) scratch_child_on: Vec<bool>,
+    /// `[host.yield]`: the yield_to() policy and its knobs.
+    pub yield_cfg: yield_to::YieldConfig,
+    /// Per-rq state of the yield policies.
+    pub yield_rq: Vec<yield_to::YieldRqState>,
+    /// What the yield policies did.
+    pub yield_stats: yield_to::YieldStats,
 }
-
-/// See [`Scheduler::yield_to_hook`].
-pub type YieldToHook = fn(&mut Scheduler, CpuId, TaskId);
 
 /// The root task group.
 pub const ROOT_GROUP: GroupId = GroupId(0);
@@ -212,12 +216,14 @@ impl Scheduler {
             resched: Vec::new(),
             hrtick_requests: Vec::new(),
             cpu_tasks: vec![Vec::new(); n],
-            yield_to_hook: None,
             rd_overloaded: false,
             nohz_has_blocked: false,
             nohz_next_blocked: 0,
             nr_idle_scan: 0,
             scratch_child_on: Vec::new(),
+            yield_cfg: yield_to::YieldConfig::default(),
+            yield_rq: vec![yield_to::YieldRqState::default(); n],
+            yield_stats: yield_to::YieldStats::default(),
         };
         let mut root_rqs = Vec::with_capacity(n);
         for c in 0..n {
@@ -335,6 +341,7 @@ impl Scheduler {
             wakee_flips: 0,
             wakee_flip_decay_ts: 0,
             last_wakee: None,
+            last_yield: 0,
         });
         id
     }

@@ -76,6 +76,7 @@ impl Simulator {
             preset: sc.host.kernel,
         };
         let mut sched = Scheduler::new(cfg);
+        sched.yield_cfg = sc.host.yield_cfg;
         let mut by_path: BTreeMap<String, GroupId> = BTreeMap::new();
         by_path.insert("/".into(), ROOT_GROUP);
         // Declared parents come first after sorting by depth.
@@ -341,8 +342,12 @@ impl Simulator {
             }
             Ev::HrTick(cpu, gen) => {
                 if gen == self.hrtick_gen[cpu.idx()] {
-                    if let Some(c) = self.sched.rqs[cpu.idx()].curr {
-                        self.sched.task_tick_fair(cpu, c, true);
+                    // The borrow bound shares the hrtick timer (docs/yield-policies.md).
+                    let borrow = self.sched.borrow_bound(cpu);
+                    if !borrow || self.sched.feat.hrtick {
+                        if let Some(c) = self.sched.rqs[cpu.idx()].curr {
+                            self.sched.task_tick_fair(cpu, c, true);
+                        }
                     }
                 }
             }

@@ -1,0 +1,140 @@
+//! Mirror of the kernel series' pure debooster helpers
+//! (`kernel/sched/vcpu_deboost.h`, patch 0001 of `kernel/patches`): the same
+//! names, the same u64 arithmetic, checked against the same `vectors/*.json`
+//! as the KUnit suite `sched_vcpu_deboost` (tests/yield_vectors.rs). When the
+//! kernel series changes these helpers or their vectors, this file follows;
+//! nothing else in the simulator depends on their internals.
+
+/// `VCPU_DEBOOST_RATELIMIT_NS`: one applied deboost per rq per 6 ms (inclusive).
+pub const VCPU_DEBOOST_RATELIMIT_NS: u64 = 6_000_000;
+/// `VCPU_DEBOOST_DEBOUNCE_NS`: a reverse pair within 600 µs is ping-pong.
+pub const VCPU_DEBOOST_DEBOUNCE_NS: u64 = 600_000;
+/// The cap table in halves of `gran` for h_nr_queued = 2, 3, 4..6, 7..8,
+/// 9..12 and anything else (6.0x, 4.0x, 2.5x, 2.0x, 1.5x, 1.0x).
+pub const CAP_HALVES: [u32; 6] = [12, 8, 5, 4, 3, 2];
+
+/// `struct vcpu_deboost_state` (per rq).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeboostState {
+    pub last_apply_ns: u64,
+    pub last_pair_ns: u64,
+    /// pids; -1 = none.
+    pub last_src: i64,
+    pub last_dst: i64,
+}
+
+impl Default for DeboostState {
+    /// `vcpu_deboost_state_init()`.
+    fn default() -> DeboostState {
+        DeboostState {
+            last_apply_ns: 0,
+            last_pair_ns: 0,
+            last_src: -1,
+            last_dst: -1,
+        }
+    }
+}
+
+/// `vcpu_deboost_rate_limited()` with the window as a knob.
+pub fn vcpu_deboost_rate_limited_within(s: &DeboostState, now: u64, window: u64) -> bool {
+    s.last_apply_ns != 0 && now.wrapping_sub(s.last_apply_ns) <= window
+}
+
+/// `vcpu_deboost_rate_limited()`.
+pub fn vcpu_deboost_rate_limited(s: &DeboostState, now: u64) -> bool {
+    vcpu_deboost_rate_limited_within(s, now, VCPU_DEBOOST_RATELIMIT_NS)
+}
+
+/// `vcpu_deboost_reverse_pair()` with the window as a knob.
+pub fn vcpu_deboost_reverse_pair_within(
+    s: &DeboostState,
+    src: i64,
+    dst: i64,
+    now: u64,
+    window: u64,
+) -> bool {
+    s.last_src == dst && s.last_dst == src && now.wrapping_sub(s.last_pair_ns) <= window
+}
+
+/// `vcpu_deboost_reverse_pair()`.
+pub fn vcpu_deboost_reverse_pair(s: &DeboostState, src: i64, dst: i64, now: u64) -> bool {
+    vcpu_deboost_reverse_pair_within(s, src, dst, now, VCPU_DEBOOST_DEBOUNCE_NS)
+}
+
+/// `vcpu_deboost_commit()`: record an applied deboost (consumes the token).
+pub fn vcpu_deboost_commit(s: &mut DeboostState, src: i64, dst: i64, now: u64) {
+    s.last_apply_ns = now;
+    s.last_pair_ns = now;
+    s.last_src = src;
+    s.last_dst = dst;
+}
+
+/// `vcpu_deboost_need()`: how far the target is ahead, wrap-safe.
+pub fn vcpu_deboost_need(vruntime_yielder: u64, vruntime_target: u64) -> u64 {
+    let delta = vruntime_target.wrapping_sub(vruntime_yielder) as i64;
+    if delta > 0 {
+        delta as u64
+    } else {
+        0
+    }
+}
+
+/// `vcpu_deboost_cap()` with the halves table as a knob.
+pub fn vcpu_deboost_cap_with(halves_table: &[u32; 6], h_nr_queued: u32, gran: u64) -> u64 {
+    let halves = match h_nr_queued {
+        2 => halves_table[0],
+        3 => halves_table[1],
+        4..=6 => halves_table[2],
+        7..=8 => halves_table[3],
+        9..=12 => halves_table[4],
+        _ => halves_table[5],
+    } as u64;
+    if halves == 0 {
+        return 0;
+    }
+    if gran > u64::MAX / halves {
+        return u64::MAX;
+    }
+    (gran * halves) >> 1
+}
+
+/// `vcpu_deboost_cap()`.
+pub fn vcpu_deboost_cap(h_nr_queued: u32, gran: u64) -> u64 {
+    vcpu_deboost_cap_with(&CAP_HALVES, h_nr_queued, gran)
+}
+
+/// `vcpu_deboost_penalty()` with the cap table as a knob.
+pub fn vcpu_deboost_penalty_with(
+    halves_table: &[u32; 6],
+    gran: u64,
+    need: u64,
+    h_nr_queued: u32,
+    reverse_pair: bool,
+) -> u64 {
+    let mut penalty = gran;
+    if need != 0 {
+        let extra = need.checked_add(need / 10).unwrap_or(u64::MAX);
+        penalty = gran.checked_add(extra).unwrap_or(u64::MAX);
+    }
+    if reverse_pair {
+        penalty = penalty.min(need.max(gran));
+    }
+    // clamp(penalty, gran, cap): the kernel's clamp() takes the upper bound
+    // last, so a cap below gran (a zero-halves knob) wins.
+    penalty
+        .max(gran)
+        .min(vcpu_deboost_cap_with(halves_table, h_nr_queued, gran))
+}
+
+/// `vcpu_deboost_penalty()`.
+pub fn vcpu_deboost_penalty(gran: u64, need: u64, h_nr_queued: u32, reverse_pair: bool) -> u64 {
+    vcpu_deboost_penalty_with(&CAP_HALVES, gran, need, h_nr_queued, reverse_pair)
+}
+
+/// `vcpu_deboost_new_vruntime()`: the overflow-guarded apply; None = refused.
+pub fn vcpu_deboost_new_vruntime(vruntime: u64, penalty: u64) -> Option<u64> {
+    if penalty == 0 || vruntime > u64::MAX - penalty {
+        return None;
+    }
+    Some(vruntime + penalty)
+}

@@ -1,0 +1,156 @@
+//! `yield_to_task_fair()` policies: upstream 6.12.117 and every version of the
+//! seed's debooster and of the reviewers' alternatives, chosen per run with
+//! `[host.yield] yield_to = NAME` (docs/yield-policies.md).
+//!
+//! Each policy runs where its source hooks it: the deboosters, lag credit,
+//! the charge idea and `borrow` inside `yield_to_task_fair()` after
+//! `set_next_buddy()` and before `yield_task_fair()`; K Prateek Nayak's walk
+//! replaces the forfeit of `yield_task_fair()` itself. One file per policy;
+//! the pure decision helpers shared with the kernel series are mirrored in
+//! `deboost_helpers` and `borrow_helpers` (driven by `vectors/*.json`).
+
+pub mod borrow;
+pub mod borrow_helpers;
+pub mod deboost;
+pub mod deboost_helpers;
+pub mod kpn;
+pub mod lag_credit;
+
+use super::ids::{CpuId, TaskId};
+use super::Scheduler;
+
+/// The policy of `yield_to_task_fair()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YieldToPolicy {
+    /// 6.12.117: buddy along the hierarchy, then `yield_task_fair()`.
+    Upstream,
+    /// The seed's v1 debooster (2025-11-10), defects included.
+    DeboostV1,
+    /// The seed's v2 debooster (2025-12-19), defects included.
+    DeboostV2,
+    /// What `kernel/patches` implements (vectors/deboost_*.json).
+    Deboost,
+    /// Our reading of the v3 cover letter's lag credit (2026-06-12).
+    LagCreditV3,
+    /// K Prateek Nayak's hierarchical `yield_task_fair()` walk.
+    KpnWalk,
+    /// K Prateek Nayak's "account the lost time to the target".
+    KpnCharge,
+    /// docs/design.md section 1.
+    Borrow,
+}
+
+impl YieldToPolicy {
+    pub const ALL: [YieldToPolicy; 8] = [
+        YieldToPolicy::Upstream,
+        YieldToPolicy::DeboostV1,
+        YieldToPolicy::DeboostV2,
+        YieldToPolicy::Deboost,
+        YieldToPolicy::LagCreditV3,
+        YieldToPolicy::KpnWalk,
+        YieldToPolicy::KpnCharge,
+        YieldToPolicy::Borrow,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            YieldToPolicy::Upstream => "upstream",
+            YieldToPolicy::DeboostV1 => "deboost-v1",
+            YieldToPolicy::DeboostV2 => "deboost-v2",
+            YieldToPolicy::Deboost => "deboost",
+            YieldToPolicy::LagCreditV3 => "lag-credit-v3",
+            YieldToPolicy::KpnWalk => "kpn-walk",
+            YieldToPolicy::KpnCharge => "kpn-charge",
+            YieldToPolicy::Borrow => "borrow",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<YieldToPolicy> {
+        YieldToPolicy::ALL.into_iter().find(|p| p.name() == s)
+    }
+
+    /// The accepted names, comma separated (for error messages).
+    pub fn names() -> String {
+        YieldToPolicy::ALL.map(|p| p.name()).join(", ")
+    }
+}
+
+/// `[host.yield]`: the policy and every constant the seeds give, as knobs with
+/// the seed's default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct YieldConfig {
+    pub policy: YieldToPolicy,
+    /// Debooster rate limit (ns, inclusive): v1/v2/deboost 6 ms; lag-credit-v3
+    /// uses it for its forced reschedule.
+    pub ratelimit_ns: u64,
+    /// Debooster reverse-pair debounce window (ns): 600 µs.
+    pub debounce_ns: u64,
+    /// Penalty cap table in halves of `gran` for h_nr_queued = 2, 3, 4..6,
+    /// 7..8, 9..12, other: 12, 8, 5, 4, 3, 2 (6.0x .. 1.0x).
+    pub cap_halves: [u32; 6],
+    /// Kuba Piecuch's `sched_yield()` throttle (ns, 0 = off).
+    pub yield_interval_ns: u64,
+}
+
+impl Default for YieldConfig {
+    fn default() -> YieldConfig {
+        YieldConfig {
+            policy: YieldToPolicy::Upstream,
+            ratelimit_ns: deboost_helpers::VCPU_DEBOOST_RATELIMIT_NS,
+            debounce_ns: deboost_helpers::VCPU_DEBOOST_DEBOUNCE_NS,
+            cap_halves: deboost_helpers::CAP_HALVES,
+            yield_interval_ns: 0,
+        }
+    }
+}
+
+/// Per-rq state of the policies (the seed's `struct rq` fields).
+#[derive(Clone, Debug, Default)]
+pub struct YieldRqState {
+    /// Debooster rate-limit / debounce state.
+    pub deboost: deboost_helpers::DeboostState,
+    /// The task whose `yield_task_fair()` asked for the coming `schedule()`
+    /// (LAST_BUDDY skips it).
+    pub yielding: Option<TaskId>,
+    /// lag-credit-v3: last forced reschedule (0 = never).
+    pub last_forced_resched: u64,
+    /// borrow: a granted borrow waiting for its target to be picked.
+    pub borrow_pending: Option<(TaskId, u64)>,
+    /// borrow: the running target and the budget it may run since picked.
+    pub borrow_running: Option<(TaskId, u64)>,
+}
+
+/// Counters of what the policies did (reported per run).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct YieldStats {
+    /// Penalties applied by a debooster.
+    pub deboosts_applied: u64,
+    /// Debooster attempts refused by the rate limit.
+    pub deboosts_rate_limited: u64,
+    /// Levels credited by lag-credit-v3 / kpn-charge.
+    pub credits: u64,
+    /// Borrows granted (at least one level allowed).
+    pub borrows: u64,
+    /// Borrowed runs ended by the budget bound.
+    pub borrow_bounds_hit: u64,
+    /// sched_yield() calls throttled by yield_interval.
+    pub yields_throttled: u64,
+}
+
+impl Scheduler {
+    /// The policy step of `yield_to_task_fair()` between `set_next_buddy()` and
+    /// `yield_task_fair()` (where the seed hooks its debooster).
+    pub(super) fn yield_to_policy(&mut self, cpu: CpuId, p: TaskId) {
+        match self.yield_cfg.policy {
+            YieldToPolicy::Upstream | YieldToPolicy::KpnWalk => {}
+            YieldToPolicy::DeboostV1 => self.yield_to_deboost_v1(cpu, p),
+            YieldToPolicy::DeboostV2 => self.yield_to_deboost_v2(cpu, p),
+            YieldToPolicy::Deboost => {
+                self.yield_to_deboost(cpu, p);
+            }
+            YieldToPolicy::LagCreditV3 => self.yield_to_lag_credit(cpu, p),
+            YieldToPolicy::KpnCharge => self.yield_to_kpn_charge(cpu, p),
+            YieldToPolicy::Borrow => self.yield_to_borrow(cpu, p),
+        }
+    }
+}
