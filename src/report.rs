@@ -188,6 +188,8 @@ pub struct TaskReport {
     pub nr_yields: u64,
     pub nr_yield_to: u64,
     pub nr_yield_to_ok: u64,
+    /// Successful yield_to() calls after which the target got this CPU.
+    pub nr_yield_to_target_ran: u64,
     pub nr_migrations: u64,
     pub nr_wakeups: u64,
     pub wakeup_latency_ns: Percentiles,
@@ -251,6 +253,7 @@ impl Report {
                 nr_yields: t.stats.nr_yields,
                 nr_yield_to: t.stats.nr_yield_to,
                 nr_yield_to_ok: t.stats.nr_yield_to_ok,
+                nr_yield_to_target_ran: t.stats.nr_yield_to_target_ran,
                 nr_migrations: t.stats.nr_migrations,
                 nr_wakeups: t.stats.nr_wakeups,
                 wakeup_latency_ns: Percentiles::of(&mut t.stats.wakeup_latency),

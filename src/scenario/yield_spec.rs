@@ -5,7 +5,7 @@
 //! [host.yield]
 //! yield_to = "deboost"          # upstream (default), deboost-v1, deboost-v2, deboost,
 //!                               # lag-credit-v3, kpn-walk, kpn-charge, borrow
-//! yield_interval = "0"          # sched_yield() throttle (Kuba Piecuch's RFC), 0 = off
+//! yield_interval = "0ns"        # sched_yield() throttle (Kuba Piecuch's RFC), 0 = off
 //! deboost_ratelimit = "6ms"     # one deboost (v3: forced resched) per rq per window
 //! deboost_debounce = "600us"    # reverse-pair window
 //! deboost_cap = [6.0, 4.0, 2.5, 2.0, 1.5, 1.0]  # penalty cap x gran for 2, 3, 4-6, 7-8, 9-12, more

@@ -113,8 +113,8 @@ pub fn vcpu_deboost_penalty_with(
 ) -> u64 {
     let mut penalty = gran;
     if need != 0 {
-        let extra = need.checked_add(need / 10).unwrap_or(u64::MAX);
-        penalty = gran.checked_add(extra).unwrap_or(u64::MAX);
+        let extra = need.saturating_add(need / 10);
+        penalty = gran.saturating_add(extra);
     }
     if reverse_pair {
         penalty = penalty.min(need.max(gran));
