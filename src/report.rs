@@ -158,6 +158,9 @@ pub struct VmReport {
     /// Successful on-spin boosts whose target was the confirmed IPI receiver
     /// (IPI-aware form only).
     pub boosts_to_ipi_receiver: u64,
+    /// Successful on-spin boosts whose target was itself in a guest PAUSE
+    /// loop (a lock waiter or IPI sender, not the one it waits for).
+    pub boosts_to_spinner: u64,
     /// KVM_HC_SCHED_YIELD / KVM_HC_KICK_CPU path only (vcpu->stat.directed_yield_*).
     pub directed_yield_attempted: u64,
     pub directed_yield_successful: u64,

@@ -43,6 +43,12 @@ pub struct VcpuState {
     pub in_spin_loop: bool,
     /// `vcpu->spin_loop.dy_eligible`.
     pub dy_eligible: bool,
+    /// Switched out by the `yield_to()` inside its own `kvm_vcpu_on_spin()`:
+    /// in the kernel `schedule()` runs inside the spin loop, so
+    /// `in_spin_loop` stays set while the vCPU waits for a CPU, and
+    /// `kvm_vcpu_on_spin()` finishes (clearing it and `dy_eligible`) only when
+    /// the vCPU runs again (`kvm_sched_in`).
+    pub yielded_in_spin_loop: bool,
     /// Current guest CPL.
     pub cpl: Cpl,
     /// `vcpu->arch.pv.pv_unhalted`: set by a KVM_HC_KICK_CPU (APIC_DM_REMRD).
@@ -72,6 +78,7 @@ impl VcpuState {
             scheduled_out: false,
             in_spin_loop: false,
             dy_eligible: false,
+            yielded_in_spin_loop: false,
             cpl: Cpl::Kernel,
             pv_unhalted: false,
             pending_request: false,
@@ -107,6 +114,12 @@ impl VcpuState {
     pub fn kvm_sched_in(&mut self) -> bool {
         self.preempted = false;
         self.ready = false;
+        if self.yielded_in_spin_loop {
+            // yield_to() returns: the rest of kvm_vcpu_on_spin().
+            self.yielded_in_spin_loop = false;
+            self.in_spin_loop = false;
+            self.dy_eligible = false;
+        }
         let shrink = self.scheduled_out;
         self.scheduled_out = false;
         shrink

@@ -306,11 +306,24 @@ impl Scenario {
         let mut raw = raw;
         for o in sets {
             let field = format!("--set {}", o.arg);
-            overrides::apply(&mut table, o).map_err(|m| cx.err(&field, m))?;
-            raw = RawScenario::deserialize(toml::Value::Table(table.clone())).map_err(|e| {
+            let mut t = table.clone();
+            overrides::apply(&mut t, o).map_err(|m| cx.err(&field, m))?;
+            let mut r = RawScenario::deserialize(toml::Value::Table(t.clone()));
+            if r.is_err() && !o.value.is_str() {
+                // An unquoted 6.12 or 0 where a string is wanted: retry as text.
+                let s = o.as_string();
+                let mut t2 = table.clone();
+                overrides::apply(&mut t2, &s).map_err(|m| cx.err(&field, m))?;
+                if let Ok(ok) = RawScenario::deserialize(toml::Value::Table(t2.clone())) {
+                    t = t2;
+                    r = Ok(ok);
+                }
+            }
+            raw = r.map_err(|e| {
                 let msg = e.message().replace('\n', " ");
                 cx.err(&field, msg.trim().to_string())
             })?;
+            table = t;
         }
         let mut sc = Self::from_raw(&cx, raw)?;
         sc.effective = table;

@@ -13,6 +13,9 @@ pub struct Override {
     pub arg: String,
     pub path: Vec<String>,
     pub value: Value,
+    /// The value text as given: an unquoted `6.12` is a float in TOML; where
+    /// the field wants a string, the override is retried with this text.
+    pub raw: String,
 }
 
 /// Parses `KEY=VALUE`.
@@ -40,7 +43,18 @@ pub fn parse_override(arg: &str) -> Result<Override, String> {
         arg: arg.to_string(),
         path,
         value,
+        raw: raw.to_string(),
     })
+}
+
+impl Override {
+    /// The same override with its value taken as a string.
+    pub fn as_string(&self) -> Override {
+        Override {
+            value: Value::String(self.raw.clone()),
+            ..self.clone()
+        }
+    }
 }
 
 /// Applies one override to a scenario table; intermediate tables are

@@ -147,6 +147,7 @@ struct VmStats {
     yield_ok: u64,
     yield_esrch: u64,
     boosts_receiver: u64,
+    boosts_to_spinner: u64,
     dy_attempted: u64,
     dy_successful: u64,
     halts: u64,
@@ -311,6 +312,7 @@ impl VmRt {
             yield_to_successes: s.yield_ok,
             yield_to_esrch: s.yield_esrch,
             boosts_to_ipi_receiver: s.boosts_receiver,
+            boosts_to_spinner: s.boosts_to_spinner,
             directed_yield_attempted: s.dy_attempted,
             directed_yield_successful: s.dy_successful,
             halts: s.halts,
@@ -348,7 +350,10 @@ impl Simulator {
                 if v.preempted && !runnable {
                     return Err(format!("{} sleeps but is marked preempted", name()));
                 }
-                if v.in_spin_loop || v.dy_eligible {
+                // A vCPU switched out by its own on_spin yield is still inside
+                // kvm_vcpu_on_spin() (schedule() runs there).
+                let inside = v.yielded_in_spin_loop && !t.on_cpu;
+                if (v.in_spin_loop || v.dy_eligible) && !inside {
                     return Err(format!("{} is in a spin loop outside on_spin", name()));
                 }
             }
@@ -912,6 +917,19 @@ impl Simulator {
                 r
             },
         );
+        if let Some(Some(sw)) = out {
+            if sw.prev == Some(TaskId(base + me.0)) {
+                // Switched out inside kvm_vcpu_on_spin(): in_spin_loop stays
+                // set until the vCPU runs again (issue 11, bug 2).
+                vm.vcpus[i].in_spin_loop = true;
+                vm.vcpus[i].yielded_in_spin_loop = true;
+            }
+        }
+        if let Some(t) = dec.target.filter(|_| dec.yielded > 0) {
+            if matches!(vm.g[t.idx()].phase, Phase::Spin { .. }) {
+                vm.stats.boosts_to_spinner += 1;
+            }
+        }
         vm.stats.yield_attempts += dec.attempts.len() as u64;
         vm.stats.yield_esrch += dec.attempts.iter().filter(|a| a.result < 0).count() as u64;
         if dec.yielded > 0 {
