@@ -45,3 +45,37 @@ block_prob = 0
     assert!(v.yield_to_successes > 10_000, "{}", v.yield_to_successes);
     assert!(wasted < 0.72, "boosts to spinners: {:.1}%", 100.0 * wasted);
 }
+
+/// Bug 3: a one-target shootdown (`smp_call_function_many_cond()` with one
+/// CPU) is `send_call_function_single_ipi()`: a native unicast ICR write of
+/// CALL_FUNCTION_SINGLE_VECTOR, which the series tracks, never the PV
+/// send-IPI hypercall nor `kvm_smp_send_call_func_ipi()`'s PV sched_yield.
+/// Before the fix: 0 of 1815 IPIs tracked, 1814 PV yield hypercalls, no
+/// boost to the receiver (the test failed); after: every IPI tracked and the
+/// spinning sender's PLE exit boosts the receiver.
+#[test]
+fn single_target_call_function_is_a_tracked_native_unicast() {
+    let r = run(r#"
+[host]
+cpus = 1
+duration = "500ms"
+[kvm]
+on_spin = "ipi_aware"
+[[vm]]
+name = "a"
+vcpus = 2
+workload = "dbench"
+[vm.overrides]
+locks = 0
+ipi_per_ms = 0
+block_prob = 0
+tlb_shootdown_per_ms = 5.0
+[guest.pv]
+tlb_flush = false
+"#);
+    let v = vm(&r, "a");
+    assert!(v.ipis_sent > 1000, "{}", v.ipis_sent);
+    assert_eq!(v.ipis_tracked, v.ipis_sent);
+    assert_eq!(v.directed_yield_attempted, 0);
+    assert!(v.boosts_to_ipi_receiver > 0);
+}

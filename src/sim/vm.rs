@@ -1065,7 +1065,29 @@ impl Simulator {
                         return None;
                     }
                     vm.stats.ipis_sent += targets.len() as u64;
-                    if pv.send_ipi {
+                    // smp_call_function_many_cond(): one target goes through
+                    // send_call_function_single_ipi() -> the native unicast
+                    // ICR write (PV send-IPI and kvm_smp_send_call_func_ipi
+                    // only override the mask paths, so no hypercall and no
+                    // PV sched_yield): issue 11 bug 3.
+                    let single = targets.len() == 1;
+                    if single {
+                        let w = vm.tracker.on_icr_write(
+                            me,
+                            &LapicIrq::unicast(
+                                VcpuIdx(targets[0] as u32),
+                                CALL_FUNCTION_SINGLE_VECTOR,
+                            ),
+                            now,
+                        );
+                        if w.exited {
+                            vm.stats.ipi_exits += 1;
+                            vm.g[i].pending_exit += exit;
+                        }
+                        if w.tracked {
+                            vm.stats.ipis_tracked += 1;
+                        }
+                    } else if pv.send_ipi {
                         // KVM_HC_SEND_IPI: one hypercall exit, never tracked.
                         vm.stats.ipi_exits += 1;
                         vm.g[i].pending_exit += exit;
@@ -1107,13 +1129,18 @@ impl Simulator {
                         len,
                     };
                     // kvm_smp_send_call_func_ipi: yield to the first preempted target.
-                    let yield_to = if pv.sched_yield && pv.steal_time {
+                    let yield_to = if pv.sched_yield && pv.steal_time && !single {
                         targets.iter().copied().find(|&t| vm.vcpus[t].preempted)
                     } else {
                         None
                     };
+                    let vector = if single {
+                        CALL_FUNCTION_SINGLE_VECTOR
+                    } else {
+                        CALL_FUNCTION_VECTOR
+                    };
                     for &t in &targets {
-                        self.deliver(vi, i, t, CALL_FUNCTION_VECTOR, true, cpu);
+                        self.deliver(vi, i, t, vector, true, cpu);
                     }
                     if let Some(t) = yield_to {
                         self.vms[vi].g[i].pending_exit += exit;
