@@ -161,6 +161,11 @@ pub struct VmReport {
     /// Successful on-spin boosts whose target was itself in a guest PAUSE
     /// loop (a lock waiter or IPI sender, not the one it waits for).
     pub boosts_to_spinner: u64,
+    /// Guest timer ticks taken (LAPIC timer interrupts, `[kvm] guest_hz`).
+    pub guest_ticks: u64,
+    /// Boosts to an "IPI receiver" that no longer owed the spinner an IPI
+    /// (nothing from it queued or in service): a stale preference.
+    pub boosts_to_stale_receiver: u64,
     /// KVM_HC_SCHED_YIELD / KVM_HC_KICK_CPU path only (vcpu->stat.directed_yield_*).
     pub directed_yield_attempted: u64,
     pub directed_yield_successful: u64,

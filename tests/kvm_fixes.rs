@@ -79,3 +79,40 @@ tlb_flush = false
     assert_eq!(v.directed_yield_attempted, 0);
     assert!(v.boosts_to_ipi_receiver > 0);
 }
+
+/// Guest timer ticks on running vCPUs: each is a LAPIC timer interrupt whose
+/// expiry exits and whose EOI exits without APICv (virtualized with it).
+/// Before: no tick existed, so a VM without IPIs had no EOI exit at all
+/// (the test failed with 0).
+#[test]
+fn running_vcpus_take_guest_ticks_and_their_eois_exit_without_apicv() {
+    let src = |apicv: bool| {
+        format!(
+            r#"
+[host]
+cpus = 2
+duration = "500ms"
+[kvm]
+apicv = {apicv}
+[[vm]]
+name = "a"
+vcpus = 2
+workload = "dbench"
+[vm.overrides]
+locks = 0
+ipi_per_ms = 0
+block_prob = 0
+"#
+        )
+    };
+    let r = run(&src(false));
+    let v = vm(&r, "a");
+    // 2 always-running vCPUs x 250 Hz x 0.5 s.
+    assert!((245..=250).contains(&v.guest_ticks), "{}", v.guest_ticks);
+    // Every tick's EOI exits (the last one may still be in its handler).
+    assert!(v.eoi_exits <= v.guest_ticks && v.eoi_exits + 1 >= v.guest_ticks);
+    let r = run(&src(true));
+    let v = vm(&r, "a");
+    assert!((245..=250).contains(&v.guest_ticks), "{}", v.guest_ticks);
+    assert_eq!(v.eoi_exits, 0, "APICv virtualizes the timer's EOI");
+}

@@ -7,6 +7,7 @@
 //! attaches them to host tasks (see docs/kvm-model.md, "Integration plan").
 
 pub mod ids;
+pub mod ipi_hint;
 pub mod lapic;
 pub mod on_spin;
 pub mod ple;

@@ -36,6 +36,10 @@ pub enum OnSpinVariant {
     V612TwoPass,
     /// Linux 6.13..6.18 (`fixed_index = false`) or 6.19+ (`true`).
     V613SingleLoop { fixed_index: bool },
+    /// docs/design.md section 2 (`ipi_hint`): the receiver that still owes
+    /// the sender's IPI (passed as `receiver`) is tried first through
+    /// upstream's own filter; then 6.12.117's two-pass loop, unchanged.
+    IpiHint,
     /// The seed series' candidate selection on top of `base`'s loop.
     IpiAware {
         enable_relaxed_boost: bool,
@@ -146,6 +150,8 @@ fn good_yield_candidate(v: &VcpuState, is_receiver: bool, ytkm: bool) -> Option<
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Filter {
     Upstream,
+    /// Upstream's filter for the hinted receiver (tier `IpiReceiver`).
+    HintUpstream,
     Strict,
     Relaxed,
 }
@@ -178,6 +184,10 @@ impl<F: FnMut(VcpuIdx) -> i32> Ctx<'_, F> {
         }
         let tier = match filter {
             Filter::Upstream => upstream_filter(v, self.ytkm)?,
+            Filter::HintUpstream => {
+                upstream_filter(v, self.ytkm)?;
+                Tier::IpiReceiver
+            }
             Filter::Strict => good_yield_candidate(v, is_rcv, self.ytkm)?,
             Filter::Relaxed => {
                 if !v.preempted {
@@ -325,6 +335,21 @@ pub fn kvm_vcpu_on_spin<F: FnMut(VcpuIdx) -> i32>(
             let last = vm.last_boosted_vcpu;
             yielded = ctx.two_pass(last, Filter::Upstream, Round::Strict, 0);
         }
+        OnSpinVariant::IpiHint => {
+            ctx.vcpus[me_i].in_spin_loop = true;
+            if let Some(r) = receiver {
+                if let Some(y) = ctx.candidate(r.idx(), Filter::HintUpstream, Round::Strict) {
+                    yielded = y;
+                    if y < 0 {
+                        ctx.tries -= 1;
+                    }
+                }
+            }
+            if yielded <= 0 {
+                let last = vm.last_boosted_vcpu;
+                yielded = ctx.two_pass(last, Filter::Upstream, Round::Strict, 0);
+            }
+        }
         OnSpinVariant::IpiAware {
             enable_relaxed_boost,
             order,
@@ -368,8 +393,10 @@ pub fn kvm_vcpu_on_spin<F: FnMut(VcpuIdx) -> i32>(
     } else {
         None
     };
-    if let (Some(w), OnSpinVariant::V612TwoPass | OnSpinVariant::IpiAware { .. }) =
-        (winner, variant)
+    if let (
+        Some(w),
+        OnSpinVariant::V612TwoPass | OnSpinVariant::IpiAware { .. } | OnSpinVariant::IpiHint,
+    ) = (winner, variant)
     {
         // 6.12: `last_boosted_vcpu = i`, and i is the vCPU index there; the
         // series' single loop stores `idx` (fixed).

@@ -54,6 +54,7 @@ pub(super) struct RawKvm {
     irq_handler: Option<String>,
     guest_tsc_khz: Option<i64>,
     pause_cycles: Option<i64>,
+    guest_hz: Option<i64>,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -123,7 +124,8 @@ pub enum OnSpinSpec {
     Variant(OnSpinVariant),
 }
 
-pub const ON_SPIN_NAMES: &str = "6.12, 6.13, 6.19, ipi_aware, off";
+pub const ON_SPIN_NAMES: &str =
+    "6.12, 6.13, 6.19, ipi_aware, ipi_v1, ipi_v3, ipi_series, ipi_hint, off";
 
 /// `[kvm]`, validated.
 #[derive(Clone, Debug)]
@@ -146,8 +148,11 @@ pub struct KvmSpec {
     pub pause_cycles: u64,
     /// IPI-aware form: which EOI clears the tracking (series v3: matching).
     pub ipi_eoi: EoiClear,
-    /// IPI-aware form: `kvm.ipi_window_ns`.
+    /// IPI-aware form: `kvm.ipi_window_ns`; ipi_hint: the record's lifetime.
     pub ipi_window: Nanos,
+    /// The guest's periodic tick on a running vCPU (CONFIG_HZ; NO_HZ_IDLE:
+    /// no tick while halted). 0 = no guest tick.
+    pub guest_hz: u32,
 }
 
 impl KvmSpec {
@@ -174,6 +179,7 @@ impl Default for KvmSpec {
             pause_cycles: 40,
             ipi_eoi: EoiClear::MatchingVector,
             ipi_window: Nanos::from_ms(50),
+            guest_hz: 250,
         }
     }
 }
@@ -287,7 +293,17 @@ pub(super) fn kvm(cx: &Ctx, k: RawKvm) -> Result<KvmSpec, ScenarioError> {
     }
     s.ple = ple;
     let relaxed = k.relaxed_boost;
-    let order = match k.ipi_order.as_deref().unwrap_or("scan") {
+    let form = k.on_spin.as_deref().unwrap_or("6.12");
+    // Named versions of the series' KVM side (docs/yield-policies.md): v1/v2
+    // classify the receiver inside the scan and clear on any EOI; v3 and the
+    // series in kernel/patches try the confirmed receiver first and clear
+    // on the tracked vector's EOI. Explicit knobs override.
+    let (def_order, def_eoi) = match form {
+        "ipi_v1" => ("scan", "any"),
+        "ipi_v3" | "ipi_series" => ("receiver_first", "matching"),
+        _ => ("scan", "matching"),
+    };
+    let order = match k.ipi_order.as_deref().unwrap_or(def_order) {
         "scan" => IpiOrder::FilterInScanOrder,
         "receiver_first" => IpiOrder::ReceiverFirst,
         o => {
@@ -307,7 +323,7 @@ pub(super) fn kvm(cx: &Ctx, k: RawKvm) -> Result<KvmSpec, ScenarioError> {
             ))
         }
     };
-    s.ipi_eoi = match k.ipi_eoi.as_deref().unwrap_or("matching") {
+    s.ipi_eoi = match k.ipi_eoi.as_deref().unwrap_or(def_eoi) {
         "matching" => EoiClear::MatchingVector,
         "any" => EoiClear::AnyEoi,
         o => {
@@ -320,15 +336,18 @@ pub(super) fn kvm(cx: &Ctx, k: RawKvm) -> Result<KvmSpec, ScenarioError> {
     if let Some(v) = &k.ipi_window {
         s.ipi_window = cx.dur("kvm.ipi_window", v, Nanos(1), Nanos::from_secs(10))?;
     }
-    s.on_spin = match k.on_spin.as_deref().unwrap_or("6.12") {
+    s.on_spin = match form {
         "6.12" => OnSpinSpec::Variant(OnSpinVariant::V612TwoPass),
         "6.13" => OnSpinSpec::Variant(OnSpinVariant::V613SingleLoop { fixed_index: false }),
         "6.19" => OnSpinSpec::Variant(OnSpinVariant::V613SingleLoop { fixed_index: true }),
-        "ipi_aware" => OnSpinSpec::Variant(OnSpinVariant::IpiAware {
-            enable_relaxed_boost: relaxed.unwrap_or(true),
-            order,
-            base,
-        }),
+        "ipi_aware" | "ipi_v1" | "ipi_v3" | "ipi_series" => {
+            OnSpinSpec::Variant(OnSpinVariant::IpiAware {
+                enable_relaxed_boost: relaxed.unwrap_or(true),
+                order,
+                base,
+            })
+        }
+        "ipi_hint" => OnSpinSpec::Variant(OnSpinVariant::IpiHint),
         "off" => OnSpinSpec::Off,
         o => {
             return Err(cx.err(
@@ -348,13 +367,23 @@ pub(super) fn kvm(cx: &Ctx, k: RawKvm) -> Result<KvmSpec, ScenarioError> {
         ("ipi_eoi", k.ipi_eoi.is_some()),
         ("ipi_window", k.ipi_window.is_some()),
     ];
+    let hint = matches!(s.on_spin, OnSpinSpec::Variant(OnSpinVariant::IpiHint));
     for (name, set) in series {
-        if set && !aware {
+        if set && !aware && !(hint && name == "ipi_window") {
             return Err(cx.err(
                 format!("kvm.{name}"),
-                "only meaningful with on_spin = \"ipi_aware\"",
+                "only meaningful with on_spin = \"ipi_aware\" (or ipi_v1, ipi_v3, ipi_series; ipi_window also with ipi_hint)",
             ));
         }
+    }
+    if let Some(hz) = k.guest_hz {
+        if ![0, 100, 250, 300, 1000].contains(&hz) {
+            return Err(cx.err(
+                "kvm.guest_hz",
+                format!("{hz} is not a guest HZ: allowed 0 (no tick), 100, 250, 300, 1000"),
+            ));
+        }
+        s.guest_hz = hz as u32;
     }
     s.apicv = k.apicv.unwrap_or(false);
     s.ipiv = k.ipiv.unwrap_or(false);

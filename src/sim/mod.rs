@@ -26,6 +26,8 @@ enum Ev {
     HrTick(CpuId, u64),
     /// A halted vCPU's guest timer (LAPIC timer), with its generation.
     GuestTimer(TaskId, u64),
+    /// The guest's periodic tick on vCPU (vm, idx) (`[kvm] guest_hz`).
+    GuestTick(u32, u32),
 }
 
 /// Per-task simulator state (besides the scheduler's).
@@ -264,6 +266,7 @@ impl Simulator {
             let rng = SimRng::new(sc.host.seed, 1 + vi as u64);
             let rt = VmRt::new(v, &sc.kvm, sc.pv.spinlock, base, rng);
             sim.vms.push(rt);
+            sim.arm_guest_ticks(vi);
         }
         sim
     }
@@ -378,6 +381,7 @@ impl Simulator {
                 self.sched.try_to_wake_up(p, 0, None);
             }
             Ev::GuestTimer(p, gen) => self.guest_timer(p, gen),
+            Ev::GuestTick(vm, idx) => self.guest_tick(vm as usize, idx as usize),
         }
     }
 

@@ -15,7 +15,10 @@ use crate::engine::{Nanos, SimRng, Time};
 use crate::guest::machine::GuestLock;
 use crate::guest::spinlock::{LockStep, Release};
 use crate::guest::workload::{LockKind, WorkloadProfile};
-use crate::kvm::lapic::{IpiTracker, IpiTrackingParams, LapicIrq, Shorthand};
+use crate::kvm::ipi_hint::IpiHint;
+use crate::kvm::lapic::{
+    DeliveryMode, IcrWrite, IpiTracker, IpiTrackingParams, LapicIrq, Shorthand,
+};
 use crate::kvm::on_spin::{kvm_vcpu_on_spin, OnSpinVariant, SpinVm, Tier};
 use crate::kvm::ple::{cycles_to_ns, ple_fires, PauseLoop, PleKind, PleOutcome};
 use crate::kvm::pv::{kvm_pv_kick_cpu_op, kvm_sched_yield, SchedYield};
@@ -38,6 +41,8 @@ const FOREVER: Nanos = Nanos(u64::MAX / 4);
 const RESCHEDULE_VECTOR: Vector = Vector(0xfd);
 const CALL_FUNCTION_VECTOR: Vector = Vector(0xfc);
 const CALL_FUNCTION_SINGLE_VECTOR: Vector = Vector(0xfb);
+/// Linux's LOCAL_TIMER_VECTOR (the guest tick).
+const LOCAL_TIMER_VECTOR: Vector = Vector(0xec);
 
 /// What the work part of a burst is accounted as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,6 +153,8 @@ struct VmStats {
     yield_esrch: u64,
     boosts_receiver: u64,
     boosts_to_spinner: u64,
+    guest_ticks: u64,
+    boosts_stale_receiver: u64,
     dy_attempted: u64,
     dy_successful: u64,
     halts: u64,
@@ -171,6 +178,8 @@ pub(super) struct VmRt {
     g: Vec<VGuest>,
     spin: SpinVm,
     tracker: IpiTracker,
+    /// The sender-side IPI hint (on_spin = "ipi_hint" only).
+    hint: Option<IpiHint>,
     locks: Vec<GuestLock>,
     prof: WorkloadProfile,
     rng: SimRng,
@@ -190,6 +199,29 @@ enum Act {
 }
 
 impl VmRt {
+    /// An ICR write by `me`: the series' tracker sees it, and with the IPI
+    /// hint a unicast fixed-mode IPI that exited is recorded on the sender.
+    fn icr_write(&mut self, me: VcpuIdx, irq: &LapicIrq, now: Time) -> IcrWrite {
+        let w = self.tracker.on_icr_write(me, irq, now);
+        if let Some(h) = self.hint.as_mut() {
+            let unicast = irq.delivery_mode == DeliveryMode::Fixed
+                && irq.shorthand == Shorthand::NoShorthand
+                && w.targets.len() == 1;
+            if w.exited && unicast {
+                h.record(me, w.targets[0], irq.vector, now);
+            }
+        }
+        w
+    }
+
+    /// Does vCPU `r` still owe `vector` (in its IRR/PIR, i.e. queued and not
+    /// yet taken, or in its ISR, i.e. the handler runs)?
+    fn owes(&self, r: VcpuIdx, vector: Vector) -> bool {
+        let g = &self.g[r.idx()];
+        g.irqs.iter().any(|q| q.vector == vector)
+            || matches!(g.phase, Phase::Handler { vector: v, .. } if v == vector)
+    }
+
     pub(super) fn new(
         v: &VmSpec,
         kvm: &KvmSpec,
@@ -240,6 +272,8 @@ impl VmRt {
                 ipiv: kvm.ipiv,
             },
         );
+        let hint = matches!(kvm.on_spin, OnSpinSpec::Variant(OnSpinVariant::IpiHint))
+            .then(|| IpiHint::new(v.vcpus, kvm.ipi_window));
         let pingpong = prof.name == "pingpong";
         let nlocks = if pingpong { 1 } else { prof.locks as usize };
         // Without KVM_FEATURE_PV_UNHALT ([guest.pv] spinlock = false) the
@@ -258,6 +292,7 @@ impl VmRt {
             g,
             spin: SpinVm::default(),
             tracker,
+            hint,
             locks,
             prof,
             rng,
@@ -313,6 +348,8 @@ impl VmRt {
             yield_to_esrch: s.yield_esrch,
             boosts_to_ipi_receiver: s.boosts_receiver,
             boosts_to_spinner: s.boosts_to_spinner,
+            guest_ticks: s.guest_ticks,
+            boosts_to_stale_receiver: s.boosts_stale_receiver,
             directed_yield_attempted: s.dy_attempted,
             directed_yield_successful: s.dy_successful,
             halts: s.halts,
@@ -388,6 +425,62 @@ impl Simulator {
             return;
         }
         self.wake_vcpu(vi, i, None);
+    }
+
+    /// Arms the guest tick of every vCPU of VM `vi` (spread over one period).
+    pub(super) fn arm_guest_ticks(&mut self, vi: usize) {
+        let hz = u64::from(self.kvm.guest_hz);
+        if hz == 0 {
+            return;
+        }
+        let period = 1_000_000_000 / hz;
+        let n = u64::from(self.vms[vi].n);
+        for k in 0..n {
+            let at = Time(period + period * k / n);
+            self.queue.push(at, Ev::GuestTick(vi as u32, k as u32));
+        }
+    }
+
+    /// The guest's periodic LAPIC timer interrupt on vCPU `i` (a guest tick).
+    /// A running vCPU takes it at once: the timer expiry exits (host hrtimer
+    /// or VMX preemption timer, with or without APICv) and the interrupt is
+    /// injected; its EOI exits without APICv (`IpiTracker::on_eoi`), which is
+    /// where the series' v1/v2 "any EOI clears" rule acts. A vCPU waiting for
+    /// a CPU gets it on its next entry (one IRR bit: ticks coalesce). Halted
+    /// and finished vCPUs have no tick (NO_HZ idle; pv_wait halts too, a
+    /// simplification: docs/kvm-model.md).
+    pub(super) fn guest_tick(&mut self, vi: usize, i: usize) {
+        let now = self.now;
+        let period = Nanos(1_000_000_000 / u64::from(self.kvm.guest_hz));
+        self.queue
+            .push(now + period, Ev::GuestTick(vi as u32, i as u32));
+        let exit = self.kvm.round_trip();
+        let task = self.vms[vi].task(i);
+        let vm = &mut self.vms[vi];
+        let idle = matches!(
+            vm.g[i].phase,
+            Phase::Done | Phase::Halted { .. } | Phase::Poll { .. }
+        );
+        if idle || vm.vcpus[i].blocking || !self.tasks[task.idx()].started {
+            return;
+        }
+        if vm.g[i].irqs.iter().any(|q| q.vector == LOCAL_TIMER_VECTOR) {
+            return;
+        }
+        vm.g[i].irqs.push_back(Irq {
+            at: now,
+            vector: LOCAL_TIMER_VECTOR,
+            from: i as u32,
+            sync: false,
+        });
+        vm.stats.guest_ticks += 1;
+        let st = &self.sched.tasks[task.idx()];
+        if st.on_cpu && self.sched.rqs[st.cpu.idx()].curr == Some(task) {
+            vm.g[i].pending_exit += exit;
+            self.poke(vi, i);
+        } else {
+            vm.vcpus[i].pending_request = true;
+        }
     }
 
     /// `kvm_vcpu_wake_up` of a blocking vCPU: `rcuwait_wake_up` ->
@@ -552,7 +645,9 @@ impl Simulator {
                     vm.vcpus[i].pending_request = false;
                     vm.vcpus[i].pi_pending = false;
                 }
-                vm.stats.ipi_latency.add((now - irq.at).0);
+                if irq.vector != LOCAL_TIMER_VECTOR {
+                    vm.stats.ipi_latency.add((now - irq.at).0);
+                }
                 let resume = match phase {
                     Phase::Halted { pv_lock: None } | Phase::Poll { pv_lock: None, .. } => {
                         vm.g[i].timer_gen += 1;
@@ -894,6 +989,14 @@ impl Simulator {
         let me = VcpuIdx(i as u32);
         let receiver = match variant {
             OnSpinVariant::IpiAware { .. } => vm.tracker.confirmed_receiver(me, now),
+            OnSpinVariant::IpiHint => {
+                let mut h = vm.hint.take();
+                let r = h
+                    .as_mut()
+                    .and_then(|h| h.owed_receiver(me, now, |r, v| vm.owes(r, v)));
+                vm.hint = h;
+                r
+            }
             _ => None,
         };
         let base = vm.task_base;
@@ -936,6 +1039,19 @@ impl Simulator {
             vm.stats.yield_ok += 1;
             if dec.tier == Some(Tier::IpiReceiver) {
                 vm.stats.boosts_receiver += 1;
+                // Does the boosted receiver still owe me an IPI (queued, or
+                // its handler running)? If not, the preference was stale.
+                let t = dec.target.map_or(0, |t| t.idx());
+                let owes = vm.g[t]
+                    .irqs
+                    .iter()
+                    .any(|q| q.from == me.0 && q.vector != LOCAL_TIMER_VECTOR)
+                    // An IPI handler in service counts as owing (async IPIs
+                    // do not record their sender): undercounts stale boosts.
+                    || matches!(vm.g[t].phase, Phase::Handler { vector, .. } if vector != LOCAL_TIMER_VECTOR);
+                if !owes {
+                    vm.stats.boosts_stale_receiver += 1;
+                }
             }
         }
         out
@@ -1022,11 +1138,7 @@ impl Simulator {
                         RESCHEDULE_VECTOR
                     };
                     vm.stats.ipis_sent += 1;
-                    let w = vm.tracker.on_icr_write(
-                        me,
-                        &LapicIrq::unicast(VcpuIdx(t as u32), vector),
-                        now,
-                    );
+                    let w = vm.icr_write(me, &LapicIrq::unicast(VcpuIdx(t as u32), vector), now);
                     if w.exited {
                         vm.stats.ipi_exits += 1;
                         vm.g[i].pending_exit += exit;
@@ -1072,7 +1184,7 @@ impl Simulator {
                     // PV sched_yield): issue 11 bug 3.
                     let single = targets.len() == 1;
                     if single {
-                        let w = vm.tracker.on_icr_write(
+                        let w = vm.icr_write(
                             me,
                             &LapicIrq::unicast(
                                 VcpuIdx(targets[0] as u32),
@@ -1099,7 +1211,7 @@ impl Simulator {
                             shorthand: Shorthand::AllButSelf,
                             ..LapicIrq::unicast(me, CALL_FUNCTION_VECTOR)
                         };
-                        let w = vm.tracker.on_icr_write(me, &irq, now);
+                        let w = vm.icr_write(me, &irq, now);
                         debug_assert_eq!(w.targets.len(), targets.len());
                         if w.exited {
                             vm.stats.ipi_exits += 1;
@@ -1107,7 +1219,7 @@ impl Simulator {
                         }
                     } else {
                         for &t in &targets {
-                            let w = vm.tracker.on_icr_write(
+                            let w = vm.icr_write(
                                 me,
                                 &LapicIrq::unicast(VcpuIdx(t as u32), CALL_FUNCTION_VECTOR),
                                 now,
