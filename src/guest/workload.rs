@@ -67,6 +67,11 @@ pub struct WorkloadProfile {
     pub iterations: u64,
     /// vCPUs that run the workload (`None` = all of the VM's vCPUs).
     pub active_vcpus: Option<u32>,
+    /// pingpong only: a vCPU that finds it is not its turn yields to the
+    /// turn holder with the PV sched_yield hypercall (KVM_HC_SCHED_YIELD, the
+    /// x86 analogue of s390's diag 0x9c) after each spin burst, instead of
+    /// relying on PAUSE-loop exits alone.
+    pub turn_yield: bool,
 }
 
 /// A TOML override error.
@@ -122,7 +127,7 @@ pub const PROFILES: [&str; 7] = [
 ];
 
 /// Overridable fields (everything but `name`).
-pub const FIELDS: [&str; 12] = [
+pub const FIELDS: [&str; 13] = [
     "compute_ns",
     "kernel_fraction",
     "cs_ns",
@@ -135,6 +140,7 @@ pub const FIELDS: [&str; 12] = [
     "block_ns",
     "iterations",
     "active_vcpus",
+    "turn_yield",
 ];
 
 impl WorkloadProfile {
@@ -153,6 +159,7 @@ impl WorkloadProfile {
             block_ns: 0,
             iterations: 0,
             active_vcpus: None,
+            turn_yield: false,
         }
     }
 
@@ -323,6 +330,7 @@ impl WorkloadProfile {
                 "block_prob" => p.block_prob = fraction()?,
                 "block_ns" => p.block_ns = uint()?,
                 "iterations" => p.iterations = uint()?,
+                "turn_yield" => p.turn_yield = v.as_bool().ok_or_else(|| bad("a boolean"))?,
                 "active_vcpus" => {
                     p.active_vcpus = Some(u32::try_from(uint()?).map_err(|_| bad("a u32"))?)
                 }

@@ -117,6 +117,8 @@ struct Irq {
 /// Guest-side state of one vCPU.
 #[derive(Clone, Debug)]
 struct VGuest {
+    /// pingpong turn_yield: when this vCPU last yielded to the holder.
+    last_turn_yield: Option<Time>,
     phase: Phase,
     /// The phase an interrupt handler returns to.
     resume: Option<Phase>,
@@ -256,6 +258,7 @@ impl VmRt {
                 halt_start: Time::ZERO,
                 wait_start: Time::ZERO,
                 hold_start: Time::ZERO,
+                last_turn_yield: None,
             })
             .collect();
         let ipi_aware = matches!(
@@ -771,6 +774,23 @@ impl Simulator {
                             if vm.turn == i as u32 {
                                 self.lock_start(vi, i, 0);
                                 continue;
+                            }
+                            // turn_yield: a guest-directed yield to the holder
+                            // when steal time says it is preempted (s390's
+                            // diag 0x9c; x86 KVM_HC_SCHED_YIELD).
+                            let holder = vm.turn as usize;
+                            // At most one per spin burst (the guest spins
+                            // between two looks at the holder).
+                            if vm.prof.turn_yield
+                                && self.pv.steal_time
+                                && vm.vcpus[holder].preempted
+                                && vm.g[i].last_turn_yield != Some(now)
+                            {
+                                vm.g[i].last_turn_yield = Some(now);
+                                vm.g[i].pending_exit += self.kvm.round_trip();
+                                if let Some(sw) = self.pv_sched_yield(cpu, vi, i, holder) {
+                                    return Act::Switched(sw);
+                                }
                             }
                         }
                     }
