@@ -9,8 +9,9 @@ use std::path::Path;
 
 fn run(file: &str, sets: &[&str]) -> Report {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
-    let mut o: Vec<_> = sets.iter().map(|s| parse_override(s).unwrap()).collect();
-    o.push(parse_override("host.duration=2s").unwrap());
+    // 2 s unless a test sets its own duration (later overrides win).
+    let mut o = vec![parse_override("host.duration=2s").unwrap()];
+    o.extend(sets.iter().map(|s| parse_override(s).unwrap()));
     let sc = Scenario::load_with(&path, &o).unwrap_or_else(|e| panic!("{e}"));
     oversub::run_scenario(&sc, None, None)
 }
@@ -196,13 +197,15 @@ fn every_policy_runs_via_set() {
         "scenarios/yield/cg-bystander.toml",
         "scenarios/yield/layout-same-cgroup.toml",
         "scenarios/yield/layout-per-vcpu.toml",
+        "scenarios/yield/s390-pingpong.toml",
+        "scenarios/overcommit/dedup-2x16.toml",
     ] {
         for p in oversub::sched::yield_to::YieldToPolicy::ALL {
             let r = run(
                 f,
                 &[
                     &policy(p.name()),
-                    "host.duration=200ms",
+                    "host.duration=50ms",
                     "host.features.LAST_BUDDY=true",
                 ],
             );
