@@ -100,3 +100,21 @@ fn the_hint_survives_apicv_and_is_upstream_under_ipiv() {
     assert_eq!(ipiv.boosts_to_ipi_receiver, 0);
     assert_eq!(ipiv.ipi_exits, 0);
 }
+
+/// AVIC: an ICR write to a running target is delivered without exit; to a
+/// vCPU that is not running it takes the AVIC_INCOMPLETE_IPI exit, which
+/// KVM handles (and the series and the hint record); EOIs do not exit.
+#[test]
+fn avic_exits_only_for_targets_not_running() {
+    for form in ["ipi_series", "ipi_hint"] {
+        let on = format!("kvm.on_spin={form}");
+        let r = run(&[&on, "kvm.avic=true"]);
+        let v = a(&r);
+        assert!(
+            v.ipi_exits > 0 && v.ipi_exits < v.ipis_sent,
+            "{form}: {v:?}"
+        );
+        assert_eq!(v.eoi_exits, 0);
+        assert!(v.boosts_to_ipi_receiver > 0, "{form}");
+    }
+}

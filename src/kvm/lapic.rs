@@ -133,8 +133,12 @@ pub struct IpiTrackingParams {
     pub eoi: EoiClear,
     /// APICv / AVIC active: EOI virtualization, posted interrupts.
     pub apicv: bool,
-    /// IPI virtualization (Intel IPIv / AVIC): ICR writes do not exit.
+    /// IPI virtualization (Intel IPIv): ICR writes do not exit.
     pub ipiv: bool,
+    /// AMD AVIC: an ICR write exits only when a target is not running
+    /// (the AVIC_INCOMPLETE_IPI exit, which KVM then delivers and the series
+    /// tracks); to running targets it is delivered without exit.
+    pub avic: bool,
 }
 
 impl Default for IpiTrackingParams {
@@ -145,6 +149,7 @@ impl Default for IpiTrackingParams {
             eoi: EoiClear::MatchingVector,
             apicv: false,
             ipiv: false,
+            avic: false,
         }
     }
 }
@@ -276,8 +281,24 @@ impl IpiTracker {
     /// exits (no IPIv) and the series' condition holds (src set, fixed mode,
     /// no shorthand, exactly one target which is not the sender).
     pub fn on_icr_write(&mut self, src: VcpuIdx, irq: &LapicIrq, now: Time) -> IcrWrite {
+        self.on_icr_write_running(src, irq, now, &|_| true)
+    }
+
+    /// `on_icr_write` with the targets' running state (AVIC exits only for
+    /// a target that is not running).
+    pub fn on_icr_write_running(
+        &mut self,
+        src: VcpuIdx,
+        irq: &LapicIrq,
+        now: Time,
+        running: &dyn Fn(VcpuIdx) -> bool,
+    ) -> IcrWrite {
         let targets = kvm_irq_delivery_to_apic(self.nr(), Some(src), irq);
-        let exited = !self.params.ipiv;
+        let exited = if self.params.avic {
+            targets.iter().any(|&t| !running(t))
+        } else {
+            !self.params.ipiv
+        };
         let mut tracked = false;
         if exited
             && self.params.enabled

@@ -47,6 +47,7 @@ pub(super) struct RawKvm {
     ipi_window: Option<String>,
     apicv: Option<bool>,
     ipiv: Option<bool>,
+    avic: Option<bool>,
     halt_poll: Option<String>,
     halt_poll_max: Option<String>,
     exit_cost: Option<String>,
@@ -135,6 +136,9 @@ pub struct KvmSpec {
     pub on_spin: OnSpinSpec,
     pub apicv: bool,
     pub ipiv: bool,
+    /// AMD AVIC (implies APICv's EOI virtualization and posted interrupts;
+    /// ICR writes exit only for a target that is not running).
+    pub avic: bool,
     /// Halt polling before a halted vCPU blocks.
     pub halt_poll: HaltPoll,
     /// A VM exit and the dispatch to its handler.
@@ -169,6 +173,7 @@ impl Default for KvmSpec {
             on_spin: OnSpinSpec::Variant(OnSpinVariant::V612TwoPass),
             apicv: false,
             ipiv: false,
+            avic: false,
             halt_poll: HaltPoll::Dynamic {
                 max: Nanos::from_us(200),
             },
@@ -387,6 +392,22 @@ pub(super) fn kvm(cx: &Ctx, k: RawKvm) -> Result<KvmSpec, ScenarioError> {
     }
     s.apicv = k.apicv.unwrap_or(false);
     s.ipiv = k.ipiv.unwrap_or(false);
+    s.avic = k.avic.unwrap_or(false);
+    if s.avic {
+        if s.ipiv {
+            return Err(cx.err(
+                "kvm.avic",
+                "AVIC is AMD's, IPIv Intel's: allowed avic = true with ipiv = false",
+            ));
+        }
+        if k.apicv == Some(false) {
+            return Err(cx.err(
+                "kvm.avic",
+                "AVIC is an APIC virtualization: allowed with apicv unset or true",
+            ));
+        }
+        s.apicv = true;
+    }
     if s.ipiv && !s.apicv {
         return Err(cx.err(
             "kvm.ipiv",

@@ -203,8 +203,9 @@ enum Act {
 impl VmRt {
     /// An ICR write by `me`: the series' tracker sees it, and with the IPI
     /// hint a unicast fixed-mode IPI that exited is recorded on the sender.
-    fn icr_write(&mut self, me: VcpuIdx, irq: &LapicIrq, now: Time) -> IcrWrite {
-        let w = self.tracker.on_icr_write(me, irq, now);
+    fn icr_write(&mut self, me: VcpuIdx, irq: &LapicIrq, now: Time, running: &[bool]) -> IcrWrite {
+        let run = |t: VcpuIdx| running.get(t.idx()).copied().unwrap_or(true);
+        let w = self.tracker.on_icr_write_running(me, irq, now, &run);
         if let Some(h) = self.hint.as_mut() {
             let unicast = irq.delivery_mode == DeliveryMode::Fixed
                 && irq.shorthand == Shorthand::NoShorthand
@@ -273,6 +274,7 @@ impl VmRt {
                 eoi: kvm.ipi_eoi,
                 apicv: kvm.apicv,
                 ipiv: kvm.ipiv,
+                avic: kvm.avic,
             },
         );
         let hint = matches!(kvm.on_spin, OnSpinSpec::Variant(OnSpinVariant::IpiHint))
@@ -428,6 +430,18 @@ impl Simulator {
             return;
         }
         self.wake_vcpu(vi, i, None);
+    }
+
+    /// Which vCPUs of VM `vi` are on a CPU now.
+    fn vcpus_running(&self, vi: usize) -> Vec<bool> {
+        let vm = &self.vms[vi];
+        (0..vm.n as usize)
+            .map(|t| {
+                let id = vm.task(t);
+                let st = &self.sched.tasks[id.idx()];
+                st.on_cpu && self.sched.rqs[st.cpu.idx()].curr == Some(id)
+            })
+            .collect()
     }
 
     /// Arms the guest tick of every vCPU of VM `vi` (spread over one period).
@@ -1116,6 +1130,12 @@ impl Simulator {
         let now = self.now;
         let exit = self.kvm.round_trip();
         let pv = self.pv;
+        // AVIC: which vCPUs run now (an IPI to one that does not exits).
+        let running = if self.kvm.avic && stage < 2 {
+            self.vcpus_running(vi)
+        } else {
+            Vec::new()
+        };
         let vm = &mut self.vms[vi];
         let me = VcpuIdx(i as u32);
         let ms = len.0 as f64 / 1e6;
@@ -1158,7 +1178,12 @@ impl Simulator {
                         RESCHEDULE_VECTOR
                     };
                     vm.stats.ipis_sent += 1;
-                    let w = vm.icr_write(me, &LapicIrq::unicast(VcpuIdx(t as u32), vector), now);
+                    let w = vm.icr_write(
+                        me,
+                        &LapicIrq::unicast(VcpuIdx(t as u32), vector),
+                        now,
+                        &running,
+                    );
                     if w.exited {
                         vm.stats.ipi_exits += 1;
                         vm.g[i].pending_exit += exit;
@@ -1211,6 +1236,7 @@ impl Simulator {
                                 CALL_FUNCTION_SINGLE_VECTOR,
                             ),
                             now,
+                            &running,
                         );
                         if w.exited {
                             vm.stats.ipi_exits += 1;
@@ -1231,7 +1257,7 @@ impl Simulator {
                             shorthand: Shorthand::AllButSelf,
                             ..LapicIrq::unicast(me, CALL_FUNCTION_VECTOR)
                         };
-                        let w = vm.icr_write(me, &irq, now);
+                        let w = vm.icr_write(me, &irq, now, &running);
                         debug_assert_eq!(w.targets.len(), targets.len());
                         if w.exited {
                             vm.stats.ipi_exits += 1;
@@ -1243,6 +1269,7 @@ impl Simulator {
                                 me,
                                 &LapicIrq::unicast(VcpuIdx(t as u32), CALL_FUNCTION_VECTOR),
                                 now,
+                                &running,
                             );
                             if w.exited {
                                 vm.stats.ipi_exits += 1;
