@@ -125,11 +125,13 @@ pub struct YieldRqState {
 pub struct YieldStats {
     /// Penalties applied by a debooster.
     pub deboosts_applied: u64,
-    /// Debooster attempts refused by the rate limit.
+    /// Debooster attempts refused by the rate limit (lag-credit-v3: forced
+    /// reschedules refused by it).
     pub deboosts_rate_limited: u64,
     /// Levels credited by lag-credit-v3 / kpn-charge.
     pub credits: u64,
-    /// Borrows granted (at least one level allowed).
+    /// Borrows granted (at least one level up to the LCA allowed; the
+    /// target may still lose at a level where it was refused).
     pub borrows: u64,
     /// Borrowed runs ended by the budget bound.
     pub borrow_bounds_hit: u64,
