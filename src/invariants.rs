@@ -94,7 +94,7 @@ pub fn check(s: &Scheduler) -> Result<(), String> {
                 t.name, t.cpu
             ));
         }
-        if t.state == TaskState::Running && !t.on_rq {
+        if t.state == TaskState::Running && !t.on_rq && !t.waking {
             return Err(format!("runnable task {} is on no runqueue", t.name));
         }
         if t.on_rq && !s.ses[t.se.idx()].on_rq {

@@ -186,6 +186,7 @@ fn active_balance_moves_the_running_task() {
         hz: 250,
         features,
         preset: KernelPreset::V6_12_117,
+        costs: oversub::sched::HostCosts::ZERO,
     });
     let b = s.create_task("b", ROOT_GROUP, 0, vec![true, true], CpuId(0), None);
     let a = s.create_task("a", ROOT_GROUP, 0, vec![true, false], CpuId(0), None);

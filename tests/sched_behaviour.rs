@@ -165,6 +165,7 @@ fn one_cpu(
         hz: 250,
         features: preset.features(),
         preset,
+        costs: oversub::sched::HostCosts::ZERO,
     };
     let mut s = Scheduler::new(cfg);
     tweak(&mut s);
@@ -265,6 +266,7 @@ fn yield_to_returns_esrch_with_one_task_per_runqueue() {
         hz: 250,
         features: KernelPreset::V6_12_117.features(),
         preset: KernelPreset::V6_12_117,
+        costs: oversub::sched::HostCosts::ZERO,
     };
     let mut s = Scheduler::new(cfg);
     let a = s.create_task("a", ROOT_GROUP, 0, vec![true, false], CpuId(0), None);

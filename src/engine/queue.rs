@@ -119,6 +119,12 @@ impl<E> EventQueue<E> {
         None
     }
 
+    /// The earliest live event without removing it.
+    pub fn peek(&mut self) -> Option<(Time, &E)> {
+        self.peek_time()?;
+        self.heap.peek().map(|e| (e.at(), &e.ev))
+    }
+
     /// Number of events popped so far (cancelled ones excluded).
     pub fn popped(&self) -> u64 {
         self.popped

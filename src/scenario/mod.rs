@@ -13,7 +13,7 @@ pub mod yield_spec;
 
 use crate::engine::Nanos;
 use crate::sched::features::{KernelPreset, FEATURE_NAMES};
-use crate::sched::SchedFeatures;
+use crate::sched::{HostCosts, SchedFeatures};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -70,6 +70,8 @@ pub(crate) struct RawHost {
     features: BTreeMap<String, bool>,
     #[serde(rename = "yield")]
     yield_: Option<yield_spec::RawYield>,
+    #[serde(default)]
+    costs: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -116,6 +118,8 @@ pub struct HostSpec {
     pub overrides: BTreeMap<String, bool>,
     /// `[host.yield]`.
     pub yield_cfg: crate::sched::yield_to::YieldConfig,
+    /// `[host.costs]`: wake-path, switch and migration costs.
+    pub costs: HostCosts,
 }
 
 /// `[[cgroup]]`.
@@ -200,6 +204,9 @@ pub struct Scenario {
     /// (recorded in the JSON report).
     pub effective: toml::Table,
 }
+
+/// The largest `[host.costs]` value.
+pub const MAX_HOST_COST: Nanos = Nanos::from_ms(10);
 
 pub const KINDS: &str = "hog, periodic, yield_loop, pingpong, messaging";
 
@@ -465,6 +472,17 @@ impl Scenario {
                 ));
             }
         }
+        let mut costs = HostCosts::default();
+        for (k, v) in &h.costs {
+            let field = format!("host.costs.{k}");
+            let Some(slot) = costs.get_mut(k) else {
+                return Err(cx.err(
+                    field,
+                    format!("unknown cost: allowed {}", HostCosts::NAMES.join(", ")),
+                ));
+            };
+            *slot = cx.dur(&field, v, Nanos::ZERO, MAX_HOST_COST)?.0;
+        }
         Ok(HostSpec {
             cpus,
             hz: hz as u32,
@@ -474,6 +492,7 @@ impl Scenario {
             features,
             overrides: h.features,
             yield_cfg,
+            costs,
         })
     }
 

@@ -179,9 +179,10 @@ fn shr_bound(v: u64, i: u32) -> u64 {
 }
 
 impl Scheduler {
-    /// `idle_cpu()`: the idle task runs, nothing is queued.
+    /// `idle_cpu()`: the idle task runs, nothing is queued, and no wakeup is
+    /// pending on the CPU's wakelist (`rq->ttwu_pending`).
     pub fn idle_cpu(&self, c: usize) -> bool {
-        self.rqs[c].nr_running == 0 && self.rqs[c].curr.is_none()
+        self.rqs[c].nr_running == 0 && self.rqs[c].curr.is_none() && self.rqs[c].ttwu_pending == 0
     }
 
     /// `capacity_of()`: every CPU at full capacity (see the module doc).

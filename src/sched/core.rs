@@ -122,8 +122,11 @@ impl Scheduler {
             if let Some(ws) = t.wait_since.take() {
                 t.stats.wait_ns += now - ws;
             }
+            // The wakee runs once the switch is done: the sample ends after
+            // the switch's cost (HostCosts::context_switch).
             if let Some(wt) = t.wake_time.take() {
-                t.stats.wakeup_latency.push(now - wt);
+                let done = now + self.cfg.costs.context_switch;
+                t.stats.wakeup_latency.push(done.saturating_sub(wt));
             }
         }
         Switch {
@@ -197,12 +200,47 @@ impl Scheduler {
             self.set_task_cpu(p, cpu);
             flags |= ENQUEUE_MIGRATED;
         }
+        // ttwu_queue(): the CPU doing the wakeup is the waker's, or the
+        // task's own for a timer (the hrtimer fires where it was armed).
+        let this = self.this_cpu.or(waker).unwrap_or(prev_cpu);
+        if self.ttwu_queue_cond(cpu, this) {
+            // ttwu_queue_wakelist(): activated by the target CPU when the
+            // IPI arrives (sched_ttwu_pending()).
+            self.tasks[p.idx()].waking = true;
+            self.rqs[cpu.idx()].ttwu_pending += 1;
+            self.wakelist.push((p, flags));
+            return true;
+        }
+        self.ttwu_do_activate(p, flags, wake_flags);
+        true
+    }
+
+    /// `ttwu_queue_cond()` for one LLC: the wakelist is used for another CPU
+    /// that is idle (6.12.117), when remote wakeups have a cost at all.
+    fn ttwu_queue_cond(&self, cpu: CpuId, this: CpuId) -> bool {
+        self.cfg.costs.remote_wakeup > 0
+            && cpu != this
+            && self.rqs[cpu.idx()].nr_running == 0
+            && self.rqs[cpu.idx()].curr.is_none()
+    }
+
+    /// `ttwu_do_activate()`: enqueue the woken task and check preemption.
+    fn ttwu_do_activate(&mut self, p: TaskId, flags: u32, wake_flags: u32) {
+        let cpu = self.tasks[p.idx()].cpu;
         let t = &mut self.tasks[p.idx()];
         t.on_rq = true;
-        t.wait_since = Some(now);
+        t.wait_since = Some(self.now);
         self.enqueue_task_fair(p, flags);
         self.wakeup_preempt(cpu, p, wake_flags);
-        true
+    }
+
+    /// `sched_ttwu_pending()` on the task's CPU: the wakelist IPI arrived and
+    /// the queued wakeup is activated there.
+    pub fn sched_ttwu_pending(&mut self, p: TaskId, flags: u32) {
+        let cpu = self.tasks[p.idx()].cpu;
+        self.tasks[p.idx()].waking = false;
+        self.rqs[cpu.idx()].ttwu_pending -= 1;
+        self.ttwu_do_activate(p, flags, 0);
     }
 
     /// The running task on `cpu` goes to sleep (`set_current_state()` +
@@ -312,6 +350,7 @@ impl Scheduler {
         let t = &mut self.tasks[p.idx()];
         let old = t.cpu;
         if old != cpu {
+            t.migrated = true;
             let list = &mut self.cpu_tasks[old.idx()];
             if let Some(i) = list.iter().position(|&x| x == p) {
                 list.swap_remove(i);

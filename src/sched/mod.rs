@@ -14,6 +14,7 @@
 
 pub mod balance;
 pub mod core;
+pub mod costs;
 pub mod entity;
 pub mod fair;
 pub mod features;
@@ -26,6 +27,7 @@ pub mod select;
 pub mod weight;
 pub mod yield_to;
 
+pub use costs::HostCosts;
 pub use entity::{CfsRq, SchedEntity, VruntimeStep};
 pub use features::{KernelPreset, SchedFeatures};
 pub use ids::{CfsRqId, CpuId, GroupId, SeId, TaskId};
@@ -42,6 +44,8 @@ pub struct SchedConfig {
     pub hz: u32,
     pub features: SchedFeatures,
     pub preset: KernelPreset,
+    /// Wake-path, switch and migration costs (`[host.costs]`).
+    pub costs: HostCosts,
 }
 
 impl SchedConfig {
@@ -117,6 +121,12 @@ pub struct Task {
     pub wait_since: Option<u64>,
     /// `p->last_yield` of the sched_yield throttle (Kuba Piecuch's RFC).
     pub last_yield: u64,
+    /// `TASK_WAKING` on a remote CPU's wakelist: runnable, not yet queued
+    /// (`ttwu_queue_wakelist()` until `sched_ttwu_pending()`).
+    pub waking: bool,
+    /// Changed CPU since it last ran (pays `HostCosts::migration` on its
+    /// next switch-in).
+    pub migrated: bool,
 }
 
 /// `struct task_group`.
@@ -159,6 +169,9 @@ pub struct Rq {
     pub active_balance: Option<CpuId>,
     pub yld_count: u64,
     pub nr_switches: u64,
+    /// Tasks on this CPU's wakelist (`rq->ttwu_pending`): the CPU is not
+    /// idle for `idle_cpu()` while it has some.
+    pub ttwu_pending: u32,
 }
 
 /// The host scheduler state. See the module doc.
@@ -194,6 +207,16 @@ pub struct Scheduler {
     pub yield_rq: Vec<yield_to::YieldRqState>,
     /// What the yield policies did.
     pub yield_stats: yield_to::YieldStats,
+    /// The CPU the current entry point runs on (`smp_processor_id()`), set by
+    /// the simulator; None for a context without one (treated as local).
+    pub this_cpu: Option<CpuId>,
+    /// Reschedule IPIs to other CPUs raised by `resched_curr()` (served by the
+    /// simulator after `HostCosts::remote_wakeup`).
+    pub resched_ipis: Vec<CpuId>,
+    /// Wakeups queued on a remote CPU's wakelist (`ttwu_queue_wakelist()`),
+    /// activated by the simulator after `HostCosts::remote_wakeup` with
+    /// [`Scheduler::sched_ttwu_pending`]: (task, enqueue flags).
+    pub wakelist: Vec<(TaskId, u32)>,
 }
 
 /// The root task group.
@@ -224,6 +247,9 @@ impl Scheduler {
             yield_cfg: yield_to::YieldConfig::default(),
             yield_rq: vec![yield_to::YieldRqState::default(); n],
             yield_stats: yield_to::YieldStats::default(),
+            this_cpu: None,
+            resched_ipis: Vec::new(),
+            wakelist: Vec::new(),
         };
         let mut root_rqs = Vec::with_capacity(n);
         for c in 0..n {
@@ -247,6 +273,7 @@ impl Scheduler {
                 active_balance: None,
                 yld_count: 0,
                 nr_switches: 0,
+                ttwu_pending: 0,
             });
         }
         s.groups.push(TaskGroup {
@@ -342,15 +369,36 @@ impl Scheduler {
             wakee_flip_decay_ts: 0,
             last_wakee: None,
             last_yield: 0,
+            waking: false,
+            migrated: false,
         });
         id
     }
 
     /// `resched_curr()`: asks the simulator to run `__schedule()` on `cpu`.
+    /// On another CPU than `this_cpu` it sets TIF_NEED_RESCHED and sends the
+    /// reschedule IPI (`smp_send_reschedule()`), which takes effect after
+    /// `HostCosts::remote_wakeup` (at once when that cost is zero).
     pub fn resched_curr(&mut self, cpu: CpuId) {
+        let remote = self.cfg.costs.remote_wakeup > 0 && self.this_cpu.is_some_and(|c| c != cpu);
         let rq = &mut self.rqs[cpu.idx()];
-        if !rq.need_resched {
-            rq.need_resched = true;
+        if remote {
+            if !rq.need_resched {
+                rq.need_resched = true;
+                self.resched_ipis.push(cpu);
+            }
+            return;
+        }
+        rq.need_resched = true;
+        if !self.resched.contains(&cpu) {
+            self.resched.push(cpu);
+        }
+    }
+
+    /// The reschedule IPI arrived at `cpu` (`scheduler_ipi()`): a pending
+    /// TIF_NEED_RESCHED is acted on.
+    pub fn scheduler_ipi(&mut self, cpu: CpuId) {
+        if self.rqs[cpu.idx()].need_resched && !self.resched.contains(&cpu) {
             self.resched.push(cpu);
         }
     }

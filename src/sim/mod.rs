@@ -3,8 +3,11 @@
 //!
 //! Events are per-CPU ticks (aligned to the jiffy grid, stopped while a CPU is
 //! idle, as NOHZ_IDLE does), the end of a running task's CPU burst, timers
-//! that wake sleeping tasks, and HRTICK expiries. After each event every
-//! pending reschedule request is served, in the order it was raised.
+//! that wake sleeping tasks, HRTICK expiries, and the host's wake-path
+//! delays (`[host.costs]`: the timer interrupt's wakeup, remote wakelist and
+//! reschedule IPIs). After each event every pending reschedule request is
+//! served, in the order it was raised. A switch's cost and a migration's are
+//! CPU time of the incoming task, paid before its burst continues.
 //! Invalidation of a burst-end event when its task is switched out uses a
 //! per-CPU generation number.
 
@@ -22,12 +25,22 @@ use vm::VmRt;
 enum Ev {
     Tick(CpuId),
     BurstEnd(CpuId, u64),
+    /// A sleeping task's hrtimer expires.
     Timer(TaskId),
+    /// `hrtimer_wakeup()` of a task whose timer expired at the given instant,
+    /// after the timer interrupt's delay (HostCosts::timer_wake/idle_exit).
+    TimerWake(TaskId, Time),
     HrTick(CpuId, u64),
     /// A halted vCPU's guest timer (LAPIC timer), with its generation.
     GuestTimer(TaskId, u64),
     /// The guest's periodic tick on vCPU (vm, idx) (`[kvm] guest_hz`).
     GuestTick(u32, u32),
+    /// The same after the timer interrupt's delay.
+    GuestTimerWake(TaskId, u64),
+    /// A reschedule IPI arrives (`scheduler_ipi()`).
+    ReschedIpi(CpuId),
+    /// A wakelist IPI arrives: activate the queued wakeup (flags).
+    TtwuPending(TaskId, u32),
 }
 
 /// Per-task simulator state (besides the scheduler's).
@@ -39,6 +52,9 @@ struct TaskSim {
     /// When the burst started consuming on the current CPU.
     running_since: Option<Time>,
     started: bool,
+    /// Switch and migration CPU time owed (HostCosts), paid before the
+    /// burst continues.
+    overhead: Nanos,
 }
 
 /// A host under simulation.
@@ -76,6 +92,7 @@ impl Simulator {
             hz: sc.host.hz,
             features: sc.host.features,
             preset: sc.host.kernel,
+            costs: sc.host.costs,
         };
         let mut sched = Scheduler::new(cfg);
         sched.yield_cfg = sc.host.yield_cfg;
@@ -277,6 +294,7 @@ impl Simulator {
             remaining: None,
             running_since: None,
             started: false,
+            overhead: Nanos::ZERO,
         });
     }
 
@@ -305,7 +323,20 @@ impl Simulator {
             let (t, ev) = self.queue.pop().expect("peeked");
             self.set_now(t);
             self.events += 1;
+            self.sched.this_cpu = self.event_cpu(ev);
             self.dispatch(ev);
+            // hrtimer_interrupt() runs every timer of its CPU that expired by
+            // now (the tick is one) before the reschedule at interrupt exit.
+            if let Some(cpu) = self.timer_irq_cpu(ev) {
+                while let Some((t2, &ev2)) = self.queue.peek() {
+                    if t2 != t || self.timer_irq_cpu(ev2) != Some(cpu) {
+                        break;
+                    }
+                    self.queue.pop();
+                    self.events += 1;
+                    self.dispatch(ev2);
+                }
+            }
             self.serve_resched();
             if self.until_done && self.world.program.as_ref().is_some_and(|p| p.all_done()) {
                 end = t;
@@ -332,6 +363,41 @@ impl Simulator {
     fn set_now(&mut self, t: Time) {
         self.now = t;
         self.sched.now = t.0;
+    }
+
+    /// The CPU an event runs on (`smp_processor_id()` of its handler).
+    fn event_cpu(&self, ev: Ev) -> Option<CpuId> {
+        match ev {
+            Ev::Tick(c) | Ev::BurstEnd(c, _) | Ev::HrTick(c, _) | Ev::ReschedIpi(c) => Some(c),
+            Ev::Timer(p)
+            | Ev::TimerWake(p, _)
+            | Ev::GuestTimer(p, _)
+            | Ev::GuestTimerWake(p, _)
+            | Ev::TtwuPending(p, _) => Some(self.sched.tasks[p.idx()].cpu),
+            Ev::GuestTick(vm, idx) => {
+                let p = self.vms[vm as usize].task_base + idx;
+                Some(self.sched.tasks[p as usize].cpu)
+            }
+        }
+    }
+
+    /// The CPU whose timer interrupt delivers `ev`, if it is one.
+    fn timer_irq_cpu(&self, ev: Ev) -> Option<CpuId> {
+        match ev {
+            Ev::Tick(c) | Ev::HrTick(c, _) => Some(c),
+            Ev::TimerWake(p, _) | Ev::GuestTimerWake(p, _) => Some(self.sched.tasks[p.idx()].cpu),
+            _ => None,
+        }
+    }
+
+    /// The timer interrupt's delay before `hrtimer_wakeup()` runs for a task
+    /// whose timer fired on its CPU now: `timer_wake`, plus `idle_exit` when
+    /// that CPU was idle.
+    fn timer_delay(&self, p: TaskId) -> Nanos {
+        let c = &self.sched.cfg.costs;
+        let cpu = self.sched.tasks[p.idx()].cpu.idx();
+        let idle = self.sched.rqs[cpu].curr.is_none();
+        Nanos(c.timer_wake + if idle { c.idle_exit } else { 0 })
     }
 
     fn dispatch(&mut self, ev: Ev) {
@@ -365,9 +431,20 @@ impl Simulator {
                 let ts = &mut self.tasks[p.idx()];
                 // A burst ended early (a vCPU poked) leaves some unused.
                 let left = match (ts.remaining, ts.running_since) {
-                    (Some(r), Some(since)) => r - (now - since),
+                    (Some(r), Some(since)) => {
+                        let ran = now - since;
+                        let paid = ran.min(ts.overhead);
+                        ts.overhead = ts.overhead - paid;
+                        r - (ran - paid)
+                    }
                     _ => Nanos::ZERO,
                 };
+                if ts.remaining.is_none() {
+                    if let Some(since) = ts.running_since {
+                        let paid = (now - since).min(ts.overhead);
+                        ts.overhead = ts.overhead - paid;
+                    }
+                }
                 ts.running_since = None;
                 ts.remaining = None;
                 if let Behaviour::Vcpu { vm, idx } = ts.behaviour {
@@ -378,9 +455,32 @@ impl Simulator {
                 }
             }
             Ev::Timer(p) => {
-                self.sched.try_to_wake_up(p, 0, None);
+                let d = self.timer_delay(p);
+                if d > Nanos::ZERO {
+                    self.queue.push(self.now + d, Ev::TimerWake(p, self.now));
+                } else {
+                    self.sched.try_to_wake_up(p, 0, None);
+                }
             }
-            Ev::GuestTimer(p, gen) => self.guest_timer(p, gen),
+            Ev::TimerWake(p, expiry) => {
+                // cyclictest's latency: from the expiry, not the wakeup.
+                if self.sched.try_to_wake_up(p, 0, None)
+                    && self.sched.tasks[p.idx()].wake_time.is_some()
+                {
+                    self.sched.tasks[p.idx()].wake_time = Some(expiry.0);
+                }
+            }
+            Ev::GuestTimer(p, gen) => {
+                let d = self.timer_delay(p);
+                if d > Nanos::ZERO {
+                    self.queue.push(self.now + d, Ev::GuestTimerWake(p, gen));
+                } else {
+                    self.guest_timer(p, gen);
+                }
+            }
+            Ev::GuestTimerWake(p, gen) => self.guest_timer(p, gen),
+            Ev::ReschedIpi(cpu) => self.sched.scheduler_ipi(cpu),
+            Ev::TtwuPending(p, flags) => self.sched.sched_ttwu_pending(p, flags),
             Ev::GuestTick(vm, idx) => self.guest_tick(vm as usize, idx as usize),
         }
     }
@@ -444,7 +544,7 @@ impl Simulator {
         let gen = self.cpu_gen[cpu.idx()];
         let ts = &mut self.tasks[p.idx()];
         ts.running_since = Some(self.now);
-        let d = ts.remaining.unwrap_or(Nanos::ZERO);
+        let d = ts.overhead + ts.remaining.unwrap_or(Nanos::ZERO);
         // A burst that outlasts the run (a hog's) needs no event; queuing it
         // would leave a stale entry in the heap for good.
         if self.now + d <= self.end {
@@ -459,8 +559,12 @@ impl Simulator {
         if let Some(prev) = sw.prev {
             let ts = &mut self.tasks[prev.idx()];
             if let Some(since) = ts.running_since.take() {
+                let mut ran = now - since;
+                let paid = ran.min(ts.overhead);
+                ts.overhead = ts.overhead - paid;
+                ran = ran - paid;
                 if let Some(r) = ts.remaining.as_mut() {
-                    *r = *r - (now - since);
+                    *r = *r - ran;
                 }
             }
             if let Behaviour::Vcpu { vm, idx } = ts.behaviour {
@@ -468,6 +572,19 @@ impl Simulator {
             }
         }
         if let Some(next) = sw.next {
+            // context_switch() and, after a migration, the cache refill:
+            // CPU time of the incoming task (a vCPU owes it as exit overhead).
+            let costs = self.sched.cfg.costs;
+            let mut cost = costs.context_switch;
+            if std::mem::take(&mut self.sched.tasks[next.idx()].migrated) {
+                cost += costs.migration;
+            }
+            match self.tasks[next.idx()].behaviour {
+                Behaviour::Vcpu { vm, idx } => {
+                    self.vms[vm as usize].g_owe(idx as usize, Nanos(cost));
+                }
+                _ => self.tasks[next.idx()].overhead += Nanos(cost),
+            }
             self.start_burst(sw.cpu, next);
             if !self.tick_armed[c] {
                 self.arm_tick(sw.cpu);
@@ -490,15 +607,30 @@ impl Simulator {
         self.queue.push(self.now, Ev::BurstEnd(cpu, gen));
     }
 
-    /// Next tick on the jiffy grid, strictly after now.
+    /// Next tick on the jiffy grid, strictly after now; like every timer
+    /// interrupt it arrives `HostCosts::timer_wake` after its expiry.
     fn arm_tick(&mut self, cpu: CpuId) {
-        let t = (self.now.0 / self.tick + 1) * self.tick;
+        let late = self.sched.cfg.costs.timer_wake;
+        let t = (self.now.0.saturating_sub(late) / self.tick + 1) * self.tick + late;
         self.queue.push(Time(t), Ev::Tick(cpu));
         self.tick_armed[cpu.idx()] = true;
     }
 
+    /// Queues the IPIs raised by the scheduler: reschedule IPIs and wakelist
+    /// activations on other CPUs, after `HostCosts::remote_wakeup`.
+    fn send_ipis(&mut self) {
+        let d = Nanos(self.sched.cfg.costs.remote_wakeup);
+        for cpu in std::mem::take(&mut self.sched.resched_ipis) {
+            self.queue.push(self.now + d, Ev::ReschedIpi(cpu));
+        }
+        for (p, flags) in std::mem::take(&mut self.sched.wakelist) {
+            self.queue.push(self.now + d, Ev::TtwuPending(p, flags));
+        }
+    }
+
     fn serve_resched(&mut self) {
         loop {
+            self.send_ipis();
             for (cpu, at) in std::mem::take(&mut self.sched.hrtick_requests) {
                 self.hrtick_gen[cpu.idx()] += 1;
                 let gen = self.hrtick_gen[cpu.idx()];
@@ -510,10 +642,13 @@ impl Simulator {
             if !self.sched.rqs[cpu.idx()].need_resched {
                 continue;
             }
+            let this = std::mem::replace(&mut self.sched.this_cpu, Some(cpu));
             if let Some(sw) = self.sched.schedule(cpu) {
                 self.apply_switch(sw);
             }
+            self.sched.this_cpu = this;
         }
+        self.send_ipis();
     }
 
     /// Per-VM results (empty without VMs).

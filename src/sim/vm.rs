@@ -225,6 +225,13 @@ impl VmRt {
             || matches!(g.phase, Phase::Handler { vector: v, .. } if v == vector)
     }
 
+    /// Host CPU time vCPU `i` owes before its guest continues (the host's
+    /// context switch into it, a migration's refill): accounted as exit
+    /// overhead.
+    pub(super) fn g_owe(&mut self, i: usize, d: Nanos) {
+        self.g[i].pending_exit += d;
+    }
+
     pub(super) fn new(
         v: &VmSpec,
         kvm: &KvmSpec,
