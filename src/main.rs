@@ -61,6 +61,16 @@ enum Cmd {
         #[arg(long)]
         duration: Option<String>,
     },
+    /// Measure this machine's wake-path and switch costs and print them as a
+    /// `[host.costs]` table to paste into scenarios.
+    Calibrate {
+        /// Samples per probe (medians are reported).
+        #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        samples: u32,
+        /// Print one JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
     /// A real worker process of `conform` (internal).
     #[command(name = "__worker", hide = true)]
     Worker {
@@ -89,6 +99,15 @@ fn load(file: &std::path::Path, sets: &[String]) -> Result<Scenario, ExitCode> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Calibrate { samples, json } => {
+            let cal = oversub::conform::calibrate::calibrate(samples);
+            if json {
+                println!("{}", cal.to_json());
+            } else {
+                print!("{}", cal.table());
+            }
+            ExitCode::SUCCESS
+        }
         Cmd::Worker { args } => ExitCode::from(oversub::conform::worker::main(&args) as u8),
         Cmd::Conform {
             files,

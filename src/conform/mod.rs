@@ -3,19 +3,25 @@
 //!
 //! * [`host`]: what the machine is (CPUs, HZ, kernel, cpu controller);
 //! * [`real`]: the real run (cgroups, worker processes, schedstat);
-//! * [`worker`]: the worker processes (`oversub __worker`).
+//! * [`worker`]: the worker processes (`oversub __worker`);
+//! * [`calibrate`]: the host costs measured on the machine, which the
+//!   simulated side uses (`[host.costs]`).
 //!
 //! Tolerances (docs/conformance.md): a CPU share agrees when
 //! |real - sim| <= max(2% of real, the real run-to-run spread, 0.2 points);
-//! a latency median agrees when |real - sim| <= max(25% of real, 20 us).
+//! a latency median agrees when |real - sim| <= max(25% of real, 5 us, the
+//! real run-to-run spread).
 //! p99 is printed for information only.
 
+pub mod calibrate;
 pub mod host;
 pub mod real;
 pub mod rtapp;
 pub mod worker;
 
+use crate::engine::Nanos;
 use crate::scenario::{Scenario, TaskKind};
+use crate::sched::HostCosts;
 use host::{CpuController, HostInfo};
 use serde::Serialize;
 use std::fmt::Write;
@@ -42,7 +48,9 @@ pub const MIGR_ABS_TOL: f64 = 2.0;
 /// Relative tolerance of latency medians.
 pub const LAT_REL_TOL: f64 = 0.25;
 /// Absolute floor of the latency median tolerance, ns.
-pub const LAT_ABS_TOL_NS: f64 = 20_000.0;
+pub const LAT_ABS_TOL_NS: f64 = 5_000.0;
+/// Samples per calibration probe in a conform run.
+pub const CALIBRATION_SAMPLES: u32 = 1500;
 
 /// Options of `oversub conform`.
 #[derive(Clone, Debug)]
@@ -179,14 +187,28 @@ pub fn host_only_check(sc: &Scenario, cpus: u32) -> Result<(), String> {
     Ok(())
 }
 
-/// The scenario as the simulator runs it to mirror this machine.
-pub fn simulated(sc: &Scenario, h: &HostInfo) -> Scenario {
+/// The scenario as the simulator runs it to mirror this machine, with the
+/// machine's calibrated `costs`. The real workers' bursts are CPU budgets
+/// that include the kernel's switch into the task (docs/conformance.md); the
+/// model charges that switch on top of a burst, so each per-activation
+/// budget is reduced by `costs.context_switch` (to at least 1 ns).
+pub fn simulated(sc: &Scenario, h: &HostInfo, costs: &HostCosts) -> Scenario {
     let mut s = sc.clone();
     s.host.cpus = h.cpus;
     s.host.hz = h.hz;
     s.host.kernel = h.preset;
     s.host.features = h.preset.features();
     s.host.overrides.clear();
+    s.host.costs = *costs;
+    let cs = Nanos(costs.context_switch);
+    let less = |d: Nanos| Nanos(d.0.saturating_sub(cs.0).max(1));
+    for t in &mut s.tasks {
+        match &mut t.kind {
+            TaskKind::Periodic { run, .. } | TaskKind::PingPong { run } => *run = less(*run),
+            TaskKind::YieldLoop { work, .. } => *work = less(*work),
+            _ => {}
+        }
+    }
     s
 }
 
@@ -238,7 +260,9 @@ fn lat_row(name: &str, metric: &str, real: &[f64], sim: f64, judged: bool) -> Ro
     let mean = real.iter().sum::<f64>() / real.len().max(1) as f64;
     let min = real.iter().cloned().fold(f64::INFINITY, f64::min);
     let max = real.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let tol = (LAT_REL_TOL * mean).max(LAT_ABS_TOL_NS);
+    // The real run-to-run spread counts as for shares: on a loaded machine
+    // the wake path's median moves between runs.
+    let tol = (LAT_REL_TOL * mean).max(LAT_ABS_TOL_NS).max(max - min);
     Row {
         kind: "task".into(),
         name: name.into(),
@@ -390,7 +414,7 @@ pub fn table(rows: &[Row]) -> String {
 /// The one-line statement of the tolerances.
 pub fn tolerance_line() -> String {
     format!(
-        "tolerances: CPU share |sim-real| <= max({:.0}% of real, real spread max-min, {:.1} points, one tick of the run); latency p50 <= max({:.0}% of real, {:.0}us); p99 informational",
+        "tolerances: CPU share |sim-real| <= max({:.0}% of real, real spread max-min, {:.1} points, one tick of the run); latency p50 <= max({:.0}% of real, {:.0}us, real spread); p99 informational",
         SHARE_REL_TOL * 100.0,
         SHARE_ABS_TOL * 100.0,
         LAT_REL_TOL * 100.0,
@@ -398,8 +422,13 @@ pub fn tolerance_line() -> String {
     )
 }
 
-fn sim_figures(sc: &Scenario, h: &HostInfo, duration: Option<u64>) -> RunFigures {
-    let s = simulated(sc, h);
+fn sim_figures(
+    sc: &Scenario,
+    h: &HostInfo,
+    costs: &HostCosts,
+    duration: Option<u64>,
+) -> RunFigures {
+    let s = simulated(sc, h, costs);
     let r = crate::run_scenario(&s, None, duration.map(crate::engine::Nanos));
     r.tasks
         .iter()
@@ -451,12 +480,31 @@ pub fn run(opts: &Options) -> i32 {
         }
     }
     let _ = writeln!(out, "{}", tolerance_line());
+    // The machine's own costs, measured now, drive the simulated side.
+    let cal = match &ctl {
+        Ok(c) => {
+            let tag = format!("oversub-conform-{}-calibrate", std::process::id());
+            match real::calibrate_in_cgroup(c, &tag, CALIBRATION_SAMPLES) {
+                Ok(cal) => Some(cal),
+                Err(e) => {
+                    eprintln!("conform: calibration failed: {e}");
+                    return 1;
+                }
+            }
+        }
+        Err(_) => None,
+    };
+    let costs = cal.as_ref().map_or_else(HostCosts::default, |c| c.costs);
+    if let Some(c) = &cal {
+        let _ = writeln!(out, "simulated with the costs calibrated in this run:");
+        out += &c.table();
+    }
     if !opts.json {
         print!("{out}");
     }
     let mut results = Vec::new();
     for f in &opts.files {
-        let r = run_file(f, &h, &ctl, opts, &stop);
+        let r = run_file(f, &h, &ctl, &costs, opts, &stop);
         if !opts.json {
             print_result(&r);
         }
@@ -474,6 +522,7 @@ pub fn run(opts: &Options) -> i32 {
                      "preset": h.preset.name(),
                      "controller": ctl.as_ref().map(|c| c.describe()).unwrap_or_else(|e| format!("skip: {e}"))},
             "tolerances": tolerance_line(),
+            "calibration": cal.as_ref().map(|c| c.to_json()),
             "scenarios": results,
             "passed": pass, "failed": fail, "skipped": skip, "errors": err,
         });
@@ -584,6 +633,7 @@ fn run_program_file(
     sc: &Scenario,
     h: &HostInfo,
     ctl: &CpuController,
+    costs: &HostCosts,
     duration: u64,
     opts: &Options,
     stop: &Arc<AtomicBool>,
@@ -608,7 +658,9 @@ fn run_program_file(
     // rt-app's loop costs `mean` ns where it was told `ns_per_loop`: the
     // simulated program runs what the real one did.
     let scale = mean / ns_per_loop as f64;
-    let mut simsc = simulated(sc, h);
+    // rt-app's runs are loops of work, not CPU budgets: the model's switch
+    // cost comes on top as it does for the real program.
+    let mut simsc = simulated(sc, h, costs);
     if let Some(p) = simsc.program.as_mut() {
         p.scale_runs(scale);
     }
@@ -648,6 +700,7 @@ fn run_file(
     f: &std::path::Path,
     h: &HostInfo,
     ctl: &Result<CpuController, String>,
+    costs: &HostCosts,
     opts: &Options,
     stop: &Arc<AtomicBool>,
 ) -> ScenarioResult {
@@ -675,7 +728,7 @@ fn run_file(
         if !rtapp::rtapp_available() {
             return res("skip", "rt-app is not installed".into(), vec![]);
         }
-        return match run_program_file(&file, &sc, h, ctl, duration, opts, stop) {
+        return match run_program_file(&file, &sc, h, ctl, costs, duration, opts, stop) {
             Ok((mut rows, n, note)) => {
                 apply_known(&mut rows, &known);
                 let ok = !rows.iter().any(row_fails);
@@ -688,7 +741,7 @@ fn run_file(
             Err(e) => res("error", e, vec![]),
         };
     }
-    let sim = sim_figures(&sc, h, Some(duration));
+    let sim = sim_figures(&sc, h, costs, Some(duration));
     let mut real_runs = Vec::new();
     for i in 0..opts.runs.max(1) {
         let tag = format!("oversub-conform-{}-{i}", std::process::id());
@@ -805,6 +858,53 @@ mod tests {
         assert!(rows.iter().all(|r| r.pass == Some(true)));
         assert!(table(&rows).contains("/b"));
         assert!(host_only_check(&sc, 2).is_ok());
+    }
+
+    #[test]
+    fn latency_median_within_25_percent_or_5us_no_20us_floor() {
+        // The failure: 24.2 us real against a model without wake
+        // costs (0 us) is a disagreement, not hidden by a floor.
+        let r = lat_row("waker", "lat_p50", &[24_200.0, 24_200.0], 0.0, true);
+        assert_eq!(r.pass, Some(false));
+        assert_eq!(r.tolerance, 6_050.0);
+        // Small medians: 5 us absolute.
+        let r = lat_row("w", "lat_p50", &[6_000.0, 6_000.0], 10_900.0, true);
+        assert_eq!(r.pass, Some(true));
+        let r = lat_row("w", "lat_p50", &[6_000.0, 6_000.0], 11_100.0, true);
+        assert_eq!(r.pass, Some(false));
+        // The real spread widens it (measured in the same run).
+        let r = lat_row("w", "lat_p50", &[16_000.0, 31_000.0], 16_200.0, true);
+        assert_eq!(r.pass, Some(true));
+        // p99 is never judged.
+        assert_eq!(lat_row("w", "lat_p99", &[1e6], 0.0, false).pass, None);
+    }
+
+    #[test]
+    fn simulated_side_uses_the_calibrated_costs() {
+        let sc = Scenario::load(std::path::Path::new("conform/periodic_vs_hog.toml")).unwrap();
+        let h = HostInfo {
+            cpus: 2,
+            hz: 250,
+            hz_source: host::HzSource::Default,
+            release: "6.18.0".into(),
+            preset: crate::sched::KernelPreset::V6_12_117,
+        };
+        let costs = HostCosts {
+            timer_wake: 15_000,
+            idle_exit: 0,
+            context_switch: 3_000,
+            remote_wakeup: 0,
+            migration: 0,
+        };
+        let s = simulated(&sc, &h, &costs);
+        assert_eq!(s.host.costs, costs);
+        let fig = sim_figures(&sc, &h, &costs, Some(200_000_000));
+        let waker = fig.iter().find(|t| t.0 == "waker").unwrap();
+        // Wake latency = interrupt path + the switch; the budget (100 us,
+        // switch included) is kept: 5% of the CPU.
+        assert_eq!(waker.3.unwrap().0, 18_000);
+        let share = waker.2 as f64 / fig.iter().map(|t| t.2).sum::<u64>() as f64;
+        assert!((share - 0.05).abs() < 0.002, "{share}");
     }
 
     #[test]

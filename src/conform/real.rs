@@ -279,3 +279,51 @@ pub fn run_once(
     drop(tree);
     Ok(out)
 }
+
+/// Runs the calibration probes (`calibrate::calibrate`) in a worker process
+/// placed in its own cgroup of weight [`BASE_WEIGHT`], as the scenarios'
+/// workers are, so that both see the machine the same way.
+pub fn calibrate_in_cgroup(
+    ctl: &CpuController,
+    tag: &str,
+    samples: u32,
+) -> Result<super::calibrate::Calibration, String> {
+    let empty = Scenario::parse("calibrate", "[[task]]\nname = \"x\"\nkind = \"hog\"\n")
+        .map_err(|e| e.to_string())?;
+    let tree = CgroupTree::create(
+        ctl,
+        tag,
+        &Scenario {
+            cgroups: Vec::new(),
+            ..empty
+        },
+    )?;
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let start = mono_now() + 100_000_000;
+    let child = Command::new(&exe)
+        .arg("__worker")
+        .args(worker::args_for(
+            "calibrate",
+            &[
+                ("start", start),
+                ("end", start),
+                ("samples", u64::from(samples)),
+            ],
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("spawn calibration worker: {e}"))?;
+    let mut workers = Workers(vec![(child, "calibrate".into(), "/".into())]);
+    tree.attach("/", workers.0[0].0.id())?;
+    let (c, _, _) = &mut workers.0[0];
+    let mut out = String::new();
+    if let Some(mut o) = c.stdout.take() {
+        let _ = o.read_to_string(&mut out);
+    }
+    let _ = c.wait();
+    drop(workers);
+    drop(tree);
+    super::calibrate::Calibration::from_json(&out)
+}

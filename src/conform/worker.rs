@@ -162,6 +162,10 @@ fn run(args: &[String]) -> Result<(), String> {
                 }
             }
         }
+        "calibrate" => {
+            let cal = super::calibrate::calibrate(get("samples")? as u32);
+            println!("{}", cal.to_json());
+        }
         k => return Err(format!("unknown worker kind {k:?}")),
     }
     Ok(())

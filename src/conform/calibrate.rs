@@ -1,0 +1,284 @@
+//! `oversub calibrate`: measures the host costs of `[host.costs]` on the
+//! running machine with four probes that are not the scenarios `conform`
+//! compares (docs/model.md, "Host costs"):
+//!
+//! * timer wake on an idle CPU: a thread sleeps to an absolute
+//!   CLOCK_MONOTONIC expiry (`clock_nanosleep`, timer slack 1 ns) and records
+//!   how late it runs (cyclictest);
+//! * the same against a hog spinning on that CPU (the wakeup preempts it);
+//! * pipe ping-pong on one CPU: one hop (write, wakeup, block, switch, read)
+//!   measured from the writer's timestamp to the reader's return;
+//! * cross-CPU wakeup: a pipe write on CPU 0 wakes a reader blocked on an idle
+//!   CPU 1.
+//!
+//! Every figure is a median, which the load of other processes moves little.
+//! The costs follow from them: `context_switch` = hop, `timer_wake` = hog
+//! wake - hop, `idle_exit` = idle wake - hog wake, `remote_wakeup` =
+//! cross-CPU wakeup - hop (each at least 0). `migration` is not measured (a
+//! cache refill depends on the working set); it keeps its default.
+
+use super::worker::{mono_now, sleep_until};
+use crate::sched::HostCosts;
+use rustix::thread::CpuSet;
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The probes' medians, ns (None: not measured, e.g. one CPU).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Probes {
+    pub samples: u32,
+    pub cpus: u32,
+    pub timer_idle: u64,
+    pub timer_hog: u64,
+    pub pipe_hop: u64,
+    pub cross_cpu: Option<u64>,
+}
+
+/// A calibration: the probes and the costs derived from them.
+#[derive(Clone, Debug)]
+pub struct Calibration {
+    pub probes: Probes,
+    pub costs: HostCosts,
+}
+
+fn pin(cpu: usize) {
+    let mut set = CpuSet::new();
+    set.set(cpu);
+    let _ = rustix::thread::sched_setaffinity(None, &set);
+    let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    v[(v.len() - 1) / 2]
+}
+
+/// Timer lateness on `cpu`, `n` samples, expiries at a phase that walks over
+/// the tick period (so that they do not sit on the tick grid).
+fn timer_probe(cpu: usize, n: u32) -> u64 {
+    std::thread::spawn(move || {
+        pin(cpu);
+        let mut v = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            let expiry = mono_now() + 500_000 + (u64::from(i) * 37_000) % 1_000_000;
+            sleep_until(expiry);
+            v.push(mono_now().saturating_sub(expiry));
+        }
+        median(v)
+    })
+    .join()
+    .unwrap_or(0)
+}
+
+/// A thread spinning on `cpu` until the returned flag is set.
+fn hog(cpu: usize) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = Arc::clone(&stop);
+    let h = std::thread::spawn(move || {
+        pin(cpu);
+        while !s.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+    });
+    (stop, h)
+}
+
+/// A pipe pair as (read end, write end) files.
+fn pipe() -> Option<(std::fs::File, std::fs::File)> {
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).ok()?;
+    Some((std::fs::File::from(r), std::fs::File::from(w)))
+}
+
+/// Median latency from a timestamped pipe write by a thread on `from` to the
+/// return of the blocked reader on `to`. With `gap`, the writer sleeps that
+/// long between messages (so that the reader's CPU is idle when woken).
+fn pipe_probe(from: usize, to: usize, n: u32, gap: u64) -> Option<u64> {
+    let (mut rx, mut tx) = pipe()?;
+    let (mut ack_rx, mut ack_tx) = pipe()?;
+    let reader = std::thread::spawn(move || {
+        pin(to);
+        let mut v = Vec::with_capacity(n as usize);
+        let mut b = [0u8; 8];
+        for _ in 0..n {
+            if rx.read_exact(&mut b).is_err() {
+                break;
+            }
+            v.push(mono_now().saturating_sub(u64::from_le_bytes(b)));
+            if ack_tx.write_all(&[0]).is_err() {
+                break;
+            }
+        }
+        v
+    });
+    pin(from);
+    let mut a = [0u8; 1];
+    for _ in 0..n {
+        if gap > 0 {
+            sleep_until(mono_now() + gap);
+        }
+        if tx.write_all(&mono_now().to_le_bytes()).is_err() || ack_rx.read_exact(&mut a).is_err() {
+            break;
+        }
+    }
+    drop(tx);
+    let v = reader.join().ok()?;
+    (v.len() as u32 == n).then(|| median(v))
+}
+
+/// Runs the probes in a helper thread (so that the caller's affinity is
+/// left alone) and derives the costs.
+pub fn calibrate(samples: u32) -> Calibration {
+    let n = samples.max(1);
+    let cpus = std::thread::available_parallelism()
+        .map(|c| c.get() as u32)
+        .unwrap_or(1);
+    let probes = std::thread::spawn(move || {
+        let timer_idle = timer_probe(0, n);
+        let (stop, h) = hog(0);
+        // Let the hog settle on its CPU before the sleeper competes with it.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let timer_hog = timer_probe(0, n);
+        stop.store(true, Ordering::Relaxed);
+        let _ = h.join();
+        let pipe_hop = pipe_probe(0, 0, n.saturating_mul(4), 0).unwrap_or(0);
+        let cross_cpu = if cpus >= 2 {
+            pipe_probe(0, 1, n, 300_000)
+        } else {
+            None
+        };
+        Probes {
+            samples: n,
+            cpus,
+            timer_idle,
+            timer_hog,
+            pipe_hop,
+            cross_cpu,
+        }
+    })
+    .join()
+    .expect("calibration probes");
+    Calibration::from_probes(probes)
+}
+
+impl Calibration {
+    /// The costs that follow from the probes (see the module doc).
+    pub fn from_probes(probes: Probes) -> Calibration {
+        let mut costs = HostCosts::default();
+        costs.context_switch = probes.pipe_hop;
+        costs.timer_wake = probes.timer_hog.saturating_sub(probes.pipe_hop);
+        costs.idle_exit = probes.timer_idle.saturating_sub(probes.timer_hog);
+        if let Some(x) = probes.cross_cpu {
+            costs.remote_wakeup = x.saturating_sub(probes.pipe_hop);
+        }
+        Calibration { probes, costs }
+    }
+
+    /// Reads back the `probes` of [`Calibration::to_json`].
+    pub fn from_json(text: &str) -> Result<Calibration, String> {
+        #[derive(Deserialize)]
+        struct J {
+            probes: Probes,
+        }
+        let j: J =
+            serde_json::from_str(text.trim()).map_err(|e| format!("calibration output: {e}"))?;
+        Ok(Calibration::from_probes(j.probes))
+    }
+}
+
+/// A duration as scenario text: "4.123us" (whole nanoseconds).
+pub fn fmt_ns(ns: u64) -> String {
+    if ns % 1000 == 0 {
+        format!("{}us", ns / 1000)
+    } else {
+        format!("{}.{:03}us", ns / 1000, ns % 1000)
+    }
+}
+
+impl Calibration {
+    /// The pasteable `[host.costs]` table with the probes as comments.
+    pub fn table(&self) -> String {
+        let p = &self.probes;
+        let c = &self.costs;
+        let us = |v: u64| format!("{:.1} us", v as f64 / 1000.0);
+        let cross = p
+            .cross_cpu
+            .map(us)
+            .unwrap_or_else(|| "not measured (one CPU)".into());
+        let mut s = format!(
+            "# oversub calibrate: {} CPUs, medians of {} samples per probe\n\
+             #   timer wake, idle CPU 0:          {}\n\
+             #   timer wake, hog on CPU 0:        {}\n\
+             #   pipe ping-pong hop on CPU 0:     {}\n\
+             #   pipe wakeup CPU 0 -> idle CPU 1: {}\n\
+             [host.costs]\n",
+            p.cpus,
+            p.samples,
+            us(p.timer_idle),
+            us(p.timer_hog),
+            us(p.pipe_hop),
+            cross
+        );
+        let notes = [
+            "timer wake against a hog - context_switch",
+            "idle timer wake - timer wake against a hog",
+            "ping-pong hop (wakeup + switch)",
+            if p.cross_cpu.is_some() {
+                "cross-CPU wakeup - context_switch"
+            } else {
+                "default: not measured on one CPU"
+            },
+            "default: not measured (depends on the working set)",
+        ];
+        for ((name, v), note) in HostCosts::NAMES.iter().zip(c.values()).zip(notes) {
+            let val = format!("\"{}\"", fmt_ns(v));
+            s += &format!("{name:<15}= {val:<12} # {note}\n");
+        }
+        s
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        let costs: serde_json::Map<String, serde_json::Value> = HostCosts::NAMES
+            .iter()
+            .zip(self.costs.values())
+            .map(|(k, v)| (k.to_string(), serde_json::Value::from(v)))
+            .collect();
+        serde_json::json!({ "probes": self.probes, "costs_ns": costs })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_parses_back_as_host_costs() {
+        let cal = Calibration {
+            probes: Probes {
+                samples: 3,
+                cpus: 2,
+                timer_idle: 30_500,
+                timer_hog: 6_250,
+                pipe_hop: 2_001,
+                cross_cpu: Some(25_000),
+            },
+            costs: HostCosts {
+                timer_wake: 4_249,
+                idle_exit: 24_250,
+                context_switch: 2_001,
+                remote_wakeup: 22_999,
+                migration: 0,
+            },
+        };
+        let src = format!("{}[[task]]\nname = \"a\"\nkind = \"hog\"\n", cal.table());
+        let sc = crate::scenario::Scenario::parse("cal.toml", &src).unwrap();
+        assert_eq!(sc.host.costs, cal.costs);
+        assert_eq!(median(vec![5, 1, 3, 2]), 2);
+        assert_eq!(fmt_ns(4_000), "4us");
+        assert_eq!(fmt_ns(4_007), "4.007us");
+    }
+}
