@@ -168,13 +168,17 @@ pub fn calibrate(samples: u32) -> Calibration {
 impl Calibration {
     /// The costs that follow from the probes (see the module doc).
     pub fn from_probes(probes: Probes) -> Calibration {
-        let mut costs = HostCosts::default();
-        costs.context_switch = probes.pipe_hop;
-        costs.timer_wake = probes.timer_hog.saturating_sub(probes.pipe_hop);
-        costs.idle_exit = probes.timer_idle.saturating_sub(probes.timer_hog);
-        if let Some(x) = probes.cross_cpu {
-            costs.remote_wakeup = x.saturating_sub(probes.pipe_hop);
-        }
+        let costs = HostCosts {
+            context_switch: probes.pipe_hop,
+            timer_wake: probes.timer_hog.saturating_sub(probes.pipe_hop),
+            idle_exit: probes.timer_idle.saturating_sub(probes.timer_hog),
+            remote_wakeup: probes
+                .cross_cpu
+                .map_or(HostCosts::default().remote_wakeup, |x| {
+                    x.saturating_sub(probes.pipe_hop)
+                }),
+            ..HostCosts::default()
+        };
         Calibration { probes, costs }
     }
 

@@ -642,7 +642,7 @@ impl Simulator {
             if !self.sched.rqs[cpu.idx()].need_resched {
                 continue;
             }
-            let this = std::mem::replace(&mut self.sched.this_cpu, Some(cpu));
+            let this = self.sched.this_cpu.replace(cpu);
             if let Some(sw) = self.sched.schedule(cpu) {
                 self.apply_switch(sw);
             }
