@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use oversub::scenario::overrides::parse_override;
-use oversub::scenario::{parse_duration, Scenario};
+use oversub::scenario::{check_cli_seed, parse_cli_duration, Scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -22,11 +22,11 @@ enum Cmd {
     /// Run a scenario and print its results.
     Run {
         file: PathBuf,
-        /// Override [host].seed.
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Override [host].duration ("5s", "250ms", ...).
-        #[arg(long)]
+        /// Override [host].seed (0 ..= 2^63-1).
+        #[arg(long, allow_hyphen_values = true)]
+        seed: Option<String>,
+        /// Override [host].duration ("5s", "250ms", ...; 1us ..= 3600s).
+        #[arg(long, allow_hyphen_values = true)]
         duration: Option<String>,
         /// Print one JSON object instead of a table.
         #[arg(long)]
@@ -58,7 +58,7 @@ enum Cmd {
         #[arg(long)]
         json: bool,
         /// Override each scenario's [host].duration ("2s", "500ms", ...).
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         duration: Option<String>,
     },
     /// Measure this machine's wake-path and switch costs and print them as a
@@ -115,13 +115,9 @@ fn main() -> ExitCode {
             json,
             duration,
         } => {
-            let duration = match duration.as_deref().map(parse_duration) {
+            let duration = match duration.as_deref().map(parse_cli_duration) {
                 None => None,
-                Some(Ok(d)) if d.0 > 0 => Some(d.0),
-                Some(Ok(_)) => {
-                    eprintln!("--duration: must be positive");
-                    return ExitCode::from(2);
-                }
+                Some(Ok(d)) => Some(d.0),
                 Some(Err(m)) => {
                     eprintln!("--duration: {m}");
                     return ExitCode::from(2);
@@ -159,15 +155,19 @@ fn main() -> ExitCode {
                 Ok(s) => s,
                 Err(c) => return c,
             };
-            let dur = match duration.as_deref().map(parse_duration) {
+            let dur = match duration.as_deref().map(parse_cli_duration) {
                 None => None,
-                Some(Ok(d)) if d.0 > 0 => Some(d),
-                Some(Ok(_)) => {
-                    eprintln!("--duration: must be positive");
-                    return ExitCode::from(2);
-                }
+                Some(Ok(d)) => Some(d),
                 Some(Err(m)) => {
                     eprintln!("--duration: {m}");
+                    return ExitCode::from(2);
+                }
+            };
+            let seed = match seed.as_deref().map(check_cli_seed) {
+                None => None,
+                Some(Ok(s)) => Some(s),
+                Some(Err(m)) => {
+                    eprintln!("--seed: {m}");
                     return ExitCode::from(2);
                 }
             };

@@ -7,6 +7,11 @@ use crate::engine::Nanos;
 /// Parses "<number><unit>" with unit ns, us, ms or s.
 pub fn parse_duration(s: &str) -> Result<Nanos, String> {
     let t = s.trim();
+    if t.starts_with('-') {
+        return Err(format!(
+            "\"{s}\" is negative: a duration must be positive (e.g. \"250ms\")"
+        ));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .ok_or_else(|| {

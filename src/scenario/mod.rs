@@ -205,6 +205,49 @@ pub struct Scenario {
     pub effective: toml::Table,
 }
 
+/// The range of `[host].duration` (and of `--duration`).
+pub const MIN_DURATION: Nanos = Nanos::from_us(1);
+pub const MAX_DURATION: Nanos = Nanos::from_secs(3600);
+/// The largest `[host].seed` (and `--seed`): TOML integers are signed.
+pub const MAX_SEED: u64 = i64::MAX as u64;
+
+/// A `--duration` value, checked against the file's range.
+pub fn parse_cli_duration(v: &str) -> Result<Nanos, String> {
+    let d = parse_duration(v)?;
+    if d < MIN_DURATION || d > MAX_DURATION {
+        return Err(format!(
+            "{v} is out of range: allowed {MIN_DURATION} ..= {MAX_DURATION} (as [host].duration)"
+        ));
+    }
+    Ok(d)
+}
+
+/// A `--seed` value, checked against the file's range.
+pub fn check_cli_seed(v: &str) -> Result<u64, String> {
+    let s: u64 = v.trim().parse().map_err(|_| {
+        format!("\"{v}\" is not allowed: allowed an integer 0 ..= {MAX_SEED} (as [host].seed)")
+    })?;
+    if s > MAX_SEED {
+        return Err(format!(
+            "{s} is out of range: allowed 0 ..= {MAX_SEED} (as [host].seed)"
+        ));
+    }
+    Ok(s)
+}
+
+/// The largest scenario file read (bytes).
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+/// The most host tasks a scenario may create (task replicas, messaging
+/// senders and receivers, vCPUs).
+pub const MAX_TASKS: u64 = 100_000;
+/// The most per-CPU group runqueues ((cgroups + 1) x CPUs): each is a
+/// cfs_rq and a group entity in the model.
+pub const MAX_GROUP_RQS: u64 = 1 << 21;
+/// The least CPU time of one operation of a task (a periodic activation, a
+/// yield-loop chunk, a ping-pong hop, a message) and the least mean guest
+/// compute burst of a VM: below it simulated time barely advances.
+pub const MIN_OP: Nanos = Nanos(100);
+
 /// The largest `[host.costs]` value.
 pub const MAX_HOST_COST: Nanos = Nanos::from_ms(10);
 
@@ -230,6 +273,20 @@ impl Ctx<'_> {
             return Err(self.err(
                 field,
                 format!("{v} is out of range: allowed {min} ..= {max}"),
+            ));
+        }
+        Ok(d)
+    }
+
+    /// The CPU time of one operation: [`MIN_OP`] ..= 3600 s.
+    fn op(&self, field: &str, v: &str) -> Result<Nanos, ScenarioError> {
+        let d = parse_duration(v).map_err(|m| self.err(field, m))?;
+        if d < MIN_OP || d > Nanos::from_secs(3600) {
+            return Err(self.err(
+                field,
+                format!(
+                    "{v} is out of range: allowed {MIN_OP} ..= 3600s per operation (below {MIN_OP} simulated time barely advances)"
+                ),
             ));
         }
         Ok(d)
@@ -264,11 +321,29 @@ impl Scenario {
     /// Reads a scenario file, applies `--set` overrides in order and validates
     /// the result.
     pub fn load_with(path: &Path, sets: &[overrides::Override]) -> Result<Scenario, ScenarioError> {
+        use std::io::Read;
         let file = path.display().to_string();
-        let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        let err = |message: String| ScenarioError {
             file: file.clone(),
             field: String::new(),
-            message: format!("cannot read: {e}"),
+            message,
+        };
+        let f = std::fs::File::open(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        let mut bytes = Vec::new();
+        f.take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| err(format!("cannot read: {e}")))?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(err(format!(
+                "larger than {MAX_FILE_BYTES} bytes: allowed scenario files up to {} MiB",
+                MAX_FILE_BYTES >> 20
+            )));
+        }
+        let src = String::from_utf8(bytes).map_err(|e| {
+            err(format!(
+                "not UTF-8 text (byte {}): allowed a TOML file",
+                e.utf8_error().valid_up_to()
+            ))
         })?;
         if path.extension().is_some_and(|e| e == "json") {
             if let Some(o) = sets.first() {
@@ -297,10 +372,8 @@ impl Scenario {
         sets: &[overrides::Override],
     ) -> Result<Scenario, ScenarioError> {
         let cx = Ctx { file };
-        let raw: RawScenario = toml::from_str(src).map_err(|e| {
-            let msg = e.message().replace('\n', " ");
-            cx.err(toml_location(src, &e), msg.trim().to_string())
-        })?;
+        let raw: RawScenario = serde_path_to_error::deserialize(toml::Deserializer::new(src))
+            .map_err(|e| toml_error(&cx, src, e))?;
         let mut table: toml::Table = toml::from_str(src).map_err(|e| {
             let msg = e.message().replace('\n', " ");
             cx.err(toml_location(src, &e), msg.trim().to_string())
@@ -315,20 +388,22 @@ impl Scenario {
             let field = format!("--set {}", o.arg);
             let mut t = table.clone();
             overrides::apply(&mut t, o).map_err(|m| cx.err(&field, m))?;
-            let mut r = RawScenario::deserialize(toml::Value::Table(t.clone()));
+            let mut r = serde_path_to_error::deserialize(toml::Value::Table(t.clone()));
             if r.is_err() && !o.value.is_str() {
                 // An unquoted 6.12 or 0 where a string is wanted: retry as text.
                 let s = o.as_string();
                 let mut t2 = table.clone();
                 overrides::apply(&mut t2, &s).map_err(|m| cx.err(&field, m))?;
-                if let Ok(ok) = RawScenario::deserialize(toml::Value::Table(t2.clone())) {
+                if let Ok(ok) = serde_path_to_error::deserialize(toml::Value::Table(t2.clone())) {
                     t = t2;
                     r = Ok(ok);
                 }
             }
-            raw = r.map_err(|e| {
-                let msg = e.message().replace('\n', " ");
-                cx.err(&field, msg.trim().to_string())
+            raw = r.map_err(|e: serde_path_to_error::Error<toml::de::Error>| {
+                let path = e.path().to_string();
+                let msg = e.into_inner().message().replace('\n', " ");
+                let msg = humanize_serde(msg.trim()).unwrap_or_else(|| msg.trim().to_string());
+                cx.err(&field, format!("{path}: {msg}"))
             })?;
             table = t;
         }
@@ -341,6 +416,8 @@ impl Scenario {
         let cx = *cx;
         let host = Self::host(&cx, raw.host.unwrap_or_default())?;
         let mut cgroups = Vec::new();
+        // Path -> position in `cgroups`: lookups stay O(log n) (1000 VMs).
+        let mut index: BTreeMap<String, usize> = BTreeMap::new();
         for (i, c) in raw.cgroup.iter().enumerate() {
             let f = format!("cgroup[{i}]");
             let path = validate_cgroup_path(&c.path).map_err(|m| cx.err(format!("{f}.path"), m))?;
@@ -350,16 +427,17 @@ impl Scenario {
                     "the root cgroup \"/\" is implicit and cannot be declared",
                 ));
             }
-            if cgroups.iter().any(|g: &CgroupSpec| g.path == path) {
+            if index.contains_key(&path) {
                 return Err(cx.err(format!("{f}.path"), format!("\"{path}\" is declared twice")));
             }
             let weight = cx.int(&format!("{f}.weight"), c.weight.unwrap_or(100), 1, 10000)? as u32;
+            index.insert(path.clone(), cgroups.len());
             cgroups.push(CgroupSpec { path, weight });
         }
         // Every declared cgroup's parent must be declared too (or be "/").
         for (i, c) in cgroups.iter().enumerate() {
             let parent = parent_path(&c.path);
-            if parent != "/" && !cgroups.iter().any(|g| g.path == parent) {
+            if parent != "/" && !index.contains_key(&parent) {
                 return Err(cx.err(
                     format!("cgroup[{i}].path"),
                     format!("parent \"{parent}\" of \"{}\" is not declared", c.path),
@@ -367,14 +445,34 @@ impl Scenario {
             }
         }
         let mut tasks = Vec::new();
+        let mut nr_tasks: u64 = 0;
         for (i, t) in raw.task.iter().enumerate() {
-            tasks.push(Self::task(&cx, i, t, &host, &cgroups)?);
+            let spec = Self::task(&cx, i, t, &host, &index)?;
+            nr_tasks += host_tasks_of(&spec);
+            if nr_tasks > MAX_TASKS {
+                return Err(cx.err(
+                    format!("task[{i}].count"),
+                    format!(
+                        "the scenario reaches {nr_tasks} host tasks here: allowed at most {MAX_TASKS} tasks + vCPUs"
+                    ),
+                ));
+            }
+            tasks.push(spec);
         }
         let kvm = vm::kvm(&cx, raw.kvm.unwrap_or_default())?;
         let pv = vm::pv(raw.guest);
         let mut vms = Vec::new();
         for (i, v) in raw.vm.iter().enumerate() {
-            let spec = vm::vm(&cx, i, v, &host, &mut cgroups)?;
+            let spec = vm::vm(&cx, i, v, &host, &mut cgroups, &mut index)?;
+            nr_tasks += u64::from(spec.vcpus);
+            if nr_tasks > MAX_TASKS {
+                return Err(cx.err(
+                    format!("vm[{i}].vcpus"),
+                    format!(
+                        "the scenario reaches {nr_tasks} host tasks here: allowed at most {MAX_TASKS} tasks + vCPUs"
+                    ),
+                ));
+            }
             if vms.iter().any(|o: &VmSpec| o.name == spec.name) {
                 return Err(cx.err(
                     format!("vm[{i}].name"),
@@ -383,13 +481,25 @@ impl Scenario {
             }
             vms.push(spec);
         }
+        let rqs = (cgroups.len() as u64 + 1) * u64::from(host.cpus);
+        if rqs > MAX_GROUP_RQS {
+            return Err(cx.err(
+                "cgroup",
+                format!(
+                    "{} cgroups on {} CPUs make {rqs} group runqueues: allowed at most {MAX_GROUP_RQS} ((cgroups + 1) x cpus)",
+                    cgroups.len() + 1,
+                    host.cpus
+                ),
+            ));
+        }
         // Names (after replica expansion) must be unique; yield_to targets exist.
         let mut names = std::collections::BTreeSet::new();
-        for (i, v) in vms.iter().enumerate() {
+        let mut vcpu_names = std::collections::BTreeSet::new();
+        for v in &vms {
             for k in 0..v.vcpus {
                 names.insert(format!("{}.vcpu{k}", v.name));
+                vcpu_names.insert(format!("{}.vcpu{k}", v.name));
             }
-            let _ = i;
         }
         for (i, t) in tasks.iter().enumerate() {
             for n in expanded_names(t) {
@@ -406,11 +516,27 @@ impl Scenario {
                 target: Some(tg), ..
             } = &t.kind
             {
+                if vcpu_names.contains(tg) {
+                    return Err(cx.err(
+                        format!("task[{i}].target"),
+                        format!(
+                            "\"{tg}\" is a vCPU: allowed targets are [[task]] tasks (vCPUs yield through KVM)"
+                        ),
+                    ));
+                }
                 if !names.contains(tg) {
                     return Err(cx.err(
                         format!("task[{i}].target"),
                         format!(
                             "no task is named \"{tg}\" (replicas are named NAME.0, NAME.1, ...)"
+                        ),
+                    ));
+                }
+                if expanded_names(t).contains(tg) {
+                    return Err(cx.err(
+                        format!("task[{i}].target"),
+                        format!(
+                            "\"{tg}\" is this entry's own task: allowed another task (yield_to() of oneself fails)"
                         ),
                     ));
                 }
@@ -452,19 +578,34 @@ impl Scenario {
         let duration = cx.dur(
             "host.duration",
             h.duration.as_deref().unwrap_or("5s"),
-            Nanos::from_us(1),
-            Nanos::from_secs(3600),
+            MIN_DURATION,
+            MAX_DURATION,
         )?;
         let seed = h.seed.unwrap_or(1);
         if seed < 0 {
             return Err(cx.err(
                 "host.seed",
-                format!("{seed} is negative: allowed 0 ..= {}", i64::MAX),
+                format!("{seed} is negative: allowed 0 ..= {MAX_SEED}"),
             ));
         }
         let yield_cfg = yield_spec::yield_cfg(cx, h.yield_)?;
         let mut features = kernel.features();
         for (k, v) in &h.features {
+            if kernel.absent_features().contains(&k.as_str()) {
+                return Err(cx.err(
+                    format!("host.features.{k}"),
+                    format!(
+                        "{k} does not exist in kernel {}: allowed on {}",
+                        kernel.name(),
+                        KernelPreset::ALL
+                            .iter()
+                            .filter(|p| !p.absent_features().contains(&k.as_str()))
+                            .map(|p| p.name())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
             if !features.set(k, *v) {
                 return Err(cx.err(
                     format!("host.features.{k}"),
@@ -501,7 +642,7 @@ impl Scenario {
         i: usize,
         t: &RawTask,
         host: &HostSpec,
-        cgroups: &[CgroupSpec],
+        cgroups: &BTreeMap<String, usize>,
     ) -> Result<TaskSpec, ScenarioError> {
         let f = format!("task[{i}]");
         if t.name.is_empty()
@@ -522,7 +663,7 @@ impl Scenario {
             None => "/".to_string(),
             Some(p) => {
                 let p = validate_cgroup_path(p).map_err(|m| cx.err(format!("{f}.cgroup"), m))?;
-                if p != "/" && !cgroups.iter().any(|g| g.path == p) {
+                if p != "/" && !cgroups.contains_key(&p) {
                     return Err(cx.err(
                         format!("{f}.cgroup"),
                         format!("cgroup \"{p}\" is not declared in [[cgroup]]"),
@@ -616,7 +757,18 @@ impl Scenario {
                     }
                 };
                 let run = match &t.run {
-                    Some(r) => cx.dur(&format!("{f}.run"), r, Nanos(1), period)?,
+                    Some(r) => {
+                        let d = cx.op(&format!("{f}.run"), r)?;
+                        if d > period {
+                            return Err(cx.err(
+                                format!("{f}.run"),
+                                format!(
+                                    "{r} is longer than the period: allowed {MIN_OP} ..= period"
+                                ),
+                            ));
+                        }
+                        d
+                    }
                     None => {
                         return Err(cx.err(format!("{f}.run"), "required for kind \"periodic\""))
                     }
@@ -628,12 +780,7 @@ impl Scenario {
                 TaskKind::Periodic { period, run, phase }
             }
             "yield_loop" => TaskKind::YieldLoop {
-                work: cx.dur(
-                    &format!("{f}.work"),
-                    t.work.as_deref().unwrap_or("1us"),
-                    Nanos(10),
-                    big,
-                )?,
+                work: cx.op(&format!("{f}.work"), t.work.as_deref().unwrap_or("1us"))?,
                 target: t.target.clone(),
             },
             "pingpong" => {
@@ -644,28 +791,13 @@ impl Scenario {
                     ));
                 }
                 TaskKind::PingPong {
-                    run: cx.dur(
-                        &format!("{f}.run"),
-                        t.run.as_deref().unwrap_or("5us"),
-                        Nanos(1),
-                        big,
-                    )?,
+                    run: cx.op(&format!("{f}.run"), t.run.as_deref().unwrap_or("5us"))?,
                 }
             }
             "messaging" => TaskKind::Messaging {
                 fds: cx.int(&format!("{f}.fds"), t.fds.unwrap_or(20), 1, 1000)? as u32,
-                send: cx.dur(
-                    &format!("{f}.send"),
-                    t.send.as_deref().unwrap_or("2us"),
-                    Nanos(1),
-                    big,
-                )?,
-                recv: cx.dur(
-                    &format!("{f}.recv"),
-                    t.recv.as_deref().unwrap_or("2us"),
-                    Nanos(1),
-                    big,
-                )?,
+                send: cx.op(&format!("{f}.send"), t.send.as_deref().unwrap_or("2us"))?,
+                recv: cx.op(&format!("{f}.recv"), t.recv.as_deref().unwrap_or("2us"))?,
                 pipe_slots: cx.int(
                     &format!("{f}.pipe_slots"),
                     t.pipe_slots.unwrap_or(64),
@@ -684,6 +816,14 @@ impl Scenario {
             slice,
             kind,
         })
+    }
+}
+
+/// How many host tasks a `[[task]]` entry creates (without naming them).
+pub fn host_tasks_of(t: &TaskSpec) -> u64 {
+    match &t.kind {
+        TaskKind::Messaging { fds, .. } => u64::from(t.count) * 2 * u64::from(*fds),
+        _ => u64::from(t.count),
     }
 }
 
@@ -740,4 +880,115 @@ pub fn parent_path(p: &str) -> String {
         Some(0) | None => "/".into(),
         Some(i) => p[..i].into(),
     }
+}
+
+/// A TOML or shape error as one line naming the field: serde's path
+/// (`task[0].cpus`) and its message with Rust type names replaced by the
+/// scenario format's ("an integer", "an array", ...). Syntax errors name the
+/// line. Written for any key, so keys added later are covered as they are.
+fn toml_error(
+    cx: &Ctx,
+    src: &str,
+    e: serde_path_to_error::Error<toml::de::Error>,
+) -> ScenarioError {
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    let msg = inner.message().replace('\n', " ").trim().to_string();
+    let (field, msg) = match (path.as_str(), humanize_serde(&msg)) {
+        // No field known (a syntax error): the line is the best place.
+        (".", _) | ("", _) => {
+            let m = if msg.contains("too large to fit") {
+                format!("{msg}: allowed integers -{} ..= {}", i64::MAX, i64::MAX)
+            } else {
+                format!("TOML syntax: {msg}")
+            };
+            (toml_location(src, &inner), m)
+        }
+        (p, Some(h)) => {
+            // "[name]" in a message is the table's own name.
+            let leaf = p.rsplit('.').next().unwrap_or(p);
+            let leaf = leaf.split('[').next().unwrap_or(leaf);
+            (p.to_string(), h.replace("name]", &format!("{leaf}]")))
+        }
+        (p, None) => (p.to_string(), msg),
+    };
+    cx.err(field, msg)
+}
+
+/// The scenario format's name of a serde "expected" phrase.
+fn human_type(expected: &str) -> String {
+    let e = expected.trim();
+    let t = match e {
+        "i8" | "i16" | "i32" | "i64" | "i128" | "u8" | "u16" | "u32" | "u64" | "u128" | "isize"
+        | "usize" => "an integer",
+        "f32" | "f64" => "a number",
+        "a boolean" | "bool" => "a boolean (true or false)",
+        "a string" | "string" | "a borrowed string" => "a string",
+        "a sequence" => "an array ([...], or [[...]] for tables)",
+        "a map" => "a table",
+        _ if e.starts_with("struct ") => "a table",
+        _ => return e.to_string(),
+    };
+    t.to_string()
+}
+
+/// The scenario format's name of a serde "unexpected" value.
+fn human_value(v: &str) -> String {
+    let v = v.trim();
+    for (pre, name) in [
+        ("string ", "a string"),
+        ("integer ", "an integer"),
+        ("floating point ", "a number"),
+        ("boolean ", "a boolean"),
+    ] {
+        if let Some(x) = v.strip_prefix(pre) {
+            return format!("{} ({name})", x.trim_matches('`'));
+        }
+    }
+    match v {
+        "map" => "a table".into(),
+        "sequence" => "an array".into(),
+        o => o.to_string(),
+    }
+}
+
+/// Rewrites serde's messages that name Rust types or internals.
+fn humanize_serde(msg: &str) -> Option<String> {
+    if let Some(rest) = msg.strip_prefix("invalid type: ") {
+        let (got, want) = rest.split_once(", expected ")?;
+        if got == "map" && want == "a sequence" {
+            return Some("a table ([name]) where an array of tables ([[name]]) is expected".into());
+        }
+        return Some(format!(
+            "{} is not allowed: expected {}",
+            human_value(got),
+            human_type(want)
+        ));
+    }
+    if let Some(rest) = msg.strip_prefix("invalid value: ") {
+        let (got, want) = rest.split_once(", expected ")?;
+        return Some(format!(
+            "{} is out of range: expected {}",
+            human_value(got),
+            human_type(want)
+        ));
+    }
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let (name, allowed) = rest.split_once('`')?;
+        let allowed = allowed
+            .trim_start_matches(", expected one of ")
+            .trim_start_matches(", expected ")
+            .replace('`', "");
+        let allowed = if allowed.trim().is_empty() || allowed.contains("there are no fields") {
+            "none".to_string()
+        } else {
+            allowed
+        };
+        return Some(format!("unknown key \"{name}\": allowed {allowed}"));
+    }
+    if let Some(rest) = msg.strip_prefix("missing field `") {
+        let name = rest.split('`').next()?;
+        return Some(format!("required key \"{name}\" is missing"));
+    }
+    None
 }

@@ -476,13 +476,15 @@ pub(super) fn pv(g: Option<RawGuest>) -> PvSpec {
 }
 
 /// Validates a `[[vm]]` and adds the cgroups it needs (not declared ones get
-/// weight 100, or `weight` for the VM's own cgroup).
+/// weight 100, or `weight` for the VM's own cgroup). `index` maps each path
+/// of `cgroups` to its position and is kept up to date.
 pub(super) fn vm(
     cx: &Ctx,
     i: usize,
     v: &RawVm,
     host: &HostSpec,
     cgroups: &mut Vec<CgroupSpec>,
+    index: &mut std::collections::BTreeMap<String, usize>,
 ) -> Result<VmSpec, ScenarioError> {
     let f = format!("vm[{i}]");
     if v.name.is_empty()
@@ -505,6 +507,19 @@ pub(super) fn vm(
         None => format!("/{}", v.name),
     };
     let weight = cx.int(&format!("{f}.weight"), v.weight.unwrap_or(100), 1, 10000)? as u32;
+    // A weight given here and a different one on the same cgroup elsewhere
+    // ([[cgroup]], or an earlier VM sharing it) contradict each other.
+    if let (Some(_), Some(&k)) = (v.weight, index.get(&cgroup)) {
+        if cgroups[k].weight != weight {
+            return Err(cx.err(
+                format!("{f}.weight"),
+                format!(
+                    "{weight} contradicts weight {} of cgroup \"{cgroup}\" declared elsewhere: allowed the same weight, or set it in one place",
+                    cgroups[k].weight
+                ),
+            ));
+        }
+    }
     let layout = match v.layout.as_deref().unwrap_or("libvirt") {
         "libvirt" => Layout::Libvirt,
         "flat" => Layout::Flat,
@@ -566,8 +581,9 @@ pub(super) fn vm(
             q = super::parent_path(&q);
         }
         for c in chain.into_iter().rev() {
-            if !cgroups.iter().any(|g| g.path == c) {
+            if !index.contains_key(&c) {
                 let w = if c == cgroup { weight } else { 100 };
+                index.insert(c.clone(), cgroups.len());
                 cgroups.push(CgroupSpec { path: c, weight: w });
             }
         }
@@ -617,6 +633,39 @@ pub(super) fn vm(
         workload
             .merge(t)
             .map_err(|e| cx.err(format!("{f}.overrides"), e.to_string()))?;
+    }
+    let given = |k: &str| v.overrides.as_ref().is_some_and(|t| t.contains_key(k));
+    if workload.compute_ns < super::MIN_OP.0 {
+        return Err(cx.err(
+            format!("{f}.overrides.compute_ns"),
+            format!(
+                "{} is out of range: allowed at least {} per operation (below it simulated time barely advances)",
+                workload.compute_ns,
+                super::MIN_OP.0
+            ),
+        ));
+    }
+    if workload.name == "pingpong" && workload.active_vcpus.unwrap_or(vcpus).min(vcpus) < 2 {
+        return Err(cx.err(
+            if given("active_vcpus") {
+                format!("{f}.overrides.active_vcpus")
+            } else {
+                format!("{f}.vcpus")
+            },
+            "the pingpong workload hands a lock between vCPUs: allowed 2 or more active vCPUs",
+        ));
+    }
+    if let Some(a) = workload.active_vcpus {
+        if a == 0 || a > vcpus {
+            return Err(cx.err(
+                if given("active_vcpus") {
+                    format!("{f}.overrides.active_vcpus")
+                } else {
+                    format!("{f}.vcpus")
+                },
+                format!("active_vcpus {a} with {vcpus} vCPUs: allowed 1 ..= vcpus"),
+            ));
+        }
     }
     Ok(VmSpec {
         name: v.name.clone(),

@@ -36,6 +36,16 @@ impl KernelPreset {
         KernelPreset::ALL.into_iter().find(|p| p.name() == s)
     }
 
+    /// `sched_feat` names this kernel does not have (a scenario may not set
+    /// them on this preset).
+    pub fn absent_features(self) -> &'static [&'static str] {
+        match self {
+            // PICK_BUDDY came with 2a77e4be12cb (v6.13, backported to 6.12.y).
+            KernelPreset::V6_12_0 => &["PICK_BUDDY"],
+            _ => &[],
+        }
+    }
+
     /// The feature defaults of this kernel.
     pub fn features(self) -> SchedFeatures {
         let base = SchedFeatures {
