@@ -2,6 +2,8 @@
 
 use clap::{Parser, Subcommand};
 use oversub::scenario::overrides::parse_override;
+
+mod progress;
 use oversub::scenario::{check_cli_seed, parse_cli_duration, Scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -171,20 +173,29 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let report = if check {
-                let mut sc = sc.clone();
-                if let Some(s) = seed {
-                    sc.host.seed = s;
-                }
-                let mut sim = oversub::sim::Simulator::new(&sc);
+            let mut sc = sc;
+            if let Some(s) = seed {
+                sc.host.seed = s;
+            }
+            let d = dur.unwrap_or(sc.host.duration);
+            let mut sim = oversub::sim::Simulator::new(&sc);
+            if check {
                 sim.set_check_invariants(true);
-                let mut r = sim.run(dur.unwrap_or(sc.host.duration));
-                r.seed = sc.host.seed;
-                r.record_scenario(&sc, dur);
-                r
-            } else {
-                oversub::run_scenario(&sc, seed, dur)
+            }
+            let mut progress = progress::Progress::new(d, !json);
+            let Some(mut report) = sim.run_polled(d, &mut |t| progress.poll(t)) else {
+                progress.finish();
+                eprintln!(
+                    "{}: interrupted at {} of {} simulated; no results",
+                    file.display(),
+                    progress.reached(),
+                    d
+                );
+                return ExitCode::from(130);
             };
+            progress.finish();
+            report.seed = sc.host.seed;
+            report.record_scenario(&sc, dur);
             let text = if json {
                 format!("{}\n", report.to_json())
             } else {

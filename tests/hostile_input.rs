@@ -325,3 +325,27 @@ fn unknown_and_bad_host_costs_are_rejected() {
         &["host.costs.context_switch", "1s", "allowed"],
     );
 }
+
+#[test]
+fn ctrl_c_stops_a_long_run_cleanly() {
+    // A run of an hour of simulated time on 64 CPUs would take many minutes.
+    let src = "[host]\ncpus = 64\nduration = \"3600s\"\n[[task]]\nname = \"h\"\nkind = \"hog\"\ncount = 256\n\
+               [[task]]\nname = \"p\"\nkind = \"pingpong\"\ncount = 64\n";
+    let f = file("long", src);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .args(["run", f.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Give it time to install its handlers (it does so before the first event).
+    std::thread::sleep(Duration::from_secs(1));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("interrupted at"), "{err}");
+    assert!(out.stdout.is_empty(), "no partial results on stdout");
+}

@@ -307,6 +307,21 @@ impl Simulator {
     /// Runs until `duration` of virtual time has passed (or, for a program
     /// run until done, until its last thread finished); returns the report.
     pub fn run(&mut self, duration: Nanos) -> Report {
+        self.run_polled(duration, &mut |_| true)
+            .expect("a run that is never stopped completes")
+    }
+
+    /// Events between two calls of a run's `poll`.
+    pub const POLL_EVENTS: u64 = 1 << 14;
+
+    /// [`Simulator::run`], calling `poll(now)` every [`Self::POLL_EVENTS`]
+    /// events (progress display, Ctrl-C); `poll` returning false stops the
+    /// run and gives None.
+    pub fn run_polled(
+        &mut self,
+        duration: Nanos,
+        poll: &mut dyn FnMut(Time) -> bool,
+    ) -> Option<Report> {
         let wall = std::time::Instant::now();
         let mut end = Time::ZERO + duration;
         self.end = end;
@@ -323,6 +338,9 @@ impl Simulator {
             let (t, ev) = self.queue.pop().expect("peeked");
             self.set_now(t);
             self.events += 1;
+            if self.events % Self::POLL_EVENTS == 0 && !poll(t) {
+                return None;
+            }
             self.sched.this_cpu = self.event_cpu(ev);
             self.dispatch(ev);
             // hrtimer_interrupt() runs every timer of its CPU that expired by
@@ -353,7 +371,11 @@ impl Simulator {
         }
         self.set_now(end);
         self.sched.sync_accounting();
-        Report::build(self, end - Time::ZERO, wall.elapsed().as_nanos() as u64)
+        Some(Report::build(
+            self,
+            end - Time::ZERO,
+            wall.elapsed().as_nanos() as u64,
+        ))
     }
 
     pub fn events(&self) -> u64 {
