@@ -332,7 +332,7 @@ fn ctrl_c_stops_a_long_run_cleanly() {
     let src = "[host]\ncpus = 64\nduration = \"3600s\"\n[[task]]\nname = \"h\"\nkind = \"hog\"\ncount = 256\n\
                [[task]]\nname = \"p\"\nkind = \"pingpong\"\ncount = 64\n";
     let f = file("long", src);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_oversub"))
+    let child = Command::new(env!("CARGO_BIN_EXE_oversub"))
         .args(["run", f.to_str().unwrap()])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
