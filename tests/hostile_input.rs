@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn oversub(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_oversub"))
@@ -109,7 +109,6 @@ fn cli_duration_and_seed_obey_the_files_ranges() {
 
 #[test]
 fn an_endless_file_is_capped_not_read_to_exhaustion() {
-    let t = Instant::now();
     let out = oversub(&["run", "/dev/zero"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -118,8 +117,6 @@ fn an_endless_file_is_capped_not_read_to_exhaustion() {
         err.contains("/dev/zero") && err.contains("allowed"),
         "{err}"
     );
-    // Not a timing threshold on the machine: a runaway would not end at all.
-    assert!(t.elapsed() < Duration::from_secs(600));
 }
 
 #[test]

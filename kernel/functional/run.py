@@ -257,8 +257,10 @@ def main():
             failed += 1
 
     stage_s = time.time() - t_start - kernel_build_s
-    expect("budget:stage<=15min", {v: f"{timing[v]:.0f} s" for v in variants}, stage_s <= 900,
-           f"stage {stage_s:.0f} s excluding kernel builds")
+    # Informational: wall time depends on the machine (TCG speed, load), and
+    # no test threshold may (issue 9); the 15 min figure is a target, not a check.
+    expect("budget:stage (info)", {v: f"{timing[v]:.0f} s" for v in variants}, True,
+           f"stage {stage_s:.0f} s excluding kernel builds (target 15 min; not judged)")
     for v in variants:
         r = res[v]
         expect(f"boot:{v}", {v: r["status"] + ("" if r["kvm"] else ", no /dev/kvm")},
