@@ -102,7 +102,25 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Calibrate { samples, json } => {
-            let cal = oversub::conform::calibrate::calibrate(samples);
+            // In a cgroup of its own with the conform workers' weight when the
+            // machine allows it (root, cpu controller): other load on the
+            // machine then disturbs the probes far less.
+            use oversub::conform::{calibrate, host, real};
+            let cal = match host::detect_cpu_controller() {
+                Ok(ctl) => {
+                    let tag = format!("oversub-calibrate-{}", std::process::id());
+                    real::calibrate_in_cgroup(&ctl, &tag, samples)
+                        .unwrap_or_else(|_| calibrate::calibrate(samples))
+                }
+                Err(e) => {
+                    if !json {
+                        println!(
+                            "# probes run in the caller's cgroup ({e}): other load disturbs them"
+                        );
+                    }
+                    calibrate::calibrate(samples)
+                }
+            };
             if json {
                 println!("{}", cal.to_json());
             } else {

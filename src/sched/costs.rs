@@ -79,14 +79,17 @@ impl HostCosts {
 }
 
 impl Default for HostCosts {
-    /// Medians measured with `oversub calibrate` on the project's machine kind
-    /// (2 vCPUs under KVM, Linux 6.18, HZ=250; docs/model.md, "Host costs").
+    /// Medians measured with `oversub calibrate --samples 1500` (three runs,
+    /// in its own cgroup) on the project's machine kind: 2 vCPUs under KVM,
+    /// Linux 6.18, HZ=250, load average ~11 from other jobs (docs/model.md,
+    /// "Host costs"): timer wake against a hog 17.3-17.4 us, idle 28-42 us,
+    /// pipe hop 2.65-2.69 us, cross-CPU wakeup 25.6-29.4 us.
     fn default() -> Self {
         HostCosts {
-            timer_wake: 4_000,
-            idle_exit: 20_000,
-            context_switch: 2_000,
-            remote_wakeup: 25_000,
+            timer_wake: 14_700,
+            idle_exit: 18_000,
+            context_switch: 2_700,
+            remote_wakeup: 24_000,
             migration: 0,
         }
     }

@@ -1,0 +1,110 @@
+//! `[host.costs]`: each cost changes what happens where the kernel pays it,
+//! seen in the results (who waits how long, how much work gets done).
+
+use oversub::scenario::Scenario;
+
+fn run(src: &str) -> oversub::report::Report {
+    let sc = Scenario::parse("costs.toml", src).unwrap();
+    let mut sim = oversub::sim::Simulator::new(&sc);
+    sim.set_check_invariants(true);
+    sim.run(sc.host.duration)
+}
+
+fn costs(tw: &str, idle: &str, cs: &str, remote: &str) -> String {
+    format!(
+        "[host.costs]\ntimer_wake = \"{tw}\"\nidle_exit = \"{idle}\"\ncontext_switch = \"{cs}\"\n\
+         remote_wakeup = \"{remote}\"\nmigration = \"0ns\"\n"
+    )
+}
+
+const PERIODIC: &str = "[[task]]\nname = \"w\"\nkind = \"periodic\"\nperiod = \"1100us\"\nrun = \"50us\"\ncpus = [0]\n";
+const HOG: &str = "[[task]]\nname = \"hog\"\nkind = \"hog\"\ncpus = [0]\n";
+
+fn task<'a>(r: &'a oversub::report::Report, name: &str) -> &'a oversub::report::TaskReport {
+    r.tasks.iter().find(|t| t.name == name).unwrap()
+}
+
+#[test]
+fn timer_wake_against_a_hog_is_the_interrupt_path_plus_the_switch() {
+    let src = format!(
+        "[host]\ncpus = 1\nduration = \"200ms\"\n{}{HOG}{PERIODIC}",
+        costs("7us", "30us", "2us", "0ns")
+    );
+    let r = run(&src);
+    let lat = &task(&r, "w").wakeup_latency_ns;
+    assert!(lat.samples > 100);
+    // The hog keeps the CPU during the interrupt path: no idle exit.
+    assert_eq!(lat.p50, 9_000, "{lat:?}");
+    // Zero costs: the model of old, 0 us.
+    let r = run(&format!(
+        "[host]\ncpus = 1\nduration = \"200ms\"\n{}{HOG}{PERIODIC}",
+        costs("0ns", "0ns", "0ns", "0ns")
+    ));
+    assert_eq!(task(&r, "w").wakeup_latency_ns.p50, 0);
+}
+
+#[test]
+fn timer_wake_on_an_idle_cpu_adds_the_idle_exit() {
+    let src = format!(
+        "[host]\ncpus = 1\nduration = \"200ms\"\n{}{PERIODIC}",
+        costs("7us", "30us", "2us", "0ns")
+    );
+    let r = run(&src);
+    let lat = &task(&r, "w").wakeup_latency_ns;
+    assert_eq!(lat.p50, 39_000, "{lat:?}");
+    assert_eq!(lat.max, 39_000, "{lat:?}");
+}
+
+#[test]
+fn a_switch_costs_cpu_time_ping_pong_slows_down() {
+    // One pair on one CPU: a hop is 10 us of work plus the switch into the
+    // partner, so 2 us of switch cost cuts the hops by 1/6.
+    let pp =
+        "[[task]]\nname = \"pp\"\nkind = \"pingpong\"\nrun = \"10us\"\ncount = 2\ncpus = [0]\n";
+    let hops = |cs: &str| {
+        let r = run(&format!(
+            "[host]\ncpus = 1\nduration = \"120ms\"\n{}{pp}",
+            costs("0ns", "0ns", cs, "0ns")
+        ));
+        task(&r, "pp.0").nr_switches + task(&r, "pp.1").nr_switches
+    };
+    let (free, costly) = (hops("0ns"), hops("2us"));
+    assert!((11_990..=12_010).contains(&free), "{free}");
+    assert!((9_990..=10_010).contains(&costly), "{costly}");
+    // The CPU stays busy all the time: the switch is CPU time, not idle.
+    let r = run(&format!(
+        "[host]\ncpus = 1\nduration = \"120ms\"\n{}{pp}",
+        costs("0ns", "0ns", "2us", "0ns")
+    ));
+    assert_eq!(r.cpus[0].busy_ns, 120_000_000);
+}
+
+#[test]
+fn a_remote_wakeup_arrives_after_the_ipi_latency() {
+    // The pair on two CPUs: every hop wakes the partner on the other, idle
+    // CPU through its wakelist.
+    let pp = "[[task]]\nname = \"a\"\nkind = \"pingpong\"\nrun = \"10us\"\ncount = 2\n";
+    let src = |remote: &str| {
+        format!(
+            "[host]\ncpus = 2\nduration = \"100ms\"\n{}{pp}",
+            costs("0ns", "0ns", "1us", remote)
+        )
+    };
+    let r = run(&src("20us"));
+    let (a0, a1) = (task(&r, "a.0"), task(&r, "a.1"));
+    assert_ne!(
+        a0.cpu, a1.cpu,
+        "the pair sits on both CPUs (fork placement)"
+    );
+    assert_eq!(
+        a1.wakeup_latency_ns.p50, 21_000,
+        "{:?}",
+        a1.wakeup_latency_ns
+    );
+    // A hop is 10 us of work + 20 us of IPI + 1 us of switch: 31 us.
+    let hops = a0.nr_wakeups + a1.nr_wakeups;
+    assert!((3_200..=3_240).contains(&hops), "{hops}");
+    let r = run(&src("0ns"));
+    let hops0 = task(&r, "a.0").nr_wakeups + task(&r, "a.1").nr_wakeups;
+    assert!(hops0 > 2 * hops, "{hops0} vs {hops}");
+}
