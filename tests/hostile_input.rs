@@ -346,3 +346,27 @@ fn ctrl_c_stops_a_long_run_cleanly() {
     assert!(err.contains("interrupted at"), "{err}");
     assert!(out.stdout.is_empty(), "no partial results on stdout");
 }
+
+#[test]
+fn workload_override_errors_name_the_key_and_value() {
+    let src = "[[vm]]\nname = \"v\"\nvcpus = 2\nworkload = \"dbench\"\n[vm.overrides]\nblock_prob = 1.5\n";
+    rejected(
+        "check",
+        "ov-bad",
+        src,
+        &[],
+        &[
+            "vm[0].overrides.block_prob",
+            "1.5",
+            "expected a number in 0..=1",
+        ],
+    );
+    let src = "[[vm]]\nname = \"v\"\nvcpus = 2\n[vm.overrides]\ncsns = 5\n";
+    rejected(
+        "check",
+        "ov-key",
+        src,
+        &[],
+        &["vm[0].overrides.csns", "allowed compute_ns"],
+    );
+}

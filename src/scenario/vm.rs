@@ -630,9 +630,21 @@ pub(super) fn vm(
         )
     })?;
     if let Some(t) = &v.overrides {
-        workload
-            .merge(t)
-            .map_err(|e| cx.err(format!("{f}.overrides"), e.to_string()))?;
+        use crate::guest::workload::WorkloadError;
+        workload.merge(t).map_err(|e| match &e {
+            WorkloadError::BadValue { field, expected } => cx.err(
+                format!("{f}.overrides.{field}"),
+                format!(
+                    "{} is not allowed: expected {expected}",
+                    t.get(field).map_or_else(String::new, |v| v.to_string())
+                ),
+            ),
+            WorkloadError::UnknownField { field, allowed } => cx.err(
+                format!("{f}.overrides.{field}"),
+                format!("unknown key: allowed {}", allowed.join(", ")),
+            ),
+            _ => cx.err(format!("{f}.overrides"), e.to_string()),
+        })?;
     }
     let given = |k: &str| v.overrides.as_ref().is_some_and(|t| t.contains_key(k));
     if workload.compute_ns < super::MIN_OP.0 {
