@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use oversub::scenario::overrides::parse_override;
+use oversub::{out, outln};
 
 mod progress;
 use oversub::scenario::{check_cli_seed, parse_cli_duration, Scenario};
@@ -114,7 +115,7 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     if !json {
-                        println!(
+                        outln!(
                             "# probes run in the caller's cgroup ({e}): other load disturbs them"
                         );
                     }
@@ -122,9 +123,9 @@ fn main() -> ExitCode {
                 }
             };
             if json {
-                println!("{}", cal.to_json());
+                outln!("{}", cal.to_json());
             } else {
-                print!("{}", cal.table());
+                out!("{}", cal.table());
             }
             ExitCode::SUCCESS
         }
@@ -153,7 +154,7 @@ fn main() -> ExitCode {
         }
         Cmd::Check { file, sets } => match load(&file, &sets) {
             Ok(sc) => {
-                println!(
+                outln!(
                     "{}: ok ({} task entries, {} cgroups)",
                     file.display(),
                     sc.tasks.len(),

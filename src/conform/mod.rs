@@ -13,6 +13,24 @@
 //! real run-to-run spread).
 //! p99 is printed for information only.
 
+/// `print!` that ignores a closed stdout (`| head`) instead of panicking.
+#[macro_export]
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($t)*);
+    }};
+}
+
+/// `println!` that ignores a closed stdout (`| head`) instead of panicking.
+#[macro_export]
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
 pub mod calibrate;
 pub mod host;
 pub mod real;
@@ -500,7 +518,7 @@ pub fn run(opts: &Options) -> i32 {
         out += &c.table();
     }
     if !opts.json {
-        print!("{out}");
+        out!("{out}");
     }
     let mut results = Vec::new();
     for f in &opts.files {
@@ -526,9 +544,9 @@ pub fn run(opts: &Options) -> i32 {
             "scenarios": results,
             "passed": pass, "failed": fail, "skipped": skip, "errors": err,
         });
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!("conform: {pass} passed, {fail} failed, {skip} skipped, {err} errors");
+        outln!("conform: {pass} passed, {fail} failed, {skip} skipped, {err} errors");
     }
     if fail + err > 0 {
         1
@@ -538,7 +556,7 @@ pub fn run(opts: &Options) -> i32 {
 }
 
 fn print_result(r: &ScenarioResult) {
-    println!(
+    outln!(
         "{}: {}{}",
         r.file,
         r.status.to_uppercase(),
@@ -549,7 +567,7 @@ fn print_result(r: &ScenarioResult) {
         }
     );
     if !r.rows.is_empty() {
-        print!("{}", table(&r.rows));
+        out!("{}", table(&r.rows));
     }
 }
 
