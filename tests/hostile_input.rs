@@ -121,13 +121,13 @@ fn an_endless_file_is_capped_not_read_to_exhaustion() {
 
 #[test]
 fn too_many_tasks_is_rejected_before_anything_is_built() {
-    let src = "[[task]]\nname = \"m\"\nkind = \"messaging\"\nfds = 1000\ncount = 100000\n";
+    let src = "[[task]]\nname = \"m\"\nkind = \"messaging\"\nfds = 1000\ncount = 50000\n";
     rejected(
         "check",
         "many",
         src,
         &[],
-        &["task[0].count", "200000000", "allowed at most 100000"],
+        &["task[0].count", "100000000", "allowed at most 50000"],
     );
     let src = "[host]\ncpus = 1024\n[[vm]]\nname = \"a\"\nvcpus = 256\nlayout = \"flat\"\n"
         .to_string()

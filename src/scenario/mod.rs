@@ -238,8 +238,11 @@ pub fn check_cli_seed(v: &str) -> Result<u64, String> {
 /// The largest scenario file read (bytes).
 pub const MAX_FILE_BYTES: u64 = 4 << 20;
 /// The most host tasks a scenario may create (task replicas, messaging
-/// senders and receivers, vCPUs).
-pub const MAX_TASKS: u64 = 100_000;
+/// senders and receivers, vCPUs). The model's runqueue operations scan the
+/// queued entities (docs/model.md, timeline simplification), so n tasks on
+/// few CPUs cost O(n^2) to start: 50 000 hogs on 2 CPUs take seconds, 100 000
+/// messaging tasks took 37 s for 10 ms simulated.
+pub const MAX_TASKS: u64 = 50_000;
 /// The most per-CPU group runqueues ((cgroups + 1) x CPUs): each is a
 /// cfs_rq and a group entity in the model.
 pub const MAX_GROUP_RQS: u64 = 1 << 21;
@@ -698,7 +701,12 @@ impl Scenario {
                 Some(v)
             }
         };
-        let count = cx.int(&format!("{f}.count"), t.count.unwrap_or(1), 1, 100_000)? as u32;
+        let count = cx.int(
+            &format!("{f}.count"),
+            t.count.unwrap_or(1),
+            1,
+            MAX_TASKS as i64,
+        )? as u32;
         let slice = match &t.slice {
             None => None,
             // __setparam_fair() clamps custom slices to [0.1 ms, 100 ms].

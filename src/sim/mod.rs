@@ -222,11 +222,15 @@ impl Simulator {
                         let pipes: Vec<usize> =
                             (0..f).map(|_| sim.world.new_pipe(*pipe_slots)).collect();
                         let readers: Vec<TaskId> = group_ids[f..].to_vec();
+                        let group = sim.world.groups.len();
+                        sim.world.groups.push(crate::task::MsgGroup {
+                            pipes: pipes.clone(),
+                            readers,
+                        });
                         for s in 0..f {
                             sim.push_task(Behaviour::Sender {
                                 send: *send,
-                                pipes: pipes.clone(),
-                                readers: readers.clone(),
+                                group,
                                 cursor: s % f,
                             });
                         }

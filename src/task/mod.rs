@@ -54,11 +54,21 @@ pub struct Pipe {
     pub writers_waiting: Vec<TaskId>,
 }
 
+/// A messaging group's pipes and their readers, shared by its senders (one
+/// copy per group, not per sender: 1000 senders x 1000 pipes each would be
+/// quadratic memory).
+#[derive(Clone, Debug)]
+pub struct MsgGroup {
+    pub pipes: Vec<usize>,
+    pub readers: Vec<TaskId>,
+}
+
 /// State shared between behaviours (the pipes of pingpong and messaging,
 /// the program whose threads are `Program` tasks).
 #[derive(Default)]
 pub struct World {
     pub pipes: Vec<Pipe>,
+    pub groups: Vec<MsgGroup>,
     pub program: Option<program::ProgramRt>,
     /// The task of each program thread.
     pub program_tasks: Vec<TaskId>,
@@ -105,8 +115,8 @@ pub enum Behaviour {
     /// receivers, `send` CPU per message, blocking while a pipe is full.
     Sender {
         send: Nanos,
-        pipes: Vec<usize>,
-        readers: Vec<TaskId>,
+        /// Index of its group in `World::groups`.
+        group: usize,
         cursor: usize,
     },
     /// A hackbench receiver: `recv` CPU per message, blocking on an empty pipe.
@@ -188,19 +198,19 @@ impl Behaviour {
             }
             Behaviour::Sender {
                 send,
-                pipes,
-                readers,
+                group,
                 cursor,
             } => {
-                let pi = pipes[*cursor];
+                let g = &world.groups[*group];
+                let (pi, reader, n) = (g.pipes[*cursor], g.readers[*cursor], g.pipes.len());
                 if !world.try_write(pi, me) {
                     return Step::just(Next::Sleep(None));
                 }
                 let mut wake = Vec::new();
                 if world.write(pi) {
-                    wake.push(readers[*cursor]);
+                    wake.push(reader);
                 }
-                *cursor = (*cursor + 1) % pipes.len();
+                *cursor = (*cursor + 1) % n;
                 Step {
                     wake,
                     next: Next::Run(*send),
