@@ -224,6 +224,8 @@ pub struct Report {
     pub seed: u64,
     pub cpus_n: u32,
     pub hz: u32,
+    /// `[host.costs]` the run used, ns, by key.
+    pub host_costs_ns: std::collections::BTreeMap<String, u64>,
     pub events: u64,
     /// Wall-clock time of the run (not deterministic).
     pub wall_ns: u64,
@@ -298,6 +300,11 @@ impl Report {
             seed: 0,
             cpus_n: s.cfg.nr_cpus,
             hz: s.cfg.hz,
+            host_costs_ns: crate::sched::HostCosts::NAMES
+                .iter()
+                .zip(s.cfg.costs.values())
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
             events,
             wall_ns,
             tasks,
