@@ -5,7 +5,8 @@
 //! * timer wake on an idle CPU: a thread sleeps to an absolute
 //!   CLOCK_MONOTONIC expiry (`clock_nanosleep`, timer slack 1 ns) and records
 //!   how late it runs (cyclictest);
-//! * the same against a hog spinning on that CPU (the wakeup preempts it);
+//! * the same against a hog spinning on that CPU (the wakeup preempts it),
+//!   on each of the first four CPUs (their mean is used);
 //! * pipe ping-pong on one CPU: one hop (write, wakeup, block, switch, read)
 //!   measured from the writer's timestamp to the reader's return;
 //! * cross-CPU wakeup: a pipe write on CPU 0 wakes a reader blocked on an idle
@@ -31,7 +32,11 @@ pub struct Probes {
     pub samples: u32,
     pub cpus: u32,
     pub timer_idle: u64,
+    /// The mean over the probed CPUs of `timer_hog_per_cpu`.
     pub timer_hog: u64,
+    /// Timer wake against a hog on CPUs 0, 1, ... (at most 4).
+    #[serde(default)]
+    pub timer_hog_per_cpu: Vec<u64>,
     pub pipe_hop: u64,
     pub cross_cpu: Option<u64>,
 }
@@ -139,12 +144,22 @@ pub fn calibrate(samples: u32) -> Calibration {
         .unwrap_or(1);
     let probes = std::thread::spawn(move || {
         let timer_idle = timer_probe(0, n);
-        let (stop, h) = hog(0);
-        // Let the hog settle on its CPU before the sleeper competes with it.
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        let timer_hog = timer_probe(0, n);
-        stop.store(true, Ordering::Relaxed);
-        let _ = h.join();
+        // Against a hog on each of the first CPUs: the machine's CPUs need
+        // not deliver timer interrupts alike (a VM's vCPUs), and the model
+        // has one timer_wake for all of them.
+        let timer_hog_per_cpu: Vec<u64> = (0..cpus.min(4) as usize)
+            .map(|c| {
+                let (stop, h) = hog(c);
+                // Let the hog settle before the sleeper competes with it.
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                let v = timer_probe(c, n);
+                stop.store(true, Ordering::Relaxed);
+                let _ = h.join();
+                v
+            })
+            .collect();
+        let timer_hog =
+            timer_hog_per_cpu.iter().sum::<u64>() / timer_hog_per_cpu.len().max(1) as u64;
         let pipe_hop = pipe_probe(0, 0, n.saturating_mul(4), 0).unwrap_or(0);
         let cross_cpu = if cpus >= 2 {
             pipe_probe(0, 1, n, 300_000)
@@ -156,6 +171,7 @@ pub fn calibrate(samples: u32) -> Calibration {
             cpus,
             timer_idle,
             timer_hog,
+            timer_hog_per_cpu,
             pipe_hop,
             cross_cpu,
         }
@@ -216,14 +232,34 @@ impl Calibration {
         let mut s = format!(
             "# oversub calibrate: {} CPUs, medians of {} samples per probe\n\
              #   timer wake, idle CPU 0:          {}\n\
-             #   timer wake, hog on CPU 0:        {}\n\
+             #   {:<33}{}\n\
              #   pipe ping-pong hop on CPU 0:     {}\n\
              #   pipe wakeup CPU 0 -> idle CPU 1: {}\n\
              [host.costs]\n",
             p.cpus,
             p.samples,
             us(p.timer_idle),
-            us(p.timer_hog),
+            if p.timer_hog_per_cpu.len() > 1 {
+                format!(
+                    "timer wake, hog on CPU 0..{}:",
+                    p.timer_hog_per_cpu.len() - 1
+                )
+            } else {
+                "timer wake, hog on CPU 0:".into()
+            },
+            if p.timer_hog_per_cpu.len() > 1 {
+                format!(
+                    "{} (mean of {})",
+                    us(p.timer_hog),
+                    p.timer_hog_per_cpu
+                        .iter()
+                        .map(|&v| us(v))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            } else {
+                us(p.timer_hog)
+            },
             us(p.pipe_hop),
             cross
         );
@@ -267,6 +303,7 @@ mod tests {
                 cpus: 2,
                 timer_idle: 30_500,
                 timer_hog: 6_250,
+                timer_hog_per_cpu: vec![6_000, 6_500],
                 pipe_hop: 2_001,
                 cross_cpu: Some(25_000),
             },
