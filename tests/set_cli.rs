@@ -50,7 +50,7 @@ fn set_changes_the_run_and_is_recorded() {
 #[test]
 fn bad_overrides_are_one_line_errors() {
     for (set, want) in [
-        ("host.nope=1", "unknown field `nope`"),
+        ("host.nope=1", "host.nope: unknown key \"nope\""),
         (
             "host.yield.yield_to=bogus",
             "host.yield.yield_to: unknown policy \"bogus\"",
