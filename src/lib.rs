@@ -13,9 +13,12 @@ pub mod guest;
 pub mod invariants;
 pub mod kvm;
 pub mod report;
+pub mod reproduce;
 pub mod scenario;
 pub mod sched;
 pub mod sim;
+pub mod stats;
+pub mod sweep;
 pub mod task;
 pub mod workload;
 

@@ -39,6 +39,25 @@ enum Cmd {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
     },
+    /// Run a scenario over axes x seeds in parallel; write results.csv,
+    /// results.jsonl, summary.csv and summary.md to DIR (README, "Sweeps").
+    Sweep {
+        file: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// The seeds' evaluation and the reviewers' cases side by side with the
+    /// published figures: DIR/results.csv, summary.md, report.html.
+    Reproduce {
+        #[arg(long)]
+        out: PathBuf,
+        /// Fewer seeds, shorter runs, same structure (about a minute).
+        #[arg(long)]
+        quick: bool,
+        /// The manifest of sections.
+        #[arg(long, default_value = "sweeps/reproduce.toml")]
+        manifest: PathBuf,
+    },
     /// Validate a scenario file only.
     Check {
         file: PathBuf,
@@ -115,6 +134,47 @@ fn main() -> ExitCode {
                 duration,
             };
             ExitCode::from(oversub::conform::run(&opts) as u8)
+        }
+        Cmd::Sweep { file, out } => {
+            let spec = match oversub::sweep::spec::SweepSpec::load(&file) {
+                Ok(s) => s,
+                Err(m) => {
+                    eprintln!("{m}");
+                    return ExitCode::from(2);
+                }
+            };
+            let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            match oversub::sweep::sweep_to_dir(&spec, &out, tty) {
+                Ok(md) => {
+                    print!("{md}");
+                    println!(
+                        "\nwrote {}/results.csv, results.jsonl, summary.csv, summary.md",
+                        out.display()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(m) => {
+                    eprintln!("{m}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Cmd::Reproduce {
+            out,
+            quick,
+            manifest,
+        } => {
+            let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            match oversub::reproduce::run(&manifest, &out, quick, tty) {
+                Ok(text) => {
+                    print!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(m) => {
+                    eprintln!("{m}");
+                    ExitCode::from(2)
+                }
+            }
         }
         Cmd::Check { file, sets } => match load(&file, &sets) {
             Ok(sc) => {
