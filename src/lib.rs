@@ -20,6 +20,7 @@ pub mod sim;
 pub mod stats;
 pub mod sweep;
 pub mod task;
+pub mod trace;
 pub mod workload;
 
 use scenario::Scenario;

@@ -349,6 +349,46 @@ impl Report {
             self.wall_ns as f64 / 1e9,
             self.events as f64 / (self.wall_ns.max(1) as f64 / 1e9) / 1e6
         );
+        if !self.vms.is_empty() {
+            let _ = writeln!(
+                o,
+                "{:<12} {:>10} {:>10} {:>7} {:>7} {:>7} {:>7} {:>9} {:>9} {:>10} {:>15}",
+                "vm",
+                "ops/s",
+                "cpu%",
+                "useful%",
+                "spin%",
+                "exit%",
+                "steal%",
+                "ple_exits",
+                "yield_ok",
+                "ipis",
+                "lockwait_p99_us"
+            );
+            let _ = writeln!(
+                o,
+                "(ops/s: the workload's completed operations per second; %: percent of one CPU over the run; \
+                 ple_exits, yield_ok (successful directed yields), ipis: counts over the run)"
+            );
+            for v in &self.vms {
+                let pct = |x: u64| 100.0 * x as f64 / d;
+                let _ = writeln!(
+                    o,
+                    "{:<12} {:>10.0} {:>10.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>9} {:>9} {:>10} {:>15.1}",
+                    v.name,
+                    v.ops_per_s,
+                    pct(v.cpu_ns),
+                    pct(v.guest_useful_ns),
+                    pct(v.spinning_ns),
+                    pct(v.exit_overhead_ns),
+                    pct(v.steal_ns),
+                    v.ple_exits,
+                    v.yield_to_successes,
+                    v.ipis_sent,
+                    v.lock_wait_ns.p99 as f64 / 1e3
+                );
+            }
+        }
         let _ = writeln!(
             o,
             "{:<20} {:<12} {:>8} {:>10} {:>9} {:>8} {:>11} {:>11} {:>11}",
@@ -425,41 +465,6 @@ impl Report {
             }
             for n in &p.fidelity {
                 let _ = writeln!(o, "fidelity: {} {:?}: {}", n.at, n.fidelity, n.why);
-            }
-        }
-        if !self.vms.is_empty() {
-            let _ = writeln!(
-                o,
-                "{:<12} {:>10} {:>10} {:>7} {:>7} {:>7} {:>7} {:>8} {:>9} {:>10} {:>12}",
-                "vm",
-                "ops/s",
-                "cpu%",
-                "useful%",
-                "spin%",
-                "exit%",
-                "steal%",
-                "ple_exit",
-                "yield_ok",
-                "ipis",
-                "lockwait_p99"
-            );
-            for v in &self.vms {
-                let pct = |x: u64| 100.0 * x as f64 / d;
-                let _ = writeln!(
-                    o,
-                    "{:<12} {:>10.0} {:>10.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>8} {:>9} {:>10} {:>12}",
-                    v.name,
-                    v.ops_per_s,
-                    pct(v.cpu_ns),
-                    pct(v.guest_useful_ns),
-                    pct(v.spinning_ns),
-                    pct(v.exit_overhead_ns),
-                    pct(v.steal_ns),
-                    v.ple_exits,
-                    v.yield_to_successes,
-                    v.ipis_sent,
-                    v.lock_wait_ns.p99
-                );
             }
         }
         o

@@ -2,7 +2,7 @@
 //! external resources) with the comparison to the published figures, plots
 //! and every section's tables.
 
-use super::plot::{lines, Series};
+use super::plot::{hex, lines, Series};
 use super::{cell, pct_cell, Published, Section, COMPARE};
 use crate::sweep::summary::to_markdown;
 use std::fmt::Write as _;
@@ -56,13 +56,13 @@ fn md_to_html(md: &str) -> String {
 }
 
 const STYLE: &str =
-    "body{font-family:sans-serif;max-width:1300px;margin:20px auto;color:#222;line-height:1.4}\
+    "body{font-family:sans-serif;max-width:1320px;margin:20px auto;color:#222;line-height:1.4}\
 table{border-collapse:collapse;margin:8px 0 16px;font-size:12px}\
 td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}\
 th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}\
 .grid{display:flex;flex-wrap:wrap;gap:10px}.grid div{flex:0 0 auto}\
 .note{color:#555;font-size:13px}details{margin:8px 0}summary{cursor:pointer;font-weight:bold}\
-.pos{color:#1a7f37}.neg{color:#b42318}";
+.legend span{margin-right:14px;font-size:13px;white-space:nowrap}.legend span{margin-right:14px;font-size:13px;white-space:nowrap}.pos{color:#1a7f37}.neg{color:#b42318}";
 
 pub fn render(sections: &[Section], p: &Published, quick: bool, _table: &str) -> String {
     let mut o = String::new();
@@ -185,18 +185,36 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
         .find(|a| a.name == "policy")
         .map(|a| a.values.iter().map(|v| v.label.clone()).collect())
         .unwrap_or_default();
+    let legend = {
+        let mut l = String::from("<p class=legend>");
+        for (i, pol) in policies.iter().enumerate() {
+            let _ = write!(
+                l,
+                "<span><svg width=22 height=10><line x1=0 y1=5 x2=22 y2=5 stroke='{}' stroke-width=3/></svg> {}</span> ",
+                hex(Some(i)),
+                esc(pol)
+            );
+        }
+        l.push_str("<span><svg width=22 height=10><line x1=0 y1=5 x2=22 y2=5 stroke='#000' stroke-width=2 stroke-dasharray='6,4'/></svg> published v1</span></p>");
+        l
+    };
     for pv in ["on", "off"] {
         let _ = writeln!(
             o,
-            "<h3>Per workload, guest PV features {pv}</h3><div class=grid>"
+            "<h3>Per workload, guest PV features {pv}</h3><p class=note>Left: throughput (ops/s as the \
+             workload defines them, summed over VMs); middle: gain over upstream (paired, % with 95% CI){}; \
+             right: Jain's index over VMs of CPU time per vCPU (1 = equal; error bars clipped to 1).</p>{legend}<div class=grid>",
+            if pv == "on" { ", published v1 dashed" } else { "" }
         );
         for r in &p.v1.row {
             let series_of = |metric: &str, delta: bool| -> Vec<Series> {
                 policies
                     .iter()
-                    .map(|pol| Series {
+                    .enumerate()
+                    .map(|(ci, pol)| Series {
                         name: pol.clone(),
                         dashed: false,
+                        color: Some(ci),
                         points: r
                             .vms
                             .iter()
@@ -225,7 +243,8 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
                     "VMs (16 vCPUs each)",
                     "ops/s",
                     &t,
-                    true
+                    true,
+                    Some((0.0, f64::INFINITY))
                 )
             ));
             let mut g = series_of(&p.v1.metric, true);
@@ -233,6 +252,7 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
                 g.push(Series {
                     name: "published v1".into(),
                     dashed: true,
+                    color: None,
                     points: r
                         .vms
                         .iter()
@@ -248,7 +268,8 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
                     "VMs (16 vCPUs each)",
                     "% (paired, 95% CI)",
                     &g,
-                    true
+                    true,
+                    None
                 )
             ));
             let j = series_of("jain_vms_cpu", false);
@@ -259,7 +280,8 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
                     "VMs (16 vCPUs each)",
                     "Jain's index of CPU per vCPU",
                     &j,
-                    true
+                    true,
+                    Some((0.0, 1.0))
                 )
             ));
         }
@@ -270,7 +292,7 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
         o,
         "<h3>Latency distributions (PV on)</h3><p class=note>Empirical CDF over runs (seeds x VM counts) \
          of each run's mean per-op latency (op_latency_us: vCPUs x duration / ops) and of its \
-         lock-wait p99 (lock_wait_p99_us), per policy. The per-op latency is how v3 reports dedup and vips.</p><div class=grid>"
+         lock-wait p99 (lock_wait_p99_us), per policy. The per-op latency is how v3 reports dedup and vips.</p>{legend}<div class=grid>"
     );
     for r in &p.v1.row {
         for (metric, what) in [
@@ -279,7 +301,8 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
         ] {
             let series: Vec<Series> = policies
                 .iter()
-                .map(|pol| {
+                .enumerate()
+                .map(|(ci, pol)| {
                     let mut xs: Vec<f64> = s
                         .rows
                         .iter()
@@ -298,6 +321,7 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
                     Series {
                         name: pol.clone(),
                         dashed: false,
+                        color: Some(ci),
                         points: xs
                             .iter()
                             .enumerate()
@@ -314,7 +338,8 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
                     what,
                     "fraction of runs",
                     &series,
-                    false
+                    false,
+                    Some((0.0, 1.0))
                 )
             ));
         }

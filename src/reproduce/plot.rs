@@ -7,9 +7,11 @@ pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64, f64)>,
     pub dashed: bool,
+    /// Index into `COLORS`; `None` draws black.
+    pub color: Option<usize>,
 }
 
-const COLORS: [RGBColor; 10] = [
+pub const COLORS: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -22,11 +24,47 @@ const COLORS: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-/// A line chart as an SVG string; error bars show each point's CI.
-pub fn lines(title: &str, xlabel: &str, ylabel: &str, series: &[Series], xs_int: bool) -> String {
+/// "#rrggbb" of palette entry `i` (for the HTML legend).
+pub fn hex(i: Option<usize>) -> String {
+    match i {
+        Some(i) => {
+            let c = COLORS[i % COLORS.len()];
+            format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+        }
+        None => "#000000".into(),
+    }
+}
+
+/// Axis tick text: 1234567 -> "1.23M", 0.5 -> "0.5".
+fn tick(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// A line chart as an SVG string; error bars show each point's CI, clipped
+/// to `clip` when given (an index bounded by definition). The legend is the
+/// caller's (one for a grid of plots).
+pub fn lines(
+    title: &str,
+    xlabel: &str,
+    ylabel: &str,
+    series: &[Series],
+    xs_int: bool,
+    clip: Option<(f64, f64)>,
+) -> String {
     let mut buf = String::new();
     {
-        let root = SVGBackend::with_string(&mut buf, (560, 380)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut buf, (410, 290)).into_drawing_area();
         let _ = root.fill(&WHITE);
         let all: Vec<(f64, f64, f64)> = series
             .iter()
@@ -38,12 +76,16 @@ pub fn lines(title: &str, xlabel: &str, ylabel: &str, series: &[Series], xs_int:
         }
         let (mut x0, mut x1) = (f64::MAX, f64::MIN);
         let (mut y0, mut y1) = (f64::MAX, f64::MIN);
+        let clipped = |y: f64| match clip {
+            Some((lo, hi)) => y.clamp(lo, hi),
+            None => y,
+        };
         for &(x, y, h) in &all {
             let h = if h.is_finite() { h } else { 0.0 };
             x0 = x0.min(x);
             x1 = x1.max(x);
-            y0 = y0.min(y - h);
-            y1 = y1.max(y + h);
+            y0 = y0.min(clipped(y - h));
+            y1 = y1.max(clipped(y + h));
         }
         if x1 <= x0 {
             x1 = x0 + 1.0;
@@ -52,7 +94,7 @@ pub fn lines(title: &str, xlabel: &str, ylabel: &str, series: &[Series], xs_int:
         let (y0, y1) = (y0 - pad, y1 + pad);
         let xpad = if xs_int { 0.25 } else { (x1 - x0) * 0.02 };
         let chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 16))
+            .caption(title, ("sans-serif", 15))
             .margin(10)
             .x_label_area_size(36)
             .y_label_area_size(64)
@@ -63,14 +105,18 @@ pub fn lines(title: &str, xlabel: &str, ylabel: &str, series: &[Series], xs_int:
         let mut mesh = chart.configure_mesh();
         mesh.x_desc(xlabel)
             .y_desc(ylabel)
+            .y_label_formatter(&|y| tick(*y))
             .light_line_style(WHITE.mix(0.0));
         if xs_int {
             mesh.x_labels((x1 - x0) as usize + 1)
                 .x_label_formatter(&|x| format!("{:.0}", x));
         }
         let _ = mesh.draw();
-        for (i, s) in series.iter().enumerate() {
-            let c = COLORS[i % COLORS.len()];
+        for s in series {
+            let c = match s.color {
+                Some(k) => COLORS[k % COLORS.len()],
+                None => BLACK,
+            };
             let style = ShapeStyle::from(&c).stroke_width(2);
             let pts: Vec<(f64, f64)> = s
                 .points
@@ -96,16 +142,11 @@ pub fn lines(title: &str, xlabel: &str, ylabel: &str, series: &[Series], xs_int:
                 s.points
                     .iter()
                     .filter(|p| p.1.is_finite() && p.2.is_finite() && p.2 > 0.0)
-                    .map(|&(x, y, h)| ErrorBar::new_vertical(x, y - h, y, y + h, c, 6)),
+                    .map(|&(x, y, h)| {
+                        ErrorBar::new_vertical(x, clipped(y - h), y, clipped(y + h), c, 6)
+                    }),
             );
         }
-        let _ = chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font(("sans-serif", 11))
-            .draw();
         let _ = root.present();
     }
     buf

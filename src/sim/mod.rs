@@ -66,6 +66,10 @@ pub struct Simulator {
     pv: crate::scenario::PvSpec,
     /// Stop as soon as every program thread has finished.
     until_done: bool,
+    /// The run's trace sink (src/trace/), if any, and the policy counters
+    /// it last saw.
+    trace: Option<Box<dyn crate::trace::TraceSink>>,
+    trace_yield: crate::sched::yield_to::YieldStats,
 }
 
 impl Simulator {
@@ -114,6 +118,8 @@ impl Simulator {
             kvm: sc.kvm.clone(),
             pv: sc.pv,
             until_done: false,
+            trace: None,
+            trace_yield: Default::default(),
         };
         sim.tick = sim.sched.cfg.tick_nsec();
         // Create tasks; round-robin initial CPUs over each task's allowed set.
@@ -307,6 +313,9 @@ impl Simulator {
             self.events += 1;
             self.dispatch(ev);
             self.serve_resched();
+            if self.trace.is_some() {
+                self.trace_yield_policy(ev_cpu(ev));
+            }
             if self.until_done && self.world.program.as_ref().is_some_and(|p| p.all_done()) {
                 end = t;
                 break;
@@ -378,7 +387,9 @@ impl Simulator {
                 }
             }
             Ev::Timer(p) => {
-                self.sched.try_to_wake_up(p, 0, None);
+                if self.sched.try_to_wake_up(p, 0, None) {
+                    self.trace_wakeup(p);
+                }
             }
             Ev::GuestTimer(p, gen) => self.guest_timer(p, gen),
             Ev::GuestTick(vm, idx) => self.guest_tick(vm as usize, idx as usize),
@@ -396,7 +407,9 @@ impl Simulator {
             ts.behaviour.start(p, now, &mut self.world)
         };
         for w in step.wake {
-            self.sched.try_to_wake_up(w, 0, Some(cpu));
+            if self.sched.try_to_wake_up(w, 0, Some(cpu)) {
+                self.trace_wakeup(w);
+            }
         }
         match step.next {
             Next::Run(d) => {
@@ -453,6 +466,7 @@ impl Simulator {
     }
 
     fn apply_switch(&mut self, sw: Switch) {
+        self.trace_switch(&sw);
         let now = self.now;
         let c = sw.cpu.idx();
         self.cpu_gen[c] += 1;
@@ -573,4 +587,13 @@ impl Simulator {
     }
 }
 
+/// The CPU an event happens on (None for a sleeping task's timer).
+fn ev_cpu(ev: Ev) -> Option<CpuId> {
+    match ev {
+        Ev::Tick(c) | Ev::BurstEnd(c, _) | Ev::HrTick(c, _) => Some(c),
+        Ev::Timer(_) | Ev::GuestTimer(..) | Ev::GuestTick(..) => None,
+    }
+}
+
+mod tracing;
 mod vm;

@@ -75,12 +75,14 @@ fn load(p: &Point, seed: u64, spec: &SweepSpec) -> Result<Scenario, String> {
         arg: format!("host.seed={seed}"),
         path: vec!["host".into(), "seed".into()],
         value: toml::Value::Integer(seed as i64),
+        raw: seed.to_string(),
     });
     if let Some(d) = spec.duration {
         sets.push(Override {
             arg: format!("host.duration={}ns", d.0),
             path: vec!["host".into(), "duration".into()],
             value: toml::Value::String(format!("{}ns", d.0)),
+            raw: format!("{}ns", d.0),
         });
     }
     Scenario::load_with(&p.file, &sets).map_err(|e| {

@@ -157,7 +157,7 @@ impl SweepSpec {
                                 .map(|s| s.to_string_lossy().into_owned())
                                 .unwrap_or_else(|| p.clone()),
                             sets: Vec::new(),
-                            file: Some(dir.join(p)),
+                            file: Some(clean(&dir.join(p))),
                         }
                     }
                     (v, Some(k)) => AxisValue {
@@ -166,6 +166,7 @@ impl SweepSpec {
                             arg: format!("{k}={}", label_of(v)),
                             path: k.split('.').map(str::to_string).collect(),
                             value: v.clone(),
+                            raw: label_of(v),
                         }],
                         file: None,
                     },
@@ -190,7 +191,7 @@ impl SweepSpec {
             axes.push(Axis { name, values });
         }
         let has_file_axis = raw.axis.iter().any(|a| a.key.as_deref() == Some("file"));
-        let base = raw.base.as_ref().map(|b| dir.join(b));
+        let base = raw.base.as_ref().map(|b| clean(&dir.join(b)));
         if base.is_none() && !has_file_axis {
             return Err(err(
                 "base",
@@ -268,4 +269,23 @@ fn bundle(t: &toml::Table) -> Result<AxisValue, String> {
         sets,
         file: None,
     })
+}
+
+/// `a/b/../c` -> `a/c` (lexically, so results name files as a person would).
+pub fn clean(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out: Vec<Component> = Vec::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.last(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    if out.is_empty() {
+        return PathBuf::from(".");
+    }
+    out.iter().collect()
 }
