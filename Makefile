@@ -6,9 +6,10 @@ OVERSUB := target/release/oversub
 
 .PHONY: run test deps build test-sim lint bench
 
-## make run: install what is missing, build release, run the default scenario.
+## make run: install what is missing, build release, run the quick reproduction
+## of the seeds' evaluation (README "make run"); the report is out/reproduce-quick/report.html.
 run: deps build
-	$(OVERSUB) run scenarios/default.toml
+	$(OVERSUB) reproduce --quick --out out/reproduce-quick
 
 deps:
 	@scripts/install-deps.sh rust

@@ -21,7 +21,7 @@ fn md_to_html(md: &str) -> String {
     for l in md.lines() {
         if l.starts_with('|') {
             if !in_table {
-                o.push_str("<table>\n");
+                o.push_str("<div class=scroll><table>\n");
                 in_table = true;
                 header_done = false;
             }
@@ -38,7 +38,7 @@ fn md_to_html(md: &str) -> String {
             continue;
         }
         if in_table {
-            o.push_str("</table>\n");
+            o.push_str("</table></div>\n");
             in_table = false;
         }
         if let Some(h) = l.strip_prefix("## ") {
@@ -50,7 +50,7 @@ fn md_to_html(md: &str) -> String {
         }
     }
     if in_table {
-        o.push_str("</table>\n");
+        o.push_str("</table></div>\n");
     }
     o
 }
@@ -61,7 +61,7 @@ table{border-collapse:collapse;margin:8px 0 16px;font-size:12px}\
 td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}\
 th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}\
 .grid{display:flex;flex-wrap:wrap;gap:10px}.grid div{flex:0 0 auto}\
-.note{color:#555;font-size:13px}details{margin:8px 0}summary{cursor:pointer;font-weight:bold}\
+.scroll{overflow-x:auto;max-width:100%}.note{color:#555;font-size:13px}details{margin:8px 0}summary{cursor:pointer;font-weight:bold}\
 .legend span{margin-right:14px;font-size:13px;white-space:nowrap}.legend span{margin-right:14px;font-size:13px;white-space:nowrap}.pos{color:#1a7f37}.neg{color:#b42318}";
 
 pub fn render(sections: &[Section], p: &Published, quick: bool, _table: &str) -> String {
@@ -91,7 +91,13 @@ pub fn render(sections: &[Section], p: &Published, quick: bool, _table: &str) ->
         seeds_section(&mut o, s, p);
     }
     for s in sections {
-        let _ = writeln!(o, "<h2>Section {}: {}</h2>", esc(&s.name), esc(&s.title));
+        let _ = writeln!(
+            o,
+            "<h2 id=\"{}\">Section {}: {}</h2>",
+            esc(&s.name),
+            esc(&s.name),
+            esc(&s.title)
+        );
         let _ = writeln!(
             o,
             "<p class=note>Sweep file {}, seeds {:?}, duration {}. Raw rows: {}/results.csv.</p>",

@@ -185,9 +185,11 @@ pub fn fmt_cell(c: &Cell) -> String {
 }
 
 /// Global metrics shown in the main table, in this order, when present.
-pub const KEY_METRICS: [&str; 11] = [
+pub const KEY_METRICS: [&str; 13] = [
     "throughput",
     "op_latency_us",
+    "ple_exits_per_op",
+    "yields_per_op",
     "jain_vms_cpu",
     "spin_pct",
     "lock_wait_p99_us",
