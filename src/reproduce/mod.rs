@@ -257,7 +257,14 @@ pub fn pct_cell(c: Option<&Cell>) -> String {
 }
 
 /// Policies shown beside v1 in the comparison table.
-pub const COMPARE: [&str; 5] = ["seed-v1", "seed-v3", "series", "borrow", "kpn-walk"];
+pub const COMPARE: [&str; 6] = [
+    "seed-v1",
+    "seed-v3",
+    "series",
+    "borrow",
+    "borrow+hint",
+    "kpn-walk",
+];
 
 /// The terminal table: per workload and VM count, the published v1 gain, the
 /// simulated gains (PV on) of each policy over upstream, and v1's gap.
