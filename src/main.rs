@@ -234,7 +234,7 @@ fn main() -> ExitCode {
                     sc.host.seed = s;
                 }
                 let d = dur.unwrap_or(sc.host.duration);
-                let (report, text) = oversub::trace::run_traced(&sc, d, window);
+                let (report, text) = oversub::run_traced(&sc, d, window);
                 if let Err(e) = std::fs::write(&out, text) {
                     eprintln!("{}: cannot write: {e}", out.display());
                     return ExitCode::from(2);

@@ -331,7 +331,7 @@ impl Simulator {
         }
         self.set_now(end);
         self.sched.sync_accounting();
-        Report::build(self, end - Time::ZERO, wall.elapsed().as_nanos() as u64)
+        self.build_report(end - Time::ZERO, wall.elapsed().as_nanos() as u64)
     }
 
     pub fn events(&self) -> u64 {
@@ -595,5 +595,6 @@ fn ev_cpu(ev: Ev) -> Option<CpuId> {
     }
 }
 
+mod result;
 mod tracing;
 mod vm;

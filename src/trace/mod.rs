@@ -146,26 +146,3 @@ impl TraceSink for Shared {
         }
     }
 }
-
-/// Runs `sc` for `d` with a vector sink over `window` and returns the report
-/// and the Chrome/Perfetto JSON text.
-pub fn run_traced(
-    sc: &crate::scenario::Scenario,
-    d: crate::engine::Nanos,
-    window: (u64, u64),
-) -> (crate::report::Report, String) {
-    let shared = std::sync::Arc::new(std::sync::Mutex::new(VecSink::window(window.0, window.1)));
-    let mut sim = crate::sim::Simulator::new(sc);
-    sim.set_trace(Box::new(Shared(shared.clone())));
-    let mut r = sim.run(d);
-    r.seed = sc.host.seed;
-    r.record_scenario(sc, Some(d));
-    let names: Vec<String> = r.tasks.iter().map(|t| t.name.clone()).collect();
-    let ev = shared
-        .lock()
-        .map(|mut v| std::mem::take(&mut v.events))
-        .unwrap_or_default();
-    let end = window.1.min(d.0);
-    let json = chrome::to_json(&ev, &names, r.cpus_n, end).to_string();
-    (r, json)
-}
