@@ -201,16 +201,17 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
                 esc(pol)
             );
         }
-        l.push_str("<span><svg width=22 height=10><line x1=0 y1=5 x2=22 y2=5 stroke='#000' stroke-width=2 stroke-dasharray='6,4'/></svg> published v1</span></p>");
         l
     };
+    let published_key = "<span><svg width=22 height=10><line x1=0 y1=5 x2=22 y2=5 stroke='#000' stroke-width=2 stroke-dasharray='6,4'/></svg> published v1</span>";
     for pv in ["on", "off"] {
         let _ = writeln!(
             o,
             "<h3>Per workload, guest PV features {pv}</h3><p class=note>Left: throughput (ops/s as the \
              workload defines them, summed over VMs); middle: gain over upstream (paired, % with 95% CI){}; \
-             right: Jain's index over VMs of CPU time per vCPU (1 = equal; error bars clipped to 1).</p>{legend}<div class=grid>",
-            if pv == "on" { ", published v1 dashed" } else { "" }
+             right: Jain's index over VMs of CPU time per vCPU (1 = equal; error bars clipped to 1).</p>{legend}{}</p><div class=grid>",
+            if pv == "on" { ", published v1 dashed" } else { "" },
+            if pv == "on" { published_key } else { "" }
         );
         for r in &p.v1.row {
             let series_of = |metric: &str, delta: bool| -> Vec<Series> {
@@ -298,7 +299,7 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
         o,
         "<h3>Latency distributions (PV on)</h3><p class=note>Empirical CDF over runs (seeds x VM counts) \
          of each run's mean per-op latency (op_latency_us: vCPUs x duration / ops) and of its \
-         lock-wait p99 (lock_wait_p99_us), per policy. The per-op latency is how v3 reports dedup and vips.</p>{legend}<div class=grid>"
+         lock-wait p99 (lock_wait_p99_us), per policy. The per-op latency is how v3 reports dedup and vips.</p>{legend}</p><div class=grid>"
     );
     for r in &p.v1.row {
         for (metric, what) in [

@@ -11,7 +11,7 @@ pub struct Series {
     pub color: Option<usize>,
 }
 
-pub const COLORS: [RGBColor; 10] = [
+pub const COLORS: [RGBColor; 12] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -22,6 +22,8 @@ pub const COLORS: [RGBColor; 10] = [
     RGBColor(127, 127, 127),
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
+    RGBColor(0, 0, 128),
+    RGBColor(128, 128, 0),
 ];
 
 /// "#rrggbb" of palette entry `i` (for the HTML legend).
@@ -35,19 +37,18 @@ pub fn hex(i: Option<usize>) -> String {
     }
 }
 
-/// Axis tick text: 1234567 -> "1.23M", 0.5 -> "0.5".
-fn tick(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e6 {
-        format!("{:.2}M", v / 1e6)
-    } else if a >= 1e4 {
-        format!("{:.0}k", v / 1e3)
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 1.0 {
-        format!("{v:.1}")
+/// Axis tick text with just enough digits for ticks `span / 8` apart:
+/// 1234567 -> "1.23M", 312000 -> "312k", 0.995 -> "0.995".
+fn tick(v: f64, span: f64) -> String {
+    let step = (span / 8.0).max(1e-12);
+    let digits = |unit: f64| (-(step / unit).log10()).ceil().clamp(0.0, 6.0) as usize;
+    let big = v.abs().max(span);
+    if big >= 1e6 && step >= 1e4 {
+        format!("{:.*}M", digits(1e6), v / 1e6)
+    } else if big >= 1e4 && step >= 10.0 {
+        format!("{:.*}k", digits(1e3), v / 1e3)
     } else {
-        format!("{v:.3}")
+        format!("{:.*}", digits(1.0), v)
     }
 }
 
@@ -102,10 +103,12 @@ pub fn lines(
         let Ok(mut chart) = chart else {
             return String::new();
         };
+        let span = y1 - y0;
+        let yfmt = move |y: &f64| tick(*y, span);
         let mut mesh = chart.configure_mesh();
         mesh.x_desc(xlabel)
             .y_desc(ylabel)
-            .y_label_formatter(&|y| tick(*y))
+            .y_label_formatter(&yfmt)
             .light_line_style(WHITE.mix(0.0));
         if xs_int {
             mesh.x_labels((x1 - x0) as usize + 1)
