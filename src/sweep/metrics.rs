@@ -176,6 +176,15 @@ pub fn metrics(sc: &Scenario, r: &Report) -> Metrics {
                 ple as f64 / ops as f64
             },
         );
+        let hc: u64 = r.vms.iter().map(|v| v.directed_yield_attempted).sum();
+        push(
+            "hypercall_yields_per_op".into(),
+            if ops == 0 {
+                f64::NAN
+            } else {
+                hc as f64 / ops as f64
+            },
+        );
         push(
             "yields_per_op".into(),
             if ops == 0 {

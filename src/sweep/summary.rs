@@ -185,11 +185,12 @@ pub fn fmt_cell(c: &Cell) -> String {
 }
 
 /// Global metrics shown in the main table, in this order, when present.
-pub const KEY_METRICS: [&str; 13] = [
+pub const KEY_METRICS: [&str; 14] = [
     "throughput",
     "op_latency_us",
     "ple_exits_per_op",
     "yields_per_op",
+    "hypercall_yields_per_op",
     "jain_vms_cpu",
     "spin_pct",
     "lock_wait_p99_us",
