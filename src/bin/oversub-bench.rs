@@ -196,6 +196,9 @@ fn measure_once(exe: &Path, spec: &str) -> Result<Sample, String> {
         .ok_or_else(|| format!("{spec}: unreadable sample"))
 }
 
+/// A generated scenario of the scaling series: (CPUs, tasks, simulated ms).
+type Point = (u32, u32, u32);
+
 fn fmt_m(x: f64) -> String {
     format!("{:.2} M", x / 1e6)
 }
@@ -289,7 +292,7 @@ fn main() -> ExitCode {
     // Scaling series: durations chosen so every row processes about a
     // million events (an overloaded 16-CPU host has few events per simulated
     // second, a 1024-CPU host many).
-    let series: [(&str, [(u32, u32, u32); 4]); 2] = [
+    let series: [(&str, [Point; 4]); 2] = [
         (
             "tasks grow (16 CPUs)",
             [
