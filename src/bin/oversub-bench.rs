@@ -217,8 +217,17 @@ fn main() -> ExitCode {
             }
         };
     }
+    if args.len() == 3 && args[1] == "--toml" {
+        // The generated scenario as a file, for profiling it with
+        // `oversub run` (docs/performance.md).
+        let v: Vec<u32> = args[2].split(':').filter_map(|x| x.parse().ok()).collect();
+        if let [cpus, tasks, ms] = v[..] {
+            print!("{}", scaling_toml(cpus, tasks, ms));
+            return ExitCode::SUCCESS;
+        }
+    }
     if args.len() > 1 {
-        eprintln!("usage: oversub-bench   (run from the repository root)");
+        eprintln!("usage: oversub-bench [--toml CPUS:TASKS:MS]   (run from the repository root)");
         return ExitCode::from(2);
     }
     let exe = match std::env::current_exe() {
