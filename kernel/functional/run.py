@@ -130,7 +130,7 @@ def build_guest_image(variant, tree, ftest, selftests):
 def boot(variant, bz, initrd, suites, tests, timeout, smp):
     """Boot one kernel, stream its console, return (lines, status)."""
     d = os.path.join(CACHE, variant)
-    append = (f"console=ttyS0 loglevel=4 panic=-1 oops=panic ft.suites={','.join(suites)}"
+    append = (f"console=ttyS0 loglevel=4 no_timer_check panic=-1 oops=panic ft.suites={','.join(suites)}"
               + (f" ft.tests={','.join(tests)}" if tests else ""))
     cmd = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "EPYC", "-smp", str(smp), "-m", "1024",
            "-nographic", "-no-reboot", "-monitor", "none", "-serial", "stdio",
