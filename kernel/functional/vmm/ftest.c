@@ -920,6 +920,7 @@ static int cg_move(pid_t tid, const char *rel)
 struct yield_arg {
 	int calls;
 	int dest;
+	int spin;	/* guest loop iterations between two yields */
 };
 
 /* vCPU0 (a) yields to vCPU1 (b) @calls times, spinning in between; both pinned to SPIN_CPU. */
@@ -930,7 +931,7 @@ static int sc_yield(struct vm *vm, void *arg)
 	shm->tid[0] = vm->vcpu[0].tid;
 	shm->tid[1] = vm->vcpu[1].tid;
 	usleep(50000);
-	vm->mb[0].result = YIELD_SPIN_ITERS;
+	vm->mb[0].result = a->spin;
 	cmd_post(vm, 0, OP_SPIN_YIELD, a->dest, a->calls);
 	if (cmd_wait(vm, 0, 40000))
 		return 6;
@@ -968,7 +969,12 @@ static int yield_run(struct result *r, const char *policy, struct yield_arg *ya,
  */
 static void t_deboost_switches_to_target(struct result *r)
 {
-	struct yield_arg ya = { .calls = 60, .dest = 1 };
+	/*
+	 * Yields far apart (several ticks of alternation in between), so that each one finds
+	 * the pair in an independent state; back-to-back yields would measure the steady
+	 * state, in which the borrow by design gives the target no more than its share.
+	 */
+	struct yield_arg ya = { .calls = 40, .dest = 1, .spin = YIELD_SPIN_ITERS * 8 };
 	struct yield_stats on, off;
 
 	if (!need_feat(r, "YIELD_TO_BORROW") || cg_prepare(r))
