@@ -796,8 +796,9 @@ static void mark(const char *what)
 }
 
 /*
- * Yields of @y to @t (APIC ID 1) and what followed each: a hit is a sched_switch from @y to @t before
- * @y next enters its guest (kvm_entry); a miss is @y re-entering the guest first.  Only
+ * Yields of @y to @t (APIC ID 1) and what followed each: a hit is @t being switched in (possibly
+ * after a kernel thread that preempted in between) before @y next enters its guest (kvm_entry); a
+ * miss is @y re-entering the guest first.  Only
  * events after the first trace marker containing @after (if given) are counted, and at
  * most @max yields.
  */
@@ -826,9 +827,9 @@ static struct yield_stats yield_outcomes(const struct evlist *l, pid_t y, pid_t 
 			if (max && st.total >= max)
 				break;
 			pending = 1;
-		} else if (pending && !strcmp(e->name, "sched_switch") && arg_num(e, "prev_pid") == y) {
+		} else if (pending && !strcmp(e->name, "sched_switch") && arg_num(e, "next_pid") == t) {
 			st.total++;
-			st.hits += arg_num(e, "next_pid") == t;
+			st.hits++;
 			pending = 0;
 		} else if (pending && !strcmp(e->name, "kvm_entry") && e->pid == y) {
 			st.total++;
@@ -974,7 +975,7 @@ static void t_deboost_switches_to_target(struct result *r)
 	 * the pair in an independent state; back-to-back yields would measure the steady
 	 * state, in which the borrow by design gives the target no more than its share.
 	 */
-	struct yield_arg ya = { .calls = 40, .dest = 1, .spin = YIELD_SPIN_ITERS * 8 };
+	struct yield_arg ya = { .calls = 80, .dest = 1, .spin = YIELD_SPIN_ITERS * 8 };
 	struct yield_stats on, off;
 
 	if (!need_feat(r, "YIELD_TO_BORROW") || cg_prepare(r))
@@ -997,8 +998,8 @@ out:
 
 /*
  * deboost_fresh_cgroup: the first yields in freshly created cgroups, whose cfs_rq clocks
- * start just below zero (init_cfs_rq()); every round moves both vCPUs into a new pair and
- * looks at the first yield there.  Run with the penalty (whose old wrap guard refused every
+ * start just below zero (init_cfs_rq()); every round moves both busy vCPUs into a new pair
+ * and has vCPU0 yield once, right away.  Run with the penalty (whose old wrap guard refused every
  * penalty until the clock passed zero) and with the borrow.
  */
 struct fresh_arg {
@@ -1014,8 +1015,6 @@ static int sc_fresh(struct vm *vm, void *arg)
 
 	shm->tid[0] = vm->vcpu[0].tid;
 	shm->tid[1] = vm->vcpu[1].tid;
-	vm->mb[0].result = YIELD_SPIN_ITERS;
-	cmd_post(vm, 0, OP_SPIN_YIELD, 1, 1000000);
 	for (i = 0; i < a->rounds; i++) {
 		usleep(30000);
 		snprintf(rel, sizeof(rel), "f%d", a->base + shm->rounds);
@@ -1030,6 +1029,10 @@ static int sc_fresh(struct vm *vm, void *arg)
 		snprintf(m, sizeof(m), "ft-fresh-%d", shm->rounds);
 		mark(m);
 		shm->rounds++;
+		/* one yield, right after the move: the first in the fresh cgroups */
+		vm->mb[0].result = 1;
+		if (cmd(vm, 0, OP_SPIN_YIELD, 1, 1, 10000))
+			return 6;
 	}
 	usleep(30000);
 	return 0;
