@@ -954,6 +954,7 @@ impl Scheduler {
     /// `clear_buddies()`). With the `kpn-walk` policy the forfeit is K Prateek
     /// Nayak's hierarchical loop instead.
     pub fn yield_task_fair(&mut self, cpu: CpuId) -> bool {
+        self.yield_rq[cpu.idx()].yield_left_vns = 0;
         let Some(curr) = self.rqs[cpu.idx()].curr else {
             return false;
         };
@@ -974,6 +975,9 @@ impl Scheduler {
             t.last_yield = now;
         }
         self.update_curr(cfs);
+        let e = &self.ses[se.idx()];
+        let left = e.deadline.wrapping_sub(e.vruntime()) as i64;
+        self.yield_rq[cpu.idx()].yield_left_vns = left.max(0) as u64;
         if self.yield_cfg.policy == super::yield_to::YieldToPolicy::KpnWalk {
             self.yield_task_fair_kpn_walk(se);
         } else if !self.feat.forfeit_yield {
