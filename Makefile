@@ -6,9 +6,10 @@ OVERSUB := target/release/oversub
 
 .PHONY: run test deps build test-sim lint bench
 
-## make run: install what is missing, build release, run the default scenario.
+## make run: install what is missing, build release, run the quick reproduction
+## of the seeds' evaluation (README "make run"); the report is out/reproduce-quick/report.html.
 run: deps build
-	$(OVERSUB) run scenarios/default.toml
+	$(OVERSUB) reproduce --quick --out out/reproduce-quick
 
 deps:
 	@scripts/install-deps.sh rust
@@ -33,6 +34,6 @@ lint: deps
 test-sim: lint
 	$(CARGO) test --release --locked
 
-## make bench: events/s and simulated seconds per wall second (README.md).
+## make bench: events/s against a lean event loop, scaling, peak memory (docs/performance.md).
 bench: build
-	@for f in bench/*.toml; do $(OVERSUB) run $$f | head -1 | sed "s|^|$$f: |"; done
+	nice -n 10 target/release/oversub-bench

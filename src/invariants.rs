@@ -34,6 +34,12 @@ pub fn check(s: &Scheduler) -> Result<(), String> {
                 q.avg_vruntime, q.avg_load
             ));
         }
+        if let Some(w) = q.queued.windows(2).find(|w| !s.tree_before(w[0], w[1])) {
+            return Err(format!(
+                "cfs_rq{qi}: timeline out of order: {} before {}",
+                w[0], w[1]
+            ));
+        }
         let mut nr = q.queued.len() as u32;
         if let Some(c) = q.curr {
             if s.ses[c.idx()].on_rq {

@@ -5,7 +5,11 @@
 //! * `task`: host task behaviours and the program interpreter;
 //! * `workload`: the program IR and its front ends (rt-app JSON);
 //! * `scenario`: the TOML scenario format;
-//! * `sim`: the simulation loop; `report`: results; `invariants`: self-checks.
+//! * `sim`: the simulation loop; `report`: the record of a run (tables, JSON);
+//!   `invariants`: self-checks;
+//! * `trace`: tracepoint-named events and sinks; `stats`: CIs, paired deltas;
+//!   `sweep`: parallel sweeps and their metrics; `reproduce`: the seeds'
+//!   evaluation and its report.
 
 pub mod conform;
 pub mod engine;
@@ -13,10 +17,14 @@ pub mod guest;
 pub mod invariants;
 pub mod kvm;
 pub mod report;
+pub mod reproduce;
 pub mod scenario;
 pub mod sched;
 pub mod sim;
+pub mod stats;
+pub mod sweep;
 pub mod task;
+pub mod trace;
 pub mod workload;
 
 use scenario::Scenario;
@@ -37,4 +45,29 @@ pub fn run_scenario(
     r.seed = sc.host.seed;
     r.record_scenario(&sc, duration);
     r
+}
+
+/// Runs `sc` for `d` with a vector sink over `window` and returns the report
+/// and the Chrome/Perfetto JSON text.
+pub fn run_traced(
+    sc: &scenario::Scenario,
+    d: engine::Nanos,
+    window: (u64, u64),
+) -> (report::Report, String) {
+    let shared = std::sync::Arc::new(std::sync::Mutex::new(trace::VecSink::window(
+        window.0, window.1,
+    )));
+    let mut sim = sim::Simulator::new(sc);
+    sim.set_trace(Box::new(trace::Shared(shared.clone())));
+    let mut r = sim.run(d);
+    r.seed = sc.host.seed;
+    r.record_scenario(sc, Some(d));
+    let names: Vec<String> = r.tasks.iter().map(|t| t.name.clone()).collect();
+    let ev = shared
+        .lock()
+        .map(|mut v| std::mem::take(&mut v.events))
+        .unwrap_or_default();
+    let end = window.1.min(d.0);
+    let json = trace::chrome::to_json(&ev, &names, r.cpus_n, end).to_string();
+    (r, json)
 }

@@ -41,6 +41,31 @@ enum Cmd {
         /// host.yield.yield_to=deboost, kvm.on_spin=ipi_aware, vm.0.vcpus=8.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
+        /// Write a Chrome/Perfetto JSON trace (open it in ui.perfetto.dev).
+        #[arg(long, value_name = "OUT.json")]
+        trace: Option<PathBuf>,
+        /// Trace only this virtual-time window, e.g. 100ms..200ms.
+        #[arg(long, value_name = "FROM..TO", requires = "trace")]
+        trace_window: Option<String>,
+    },
+    /// Run a scenario over axes x seeds in parallel; write results.csv,
+    /// results.jsonl, summary.csv and summary.md to DIR (README, "Sweeps").
+    Sweep {
+        file: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// The seeds' evaluation and the reviewers' cases side by side with the
+    /// published figures: DIR/results.csv, summary.md, report.html.
+    Reproduce {
+        #[arg(long)]
+        out: PathBuf,
+        /// Fewer seeds, shorter runs, same structure (about a minute).
+        #[arg(long)]
+        quick: bool,
+        /// The manifest of sections.
+        #[arg(long, default_value = "sweeps/reproduce.toml")]
+        manifest: PathBuf,
     },
     /// Validate a scenario file only.
     Check {
@@ -152,6 +177,47 @@ fn main() -> ExitCode {
             };
             ExitCode::from(oversub::conform::run(&opts) as u8)
         }
+        Cmd::Sweep { file, out } => {
+            let spec = match oversub::sweep::spec::SweepSpec::load(&file) {
+                Ok(s) => s,
+                Err(m) => {
+                    eprintln!("{m}");
+                    return ExitCode::from(2);
+                }
+            };
+            let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            match oversub::sweep::sweep_to_dir(&spec, &out, tty) {
+                Ok(md) => {
+                    print!("{md}");
+                    println!(
+                        "\nwrote {}/results.csv, results.jsonl, summary.csv, summary.md",
+                        out.display()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(m) => {
+                    eprintln!("{m}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Cmd::Reproduce {
+            out,
+            quick,
+            manifest,
+        } => {
+            let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            match oversub::reproduce::run(&manifest, &out, quick, tty) {
+                Ok(text) => {
+                    print!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(m) => {
+                    eprintln!("{m}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Cmd::Check { file, sets } => match load(&file, &sets) {
             Ok(sc) => {
                 outln!(
@@ -171,6 +237,8 @@ fn main() -> ExitCode {
             json,
             check,
             sets,
+            trace,
+            trace_window,
         } => {
             let sc = match load(&file, &sets) {
                 Ok(s) => s,
@@ -192,6 +260,37 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            if let Some(out) = trace {
+                let window = match trace_window.as_deref().map(oversub::trace::parse_window) {
+                    None => (0, u64::MAX),
+                    Some(Ok(w)) => w,
+                    Some(Err(m)) => {
+                        eprintln!("{m}");
+                        return ExitCode::from(2);
+                    }
+                };
+                let mut sc = sc.clone();
+                if let Some(s) = seed {
+                    sc.host.seed = s;
+                }
+                let d = dur.unwrap_or(sc.host.duration);
+                let (report, text) = oversub::run_traced(&sc, d, window);
+                if let Err(e) = std::fs::write(&out, text) {
+                    eprintln!("{}: cannot write: {e}", out.display());
+                    return ExitCode::from(2);
+                }
+                eprintln!(
+                    "trace: {} (open it in https://ui.perfetto.dev)",
+                    out.display()
+                );
+                let text = if json {
+                    format!("{}\n", report.to_json())
+                } else {
+                    report.to_table()
+                };
+                let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+                return ExitCode::SUCCESS;
+            }
             let mut sc = sc;
             if let Some(s) = seed {
                 sc.host.seed = s;

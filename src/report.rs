@@ -1,10 +1,11 @@
-//! Run results: the JSON object of `oversub run --json` and the readable table.
+//! Run results: the record a run produces (`Report`, built by the simulator
+//! in `sim/result.rs`), the JSON object of `oversub run --json` and the
+//! readable table. It reads only this record, never the simulator.
 //!
 //! Everything but `wall_ns` and the derived rates is a pure function of the
 //! scenario and seed (docs/determinism.md).
 
 use crate::engine::Nanos;
-use crate::sim::Simulator;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -245,79 +246,6 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn build(sim: &mut Simulator, duration: Nanos, wall_ns: u64) -> Report {
-        let events = sim.events();
-        let s = &mut sim.sched;
-        let mut tasks = Vec::new();
-        for t in s.tasks.iter_mut() {
-            let cpu_ns = s.ses[t.se.idx()].sum_exec_runtime;
-            tasks.push(TaskReport {
-                name: t.name.clone(),
-                cgroup: s.groups[t.group.idx()].path.clone(),
-                cpu: t.cpu.0,
-                cpu_ns,
-                wait_ns: t.stats.wait_ns,
-                nr_switches: t.stats.nr_switches,
-                nr_voluntary_switches: t.stats.nr_voluntary_switches,
-                nr_involuntary_switches: t.stats.nr_involuntary_switches,
-                nr_yields: t.stats.nr_yields,
-                nr_yield_to: t.stats.nr_yield_to,
-                nr_yield_to_ok: t.stats.nr_yield_to_ok,
-                nr_yield_to_target_ran: t.stats.nr_yield_to_target_ran,
-                nr_migrations: t.stats.nr_migrations,
-                nr_wakeups: t.stats.nr_wakeups,
-                wakeup_latency_ns: Percentiles::of(&mut t.stats.wakeup_latency),
-            });
-        }
-        let mut cgroups = Vec::new();
-        for (gi, g) in s.groups.iter().enumerate() {
-            let cpu_ns = s
-                .tasks
-                .iter()
-                .filter(|t| s.group_is_descendant(t.group, crate::sched::GroupId(gi as u32)))
-                .map(|t| s.ses[t.se.idx()].sum_exec_runtime)
-                .sum();
-            cgroups.push(CgroupReport {
-                path: g.path.clone(),
-                cpu_ns,
-            });
-        }
-        let vms = sim.vm_reports(duration);
-        let program = sim.program_report();
-        let s = &mut sim.sched;
-        let cpus = s
-            .rqs
-            .iter()
-            .map(|r| CpuReport {
-                id: r.cpu.0,
-                busy_ns: r.busy_ns,
-                nr_switches: r.nr_switches,
-            })
-            .collect();
-        Report {
-            kernel: s.cfg.preset.name().to_string(),
-            duration_ns: duration.0,
-            seed: 0,
-            cpus_n: s.cfg.nr_cpus,
-            hz: s.cfg.hz,
-            host_costs_ns: crate::sched::HostCosts::NAMES
-                .iter()
-                .zip(s.cfg.costs.values())
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-            events,
-            wall_ns,
-            tasks,
-            cgroups,
-            cpus,
-            vms,
-            program,
-            yield_stats: s.yield_stats.clone(),
-            scenario_file: String::new(),
-            scenario: serde_json::Value::Null,
-        }
-    }
-
     /// Records the scenario file and the effective scenario of this run
     /// (the seed and a duration override included).
     pub fn record_scenario(&mut self, sc: &crate::scenario::Scenario, duration: Option<Nanos>) {
@@ -356,6 +284,46 @@ impl Report {
             self.wall_ns as f64 / 1e9,
             self.events as f64 / (self.wall_ns.max(1) as f64 / 1e9) / 1e6
         );
+        if !self.vms.is_empty() {
+            let _ = writeln!(
+                o,
+                "{:<12} {:>10} {:>10} {:>7} {:>7} {:>7} {:>7} {:>9} {:>9} {:>10} {:>15}",
+                "vm",
+                "ops/s",
+                "cpu%",
+                "useful%",
+                "spin%",
+                "exit%",
+                "steal%",
+                "ple_exits",
+                "yield_ok",
+                "ipis",
+                "lockwait_p99_us"
+            );
+            let _ = writeln!(
+                o,
+                "(ops/s: the workload's completed operations per second; %: percent of one CPU over the run; \
+                 ple_exits, yield_ok (successful directed yields), ipis: counts over the run)"
+            );
+            for v in &self.vms {
+                let pct = |x: u64| 100.0 * x as f64 / d;
+                let _ = writeln!(
+                    o,
+                    "{:<12} {:>10.0} {:>10.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>9} {:>9} {:>10} {:>15.1}",
+                    v.name,
+                    v.ops_per_s,
+                    pct(v.cpu_ns),
+                    pct(v.guest_useful_ns),
+                    pct(v.spinning_ns),
+                    pct(v.exit_overhead_ns),
+                    pct(v.steal_ns),
+                    v.ple_exits,
+                    v.yield_to_successes,
+                    v.ipis_sent,
+                    v.lock_wait_ns.p99 as f64 / 1e3
+                );
+            }
+        }
         let _ = writeln!(
             o,
             "{:<20} {:<12} {:>8} {:>10} {:>9} {:>8} {:>11} {:>11} {:>11}",
@@ -432,41 +400,6 @@ impl Report {
             }
             for n in &p.fidelity {
                 let _ = writeln!(o, "fidelity: {} {:?}: {}", n.at, n.fidelity, n.why);
-            }
-        }
-        if !self.vms.is_empty() {
-            let _ = writeln!(
-                o,
-                "{:<12} {:>10} {:>10} {:>7} {:>7} {:>7} {:>7} {:>8} {:>9} {:>10} {:>12}",
-                "vm",
-                "ops/s",
-                "cpu%",
-                "useful%",
-                "spin%",
-                "exit%",
-                "steal%",
-                "ple_exit",
-                "yield_ok",
-                "ipis",
-                "lockwait_p99"
-            );
-            for v in &self.vms {
-                let pct = |x: u64| 100.0 * x as f64 / d;
-                let _ = writeln!(
-                    o,
-                    "{:<12} {:>10.0} {:>10.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>8} {:>9} {:>10} {:>12}",
-                    v.name,
-                    v.ops_per_s,
-                    pct(v.cpu_ns),
-                    pct(v.guest_useful_ns),
-                    pct(v.spinning_ns),
-                    pct(v.exit_overhead_ns),
-                    pct(v.steal_ns),
-                    v.ple_exits,
-                    v.yield_to_successes,
-                    v.ipis_sent,
-                    v.lock_wait_ns.p99
-                );
             }
         }
         o

@@ -7,7 +7,7 @@
 #   ft.ft_timeout=SECS               whole functional suite timeout (default 480)
 #   ft.verbose=1                     ftest prints every trace line it reads
 # Output markers parsed by kernel/functional/run.py (one per line, at line start):
-#   @@BEGIN, @@ST_BEGIN name, @@ST_END name rc=N, @@FT_BEGIN, @@FT_END rc=N, @@DONE
+#   @@BEGIN, @@ST_BEGIN name, @@ST_END name rc=N, @@FT_BEGIN, @@FT_END rc=N, @@DMESG_BEGIN/END, @@DONE
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -65,6 +65,10 @@ case ",$suites," in *,functional,*)
 	fi
 esac
 
+# The whole kernel log (every level), scanned by run.py for WARNING/BUG/lockdep/UBSAN reports.
+echo "@@DMESG_BEGIN"
+dmesg
+echo "@@DMESG_END"
 echo "@@DONE"
 sync
 reboot -f

@@ -40,8 +40,9 @@ base_id() {
 	echo "$(dpkg-query -W -f='${Version}' linux-source-6.12) $(stat -c '%s %Y' $tb)"
 }
 
+# The cover letter does not change the tree, so it is not part of the id.
 series_id() {
-	cat "$KDIR"/patches/*.patch | sha256sum | cut -d' ' -f1
+	cat $(ls "$KDIR"/patches/*.patch | grep -v '/0000-') | sha256sum | cut -d' ' -f1
 }
 
 # Extract the pristine tree once (git repo, commit tagged "base").

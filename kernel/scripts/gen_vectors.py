@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turn vectors/deboost_*.json into the C header used by the debooster KUnit test.
+"""Turn vectors/*.json into the C header used by the sched_yield_to KUnit suite.
 
 Usage: gen_vectors.py VECTORS_DIR OUTPUT_HEADER
 Stdlib only.  Fails (exit 1) on any schema problem so a malformed vector is
@@ -52,7 +52,7 @@ def name(case):
     return '"%s"' % n
 
 
-RESULTS = {"applied": "VD_SEQ_APPLIED", "rate_limited": "VD_SEQ_RATE_LIMITED", "skipped": "VD_SEQ_SKIPPED"}
+RESULTS = {"applied": "YT_SEQ_APPLIED", "rate_limited": "YT_SEQ_RATE_LIMITED", "skipped": "YT_SEQ_SKIPPED"}
 
 
 def seq_row(c):
@@ -71,25 +71,30 @@ def seq_row(c):
 
 TABLES = [
     # file, C array, row formatter
-    ("deboost_penalty.json", "vd_penalty_cases",
+    ("deboost_penalty.json", "yt_penalty_cases",
      lambda c: "{ %s, %s, %s, %s, %s, %s }" % (name(c), u64(c, "gran"), u64(c, "need"), u32(c, "h_nr_queued"),
                                                boolean(c, "reverse_pair"), u64(c, "expect"))),
-    ("deboost_cap.json", "vd_cap_cases",
+    ("deboost_cap.json", "yt_cap_cases",
      lambda c: "{ %s, %s, %s, %s }" % (name(c), u32(c, "h_nr_queued"), u64(c, "gran"), u64(c, "expect"))),
-    ("deboost_need.json", "vd_need_cases",
+    ("deboost_need.json", "yt_need_cases",
      lambda c: "{ %s, %s, %s, %s }" % (name(c), u64(c, "vruntime_yielder"), u64(c, "vruntime_target"),
                                        u64(c, "expect"))),
-    ("deboost_apply.json", "vd_apply_cases",
+    ("deboost_apply.json", "yt_apply_cases",
      lambda c: "{ %s, %s, %s, %s, %s }" % (name(c), u64(c, "vruntime"), u64(c, "penalty"),
                                            boolean(c, "applied", c.get("expect") or {}),
                                            u64(c.get("expect") or {}, "vruntime"))),
-    ("deboost_ratelimit.json", "vd_ratelimit_cases",
+    ("deboost_ratelimit.json", "yt_ratelimit_cases",
      lambda c: "{ %s, %s, %s, %s }" % (name(c), u64(c, "last_apply_ns"), u64(c, "now_ns"), boolean(c, "expect"))),
-    ("deboost_debounce.json", "vd_debounce_cases",
+    ("deboost_debounce.json", "yt_debounce_cases",
      lambda c: "{ %s, %s, %s, %s, %s, %s, %s, %s }" % (name(c), pid(c, "last_src"), pid(c, "last_dst"),
                                                        u64(c, "last_pair_ns"), pid(c, "src"), pid(c, "dst"),
                                                        u64(c, "now_ns"), boolean(c, "expect"))),
-    ("deboost_ratelimit_sequence.json", "vd_sequence_cases", seq_row),
+    ("deboost_ratelimit_sequence.json", "yt_sequence_cases", seq_row),
+    ("yield_borrow_budget.json", "yt_borrow_budget_cases",
+     lambda c: "{ %s, %s, %s, %s }" % (name(c), u64(c, "slice_ns"), u64(c, "ran_ns"), u64(c, "expect"))),
+    ("yield_borrow_allowed.json", "yt_borrow_allowed_cases",
+     lambda c: "{ %s, %s, %s, %s, %s, %s }" % (name(c), u64(c, "vruntime"), u64(c, "avg_vruntime"), u64(c, "charge"),
+                                               u64(c, "limit"), boolean(c, "expect"))),
 ]
 
 
@@ -115,7 +120,7 @@ def main():
     lines = [
         "/* SPDX-License-Identifier: GPL-2.0 */",
         "/*",
-        " * Test vectors for the vCPU debooster decision helpers.",
+        " * Test vectors for the yield_to() decision helpers (kernel/sched/yield_to.h).",
         " * Generated from the JSON files in the oversub vectors directory; do not edit.",
         " */",
         "",

@@ -2,11 +2,10 @@
 //! 6.12.117), reduced to the fields the EEVDF model uses.
 //!
 //! Simplification: the kernel keeps queued entities in an augmented rb-tree
-//! ordered by deadline; here a cfs_rq keeps a plain vector and `pick_eevdf()`
-//! scans it for the eligible entity with the earliest deadline, ties broken by
-//! enqueue order (the rb-tree puts an equal key to the right). The result is
-//! the same entity the tree search returns; only the cost differs (O(n) vs
-//! O(log n), cheaper for the short per-CPU queues of the scenarios we run).
+//! ordered by deadline; here a cfs_rq keeps a vector sorted in the same order
+//! (`timeline.rs`), ties broken by enqueue order (the rb-tree puts an equal key
+//! to the right), without the per-subtree augmentation. `pick_eevdf()` returns
+//! the same entity the tree search returns; only the cost differs.
 
 use super::ids::{CfsRqId, CpuId, GroupId, SeId, TaskId};
 use super::pelt::SchedAvg;
@@ -136,7 +135,8 @@ pub struct CfsRq {
     /// borrow policy: `next` may be picked although ineligible (cleared with
     /// the buddy).
     pub next_borrowed: bool,
-    /// The "rb-tree": queued entities other than curr.
+    /// The "rb-tree": queued entities other than curr, in tree order
+    /// (`timeline.rs`).
     pub queued: Vec<SeId>,
     pub tg: GroupId,
     pub cpu: CpuId,

@@ -171,18 +171,12 @@ impl Scheduler {
         self.avg_vruntime_add(cfs, se);
         let seq = self.next_enqueue_seq();
         self.ses[se.idx()].enqueue_seq = seq;
-        self.cfs_rqs[cfs.idx()].queued.push(se);
+        self.timeline_insert(cfs, se);
     }
 
     /// `__dequeue_entity()`.
     fn __dequeue_entity(&mut self, cfs: CfsRqId, se: SeId) {
-        let q = &mut self.cfs_rqs[cfs.idx()];
-        let pos = q
-            .queued
-            .iter()
-            .position(|&s| s == se)
-            .expect("__dequeue_entity: entity not in the timeline");
-        q.queued.swap_remove(pos);
+        self.timeline_remove(cfs, se);
         self.avg_vruntime_sub(cfs, se);
     }
 
@@ -290,19 +284,14 @@ impl Scheduler {
                 return Some(c);
             }
         }
-        // Earliest deadline among eligible queued entities (tree order on ties).
+        // Earliest deadline among eligible queued entities (tree order on
+        // ties): the first eligible one of the timeline.
         let sums = self.eligibility_sums(cfs);
-        let mut best: Option<SeId> = None;
-        for &s in &q.queued {
-            if !self.eligible_with(cfs, sums, self.ses[s.idx()].vruntime()) {
-                continue;
-            }
-            best = match best {
-                None => Some(s),
-                Some(b) if self.tree_before(s, b) => Some(s),
-                keep => keep,
-            };
-        }
+        let best = q
+            .queued
+            .iter()
+            .copied()
+            .find(|&s| self.eligible_with(cfs, sums, self.ses[s.idx()].vruntime()));
         match (best, curr) {
             (None, c) => c,
             (Some(b), Some(c)) if self.entity_before(c, b) => Some(c),
@@ -318,7 +307,7 @@ impl Scheduler {
 
     /// rb-tree order: deadline, then insertion order.
     #[inline]
-    fn tree_before(&self, a: SeId, b: SeId) -> bool {
+    pub fn tree_before(&self, a: SeId, b: SeId) -> bool {
         let (ea, eb) = (&self.ses[a.idx()], &self.ses[b.idx()]);
         let d = vdiff(ea.deadline, eb.deadline);
         d < 0 || (d == 0 && ea.enqueue_seq < eb.enqueue_seq)
@@ -326,16 +315,7 @@ impl Scheduler {
 
     /// `__pick_first_entity()`: leftmost of the timeline.
     fn first_entity(&self, cfs: CfsRqId) -> Option<SeId> {
-        let q = &self.cfs_rqs[cfs.idx()];
-        let mut best: Option<SeId> = None;
-        for &s in &q.queued {
-            best = match best {
-                None => Some(s),
-                Some(b) if self.tree_before(s, b) => Some(s),
-                keep => keep,
-            };
-        }
-        best
+        self.timeline_first(cfs)
     }
 
     /// `update_deadline()`: once vruntime reaches the deadline, request a new
@@ -974,6 +954,7 @@ impl Scheduler {
     /// `clear_buddies()`). With the `kpn-walk` policy the forfeit is K Prateek
     /// Nayak's hierarchical loop instead.
     pub fn yield_task_fair(&mut self, cpu: CpuId) -> bool {
+        self.yield_rq[cpu.idx()].yield_left_vns = 0;
         let Some(curr) = self.rqs[cpu.idx()].curr else {
             return false;
         };
@@ -994,6 +975,9 @@ impl Scheduler {
             t.last_yield = now;
         }
         self.update_curr(cfs);
+        let e = &self.ses[se.idx()];
+        let left = e.deadline.wrapping_sub(e.vruntime()) as i64;
+        self.yield_rq[cpu.idx()].yield_left_vns = left.max(0) as u64;
         if self.yield_cfg.policy == super::yield_to::YieldToPolicy::KpnWalk {
             self.yield_task_fair_kpn_walk(se);
         } else if !self.feat.forfeit_yield {

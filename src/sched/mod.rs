@@ -24,6 +24,7 @@ pub mod ids;
 pub mod load_avg;
 pub mod pelt;
 pub mod select;
+pub mod timeline;
 pub mod weight;
 pub mod yield_to;
 

@@ -82,6 +82,10 @@ pub struct Simulator {
     pv: crate::scenario::PvSpec,
     /// Stop as soon as every program thread has finished.
     until_done: bool,
+    /// The run's trace sink (src/trace/), if any, and the policy counters
+    /// it last saw.
+    trace: Option<Box<dyn crate::trace::TraceSink>>,
+    trace_yield: crate::sched::yield_to::YieldStats,
 }
 
 impl Simulator {
@@ -131,6 +135,8 @@ impl Simulator {
             kvm: sc.kvm.clone(),
             pv: sc.pv,
             until_done: false,
+            trace: None,
+            trace_yield: Default::default(),
         };
         sim.tick = sim.sched.cfg.tick_nsec();
         // Create tasks; round-robin initial CPUs over each task's allowed set.
@@ -360,6 +366,9 @@ impl Simulator {
                 }
             }
             self.serve_resched();
+            if self.trace.is_some() {
+                self.trace_yield_policy(ev_cpu(ev));
+            }
             if self.until_done && self.world.program.as_ref().is_some_and(|p| p.all_done()) {
                 end = t;
                 break;
@@ -375,11 +384,7 @@ impl Simulator {
         }
         self.set_now(end);
         self.sched.sync_accounting();
-        Some(Report::build(
-            self,
-            end - Time::ZERO,
-            wall.elapsed().as_nanos() as u64,
-        ))
+        Some(self.build_report(end - Time::ZERO, wall.elapsed().as_nanos() as u64))
     }
 
     pub fn events(&self) -> u64 {
@@ -485,15 +490,18 @@ impl Simulator {
                 if d > Nanos::ZERO {
                     self.queue.push(self.now + d, Ev::TimerWake(p, self.now));
                 } else {
-                    self.sched.try_to_wake_up(p, 0, None);
+                    if self.sched.try_to_wake_up(p, 0, None) {
+                        self.trace_wakeup(p);
+                    }
                 }
             }
             Ev::TimerWake(p, expiry) => {
                 // cyclictest's latency: from the expiry, not the wakeup.
-                if self.sched.try_to_wake_up(p, 0, None)
-                    && self.sched.tasks[p.idx()].wake_time.is_some()
-                {
-                    self.sched.tasks[p.idx()].wake_time = Some(expiry.0);
+                if self.sched.try_to_wake_up(p, 0, None) {
+                    self.trace_wakeup(p);
+                    if self.sched.tasks[p.idx()].wake_time.is_some() {
+                        self.sched.tasks[p.idx()].wake_time = Some(expiry.0);
+                    }
                 }
             }
             Ev::GuestTimer(p, gen) => {
@@ -522,7 +530,9 @@ impl Simulator {
             ts.behaviour.start(p, now, &mut self.world)
         };
         for w in step.wake {
-            self.sched.try_to_wake_up(w, 0, Some(cpu));
+            if self.sched.try_to_wake_up(w, 0, Some(cpu)) {
+                self.trace_wakeup(w);
+            }
         }
         match step.next {
             Next::Run(d) => {
@@ -579,6 +589,7 @@ impl Simulator {
     }
 
     fn apply_switch(&mut self, sw: Switch) {
+        self.trace_switch(&sw);
         let now = self.now;
         let c = sw.cpu.idx();
         self.cpu_gen[c] += 1;
@@ -734,4 +745,19 @@ impl Simulator {
     }
 }
 
+/// The CPU an event happens on (None for a sleeping task's timer).
+fn ev_cpu(ev: Ev) -> Option<CpuId> {
+    match ev {
+        Ev::Tick(c) | Ev::BurstEnd(c, _) | Ev::HrTick(c, _) | Ev::ReschedIpi(c) => Some(c),
+        Ev::Timer(_)
+        | Ev::TimerWake(..)
+        | Ev::GuestTimer(..)
+        | Ev::GuestTimerWake(..)
+        | Ev::GuestTick(..)
+        | Ev::TtwuPending(..) => None,
+    }
+}
+
+mod result;
+mod tracing;
 mod vm;

@@ -515,8 +515,12 @@ impl Simulator {
         let task = self.vms[vi].task(i);
         let v = &mut self.vms[vi].vcpus[i];
         let was_ready = v.ready;
-        if v.kvm_vcpu_wake_up() && !self.sched.try_to_wake_up(task, 0, waker) {
-            self.vms[vi].vcpus[i].ready = was_ready;
+        if v.kvm_vcpu_wake_up() {
+            if self.sched.try_to_wake_up(task, 0, waker) {
+                self.trace_wakeup(task);
+            } else {
+                self.vms[vi].vcpus[i].ready = was_ready;
+            }
         }
     }
 
@@ -923,6 +927,7 @@ impl Simulator {
     /// nothing else to run (`kvm_vcpu_can_poll`: `single_task_running()`),
     /// else block.
     fn halt(&mut self, cpu: CpuId, vi: usize, i: usize, pv_lock: Option<usize>) -> Act {
+        self.trace_exit(cpu, self.vms[vi].task(i), "HLT");
         let now = self.now;
         let single = self.sched.rqs[cpu.idx()].nr_running == 1;
         let vm = &mut self.vms[vi];
@@ -1015,6 +1020,7 @@ impl Simulator {
     /// `handle_pause` / `pause_interception`: grow the window, then
     /// `kvm_vcpu_on_spin(vcpu, true)`. Returns the switch if it yielded.
     fn handle_pause(&mut self, cpu: CpuId, vi: usize, i: usize) -> Option<Option<Switch>> {
+        self.trace_exit(cpu, self.vms[vi].task(i), "PAUSE_INSTRUCTION");
         let now = self.now;
         let kvm = &self.kvm;
         let vm = &mut self.vms[vi];
@@ -1074,6 +1080,10 @@ impl Simulator {
                 vm.stats.boosts_to_spinner += 1;
             }
         }
+        if self.trace.is_some() {
+            self.trace_on_spin(cpu, vi, i, &dec);
+        }
+        let vm = &mut self.vms[vi];
         vm.stats.yield_attempts += dec.attempts.len() as u64;
         vm.stats.yield_esrch += dec.attempts.iter().filter(|a| a.result < 0).count() as u64;
         if dec.yielded > 0 {
@@ -1198,6 +1208,19 @@ impl Simulator {
                     if w.tracked {
                         vm.stats.ipis_tracked += 1;
                     }
+                    let (tracked, from, dest) = (w.tracked, vm.task(i), t as u32);
+                    if self.trace.is_some() {
+                        let t = now.0;
+                        self.tr(crate::trace::TraceEvent::KvmApicIpi {
+                            t,
+                            cpu: cpu.0,
+                            pid: from.0,
+                            dest,
+                            vector: vector.0,
+                            tracked,
+                        });
+                    }
+                    let vm = &mut self.vms[vi];
                     if sync {
                         vm.g[i].csd_pending += w.targets.len() as u32;
                         vm.g[i].phase = Phase::Spin {

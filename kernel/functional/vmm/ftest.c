@@ -2,7 +2,8 @@
 /*
  * oversub functional tests: a tiny KVM VMM (in-kernel irqchip, several vCPUs, 32-bit
  * protected-mode guest from guest.S) that drives the patched KVM / scheduler paths and
- * reads the series' decisions back from its tracepoints (tracefs).
+ * measures the series' effects with upstream tracepoints (sched_switch: who runs next),
+ * per-thread CPU time and KVM's binary-stats counters in debugfs.
  *
  *   ftest list            list test names
  *   ftest all             run every test
@@ -54,6 +55,12 @@ extern const char guest_code_start[], guest_code_end[], guest_irq_handler[], gue
 #define OP_KVM_YIELD	7
 #define OP_READ		8
 #define OP_IPI_SPIN	9	/* IPI (arg0=ICR hi, arg1=ICR lo) then one HvCallNotifyLongSpinWait */
+#define OP_X2APIC_ENABLE 10	/* IA32_APIC_BASE.EXTD = 1 */
+#define OP_X2_IPI_SPIN	11	/* x2APIC ICR MSR (arg0=dest, arg1=low), then one HvCallNotifyLongSpinWait */
+#define OP_X2_EOI	12	/* x2APIC EOI MSR */
+#define OP_HLT		13	/* sti; hlt */
+#define OP_SPIN_YIELD	14	/* arg1 x { spin mbox.result iterations; KVM_HC_SCHED_YIELD(arg0) } */
+#define OP_X2_IPI	15	/* x2APIC ICR MSR (arg0=dest, arg1=low) */
 
 /* ICR bits */
 #define ICR_FIXED	0x000
@@ -193,6 +200,7 @@ static void trace_start(const char **evs)
 
 struct ev {
 	int cpu;
+	int pid;	/* task that emitted the event */
 	uint64_t ts_ns;
 	char name[48];
 	char args[256];
@@ -230,6 +238,15 @@ static struct evlist trace_stop(void)
 		if (!br || !strchr(line, '['))
 			continue;
 		e.cpu = atoi(strrchr(line, '[') ? strchr(line, '[') + 1 : "0");
+		{
+			/* "comm-pid [cpu]": the pid follows the last '-' before the bracket */
+			char *lb = strchr(line, '['), *d = NULL, *q;
+
+			for (q = line; q < lb; q++)
+				if (*q == '-')
+					d = q;
+			e.pid = d ? atoi(d + 1) : -1;
+		}
 		/* timestamp: first "SEC.USEC:" after the bracket */
 		colon = strstr(br, ": ");
 		if (!colon)
@@ -289,20 +306,6 @@ static long long arg_num(const struct ev *e, const char *key)
 	const char *s = arg_str(e, key);
 
 	return s ? strtoll(s, NULL, 0) : -999999;
-}
-
-static unsigned long long arg_u64(const struct ev *e, const char *key)
-{
-	const char *s = arg_str(e, key);
-
-	return s ? strtoull(s, NULL, 0) : 0;
-}
-
-static int arg_is(const struct ev *e, const char *key, const char *val)
-{
-	const char *s = arg_str(e, key);
-
-	return s && !strcmp(s, val);
 }
 
 static void dump_events(const struct evlist *l, const char *name, int max)
@@ -484,6 +487,7 @@ struct vm_opts {
 	int hyperv;
 	int cpl3_mask;		/* vCPUs running the CPL3 user loop */
 	int pin_cpu;		/* pin all vCPU threads to this CPU, -1 none */
+	int pin_split;		/* if > 0: vCPUs from this index on are pinned to CPU 0 instead */
 	const char *cgroup[MAX_VCPUS];
 };
 
@@ -527,7 +531,7 @@ static struct vm *vm_create(const struct vm_opts *o)
 		v->vm = vm;
 		v->id = i;
 		v->cpl3 = !!(o->cpl3_mask & (1 << i));
-		v->pin_cpu = o->pin_cpu;
+		v->pin_cpu = o->pin_split && i >= o->pin_split ? 0 : o->pin_cpu;
 		if (o->cgroup[i])
 			snprintf(v->cgroup, sizeof(v->cgroup), "%s", o->cgroup[i]);
 		vcpu_setup(vm, v);
@@ -645,54 +649,6 @@ static int need_events(struct result *r, const char **evs)
 	return 1;
 }
 
-static int need_param(struct result *r, const char *name)
-{
-	char p[256];
-
-	snprintf(p, sizeof(p), "%s/%s", kvm_params, name);
-	if (!exists(p)) {
-		fail(r, "feature absent: no kvm module parameter %s", name);
-		return 0;
-	}
-	return 1;
-}
-
-static void set_param(const char *name, const char *val)
-{
-	char p[256];
-
-	snprintf(p, sizeof(p), "%s/%s", kvm_params, name);
-	if (write_file(p, val))
-		diag("cannot set %s=%s", p, val);
-}
-
-/*
- * Under TCG on a loaded host an L1 vCPU can be descheduled by the host for longer than
- * the series' 50 ms window between two guest instructions; tests that are not about the
- * window widen it to 10 s and restore the previous value afterwards.
- */
-static char saved_window[64];
-
-static void widen_ipi_window(void)
-{
-	char p[256], *v;
-
-	snprintf(p, sizeof(p), "%s/ipi_window_ns", kvm_params);
-	v = read_file(p, NULL);
-	if (v) {
-		snprintf(saved_window, sizeof(saved_window), "%s", v);
-		saved_window[strcspn(saved_window, "\n")] = 0;
-		free(v);
-	}
-	set_param("ipi_window_ns", "10000000000");
-}
-
-static void restore_ipi_window(void)
-{
-	if (saved_window[0])
-		set_param("ipi_window_ns", saved_window);
-}
-
 /*
  * Run fn(vm, arg) in a forked child so that the VM and its vCPU threads vanish with the
  * child; returns the child's exit status (0 = scenario ran), or -1 on timeout/crash.
@@ -742,201 +698,570 @@ static int run_scenario(const struct vm_opts *o, scenario_fn fn, void *arg, int 
 	return WEXITSTATUS(st);
 }
 
-static int count_ev(const struct evlist *l, const char *name)
-{
-	int i, n = 0;
+/* ------------------------------------------------------------ effect plumbing */
 
-	for (i = 0; i < l->n; i++)
-		n += !strcmp(l->v[i].name, name);
-	return n;
+#define SPIN_CPU 1	/* all vCPU threads of a scenario share this L1 CPU */
+
+static const char *sched_features = "/sys/kernel/debug/sched/features";
+static const char *kvm_debugfs = "/sys/kernel/debug/kvm";
+static const char *cg_root = "/sys/fs/cgroup";
+
+/* Is sched feature @name (e.g. "YIELD_TO_BORROW") known to this kernel? */
+static int feat_present(const char *name)
+{
+	char *f = read_file(sched_features, NULL), *p;
+	int found = 0;
+	size_t n = strlen(name);
+
+	for (p = f; p && (p = strstr(p, name)); p += n)
+		if ((p == f || p[-1] == ' ' || p[-1] == '_') && (p[n] == ' ' || p[n] == '\n' || !p[n]))
+			found = 1;
+	free(f);
+	return found;
 }
 
-/* --------------------------------------------------------------- IPI tests */
-
-static const char *ev_track[] = { "kvm/kvm_ipi_track", "kvm/kvm_ipi_track_clear", NULL };
-
-static int sc_unicast(struct vm *vm, void *arg)
+static int need_feat(struct result *r, const char *name)
 {
-	(void)arg;
-	/* vCPU0 -> vCPU1, fixed, physical, vector 0x40 */
-	return send_ipi(vm, 0, 1, ICR_FIXED | ICR_ASSERT | 0x40) ? 5 : 0;
-}
-
-static void t_ipi_track_unicast(struct result *r)
-{
-	struct vm_opts o = { .nr = 2, .pin_cpu = -1 };
-	struct evlist l;
-	int i, found = 0;
-
-	if (!need_events(r, ev_track) || !need_param(r, "ipi_tracking_enabled"))
-		return;
-	set_param("ipi_tracking_enabled", "1");
-	trace_start(ev_track);
-	if (run_scenario(&o, sc_unicast, NULL, 60))
-		fail(r, "scenario failed");
-	l = trace_stop();
-	for (i = 0; i < l.n; i++) {
-		struct ev *e = &l.v[i];
-
-		if (strcmp(e->name, "kvm_ipi_track"))
-			continue;
-		if (arg_num(e, "sender") == 0 && arg_num(e, "receiver") == 1 && arg_num(e, "vector") == 0x40)
-			found++;
-		else
-			fail(r, "unexpected kvm_ipi_track: %s", e->args);
+	if (!feat_present(name)) {
+		fail(r, "feature absent: no sched feature %s", name);
+		return 0;
 	}
-	if (found != 1)
-		fail(r, "expected one kvm_ipi_track sender=0 receiver=1 vector=0x40, got %d", found);
-	if (!r->ok)
-		dump_events(&l, NULL, 20);
-	free(l.v);
+	return 1;
 }
 
-static int sc_broadcast(struct vm *vm, void *arg)
+/* Select the yield_to() policy: "borrow", "penalty", "lag_credit" or "off". */
+static void yield_policy(const char *pol)
 {
-	(void)arg;
-	/* shorthands */
-	if (send_ipi(vm, 0, 0, ICR_ALL_EXC | ICR_ASSERT | 0x41) ||
-	    send_ipi(vm, 0, 0, ICR_ALL_INC | ICR_ASSERT | 0x42) ||
-	    send_ipi(vm, 0, 0, ICR_SELF | ICR_ASSERT | 0x43) ||
-	    /* self IPI by destination (no shorthand) */
-	    send_ipi(vm, 0, 0, ICR_FIXED | ICR_ASSERT | 0x44) ||
-	    /* multicast: flat logical destination vCPU1 | vCPU2 */
-	    send_ipi(vm, 0, 0x06, ICR_LOGICAL | ICR_ASSERT | 0x45) ||
-	    /* physical broadcast */
-	    send_ipi(vm, 0, 0xff, ICR_FIXED | ICR_ASSERT | 0x46) ||
-	    /* control: a unicast that must be recorded */
-	    send_ipi(vm, 0, 2, ICR_FIXED | ICR_ASSERT | 0x47))
-		return 5;
-	return 0;
+	write_file(sched_features, "NO_YIELD_TO_PENALTY");
+	write_file(sched_features, "NO_YIELD_TO_LAG_CREDIT");
+	write_file(sched_features, strcmp(pol, "off") ? "YIELD_TO_BORROW" : "NO_YIELD_TO_BORROW");
+	if (!strcmp(pol, "penalty"))
+		write_file(sched_features, "YIELD_TO_PENALTY");
+	if (!strcmp(pol, "lag_credit"))
+		write_file(sched_features, "YIELD_TO_LAG_CREDIT");
 }
 
-static void t_ipi_track_ignores_broadcast_and_self(struct result *r)
+/* KVM stat summed over every vCPU of every VM (debugfs), -1 if it does not exist. */
+static long kvm_stat(const char *name)
 {
-	struct vm_opts o = { .nr = 3, .pin_cpu = -1 };
-	struct evlist l;
-	int i, control = 0;
+	char p[256];
 
-	if (!need_events(r, ev_track) || !need_param(r, "ipi_tracking_enabled"))
-		return;
-	set_param("ipi_tracking_enabled", "1");
-	trace_start(ev_track);
-	if (run_scenario(&o, sc_broadcast, NULL, 60))
-		fail(r, "scenario failed");
-	l = trace_stop();
-	for (i = 0; i < l.n; i++) {
-		struct ev *e = &l.v[i];
+	snprintf(p, sizeof(p), "%s/%s", kvm_debugfs, name);
+	return exists(p) ? read_long(p, -1) : -1;
+}
 
-		if (strcmp(e->name, "kvm_ipi_track"))
-			continue;
-		if (arg_num(e, "vector") == 0x47 && arg_num(e, "sender") == 0 && arg_num(e, "receiver") == 2)
-			control++;
-		else
-			fail(r, "recorded a non-unicast/self IPI: %s", e->args);
+static int need_stat(struct result *r, const char *name)
+{
+	if (kvm_stat(name) < 0) {
+		fail(r, "feature absent: no KVM stat %s", name);
+		return 0;
 	}
-	if (control != 1)
-		fail(r, "control unicast IPI (0x47 to vCPU2) recorded %d times, expected 1", control);
-	if (!r->ok)
-		dump_events(&l, NULL, 20);
-	free(l.v);
+	return 1;
 }
 
-struct eoi_state {
-	int clears_after_other, clears_after_match;
+/* CPU time of thread @tid so far (ns, from schedstat), 0 if unknown. */
+static uint64_t thread_runtime(pid_t tid)
+{
+	char p[128], *s;
+	uint64_t v = 0;
+
+	snprintf(p, sizeof(p), "/proc/self/task/%d/schedstat", tid);
+	s = read_file(p, NULL);
+	if (s)
+		v = strtoull(s, NULL, 10);
+	free(s);
+	return v;
+}
+
+/* Shared between the test (parent) and the scenario (forked child). */
+struct shared {
+	volatile pid_t tid[MAX_VCPUS + 1];
+	volatile uint64_t run_ns[MAX_VCPUS + 1];
+	volatile int rounds;
+	volatile long st_try, st_ok;	/* receiver-boost stats of the scenario's VM */
 };
 
-static volatile struct eoi_state *eoi_shared;
+static struct shared *shm;
 
-static int count_clear_now(void)
+static void shm_init(void)
 {
-	/* read the live buffer without stopping the trace */
-	char p[256];
-	char *buf, *s;
-	int n = 0;
-
-	snprintf(p, sizeof(p), "%s/trace", tracefs);
-	buf = read_file(p, NULL);
-	for (s = buf; s && (s = strstr(s, "kvm_ipi_track_clear:")); s++)
-		n++;
-	free(buf);
-	return n;
+	if (!shm)
+		shm = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	memset((void *)shm, 0, sizeof(*shm));
 }
 
-static int sc_eoi(struct vm *vm, void *arg)
+static void mark(const char *what)
 {
-	(void)arg;
-	/* vCPU1 keeps IF=0: the IPI stays pending in IRR */
-	if (send_ipi(vm, 0, 1, ICR_FIXED | ICR_ASSERT | 0x40))
-		return 5;
-	/* vCPU1: self-IPI 0x50 (not tracked), take interrupts: 0x50 is in service first */
-	if (cmd(vm, 1, OP_IPI, 0, ICR_SELF | ICR_ASSERT | 0x50, 5000) || cmd(vm, 1, OP_STI, 0, 0, 5000))
-		return 5;
-	usleep(20000);
-	/* EOI -> clears ISR 0x50 (another vector) */
-	if (cmd(vm, 1, OP_CLI, 0, 0, 5000) || cmd(vm, 1, OP_EOI, 0, 0, 5000))
-		return 5;
-	usleep(20000);
-	eoi_shared->clears_after_other = count_clear_now();
-	/* now 0x40 gets delivered, EOI it */
-	if (cmd(vm, 1, OP_STI, 0, 0, 5000))
-		return 5;
-	usleep(20000);
-	if (cmd(vm, 1, OP_CLI, 0, 0, 5000) || cmd(vm, 1, OP_EOI, 0, 0, 5000))
-		return 5;
-	usleep(20000);
-	eoi_shared->clears_after_match = count_clear_now();
-	if (vm->mb[1].irqs != 2)
-		diag("vcpu1 took %u interrupts, expected 2", vm->mb[1].irqs);
+	write_filef(what, "%s/trace_marker", tracefs);
+}
+
+/*
+ * Yields of @y to @t (APIC ID 1) and what followed each: a hit is @t being switched in (possibly
+ * after a kernel thread that preempted in between) before @y next enters its guest (kvm_entry); a
+ * miss is @y re-entering the guest first.  Only
+ * events after the first trace marker containing @after (if given) are counted, and at
+ * most @max yields.
+ */
+struct yield_stats {
+	int hits, total;
+};
+
+static const char *ev_yield[] = { "kvm/kvm_hypercall", "kvm/kvm_entry", "sched/sched_switch", NULL };
+
+static struct yield_stats yield_outcomes(const struct evlist *l, pid_t y, pid_t t, const char *after, int max)
+{
+	struct yield_stats st = { 0 };
+	int i, pending = 0, started = !after;
+
+	for (i = 0; i < l->n; i++) {
+		const struct ev *e = &l->v[i];
+
+		if (!started) {
+			started = !strcmp(e->name, "tracing_mark_write") && strstr(e->args, after);
+			continue;
+		}
+		/* KVM_HC_SCHED_YIELD (11) to APIC ID 1 (vCPU1, the target in every scenario) */
+		if (!strcmp(e->name, "kvm_hypercall") && e->pid == y && strstr(e->args, "nr 0xb a0 0x1 ")) {
+			if (pending)
+				st.total++;	/* no switch and no entry in between: count as a miss */
+			if (max && st.total >= max)
+				break;
+			pending = 1;
+		} else if (pending && !strcmp(e->name, "sched_switch") && arg_num(e, "next_pid") == t) {
+			st.total++;
+			st.hits++;
+			pending = 0;
+		} else if (pending && !strcmp(e->name, "kvm_entry") && e->pid == y) {
+			st.total++;
+			pending = 0;
+		}
+		if (max && st.total >= max)
+			break;
+	}
+	return st;
+}
+
+/* The first sched_switch away from @y after its first Hyper-V hypercall after marker @after. */
+static const char *ev_spin[] = { "kvm/kvm_hv_hypercall", "sched/sched_switch", NULL };
+
+static pid_t spin_next(const struct evlist *l, pid_t y, const char *after)
+{
+	int i, started = !after, spun = 0;
+
+	for (i = 0; i < l->n; i++) {
+		const struct ev *e = &l->v[i];
+
+		if (!started) {
+			started = !strcmp(e->name, "tracing_mark_write") && strstr(e->args, after);
+			continue;
+		}
+		if (!strcmp(e->name, "kvm_hv_hypercall") && e->pid == y)
+			spun = 1;
+		else if (spun && !strcmp(e->name, "sched_switch") && arg_num(e, "prev_pid") == y)
+			return arg_num(e, "next_pid");
+	}
+	return -1;
+}
+
+/* cgroup v2: /ft (domain, +cpu) with threaded children; returns 0 or fails @r. */
+static int cg_prepare(struct result *r)
+{
+	char me[32];
+
+	if (!exists("/sys/fs/cgroup/cgroup.controllers")) {
+		fail(r, "cgroup2 not mounted at %s", cg_root);
+		return -1;
+	}
+	write_filef("+cpu", "%s/cgroup.subtree_control", cg_root);
+	mkdir("/sys/fs/cgroup/ft", 0755);
+	write_filef("+cpu", "%s/ft/cgroup.subtree_control", cg_root);
+	snprintf(me, sizeof(me), "%d", getpid());
+	/* the forked VMM child inherits /ft; its threads move to threaded children */
+	if (write_filef(me, "%s/ft/cgroup.procs", cg_root)) {
+		fail(r, "cannot move to %s/ft", cg_root);
+		return -1;
+	}
 	return 0;
 }
 
-static void t_ipi_clear_on_eoi(struct result *r)
+static void cg_release(void)
 {
-	struct vm_opts o = { .nr = 2, .pin_cpu = -1 };
-	struct evlist l;
-	int i, n = 0;
+	char me[32];
 
-	if (!need_events(r, ev_track) || !need_param(r, "ipi_tracking_enabled"))
-		return;
-	set_param("ipi_tracking_enabled", "1");
-	eoi_shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	eoi_shared->clears_after_other = eoi_shared->clears_after_match = -1;
-	widen_ipi_window();
-	trace_start(ev_track);
-	if (run_scenario(&o, sc_eoi, NULL, 60))
-		fail(r, "scenario failed");
-	l = trace_stop();
-	restore_ipi_window();
-	if (eoi_shared->clears_after_other != 0)
-		fail(r, "EOI of another vector (0x50) cleared the context (%d clear events)",
-		     eoi_shared->clears_after_other);
-	if (eoi_shared->clears_after_match != 1)
-		fail(r, "EOI of the IPI vector produced %d clear events, expected 1", eoi_shared->clears_after_match);
-	for (i = 0; i < l.n; i++) {
-		struct ev *e = &l.v[i];
-
-		if (strcmp(e->name, "kvm_ipi_track_clear"))
-			continue;
-		n++;
-		if (arg_num(e, "receiver") != 1 || arg_num(e, "sender") != 0 || arg_num(e, "vector") != 0x40 ||
-		    arg_num(e, "sender_cleared") != 1)
-			fail(r, "expected clear receiver=1 sender=0 vector=0x40 sender_cleared=1: %s", e->args);
-	}
-	if (n != 1)
-		fail(r, "%d kvm_ipi_track_clear events, expected 1", n);
-	if (count_ev(&l, "kvm_ipi_track") != 1)
-		fail(r, "%d kvm_ipi_track events, expected 1", count_ev(&l, "kvm_ipi_track"));
-	if (!r->ok)
-		dump_events(&l, NULL, 20);
-	free(l.v);
-	munmap((void *)eoi_shared, 4096);
+	snprintf(me, sizeof(me), "%d", getpid());
+	write_filef(me, "%s/cgroup.procs", cg_root);
 }
 
-/* ----------------------------------------------------------- on-spin tests */
+/* mkdir /sys/fs/cgroup/ft/@rel as a threaded cgroup with the cpu controller */
+static int cg_threaded(const char *rel, int subtree)
+{
+	char p[256];
 
-static const char *ev_spin[] = { "kvm/kvm_vcpu_on_spin_target", "kvm/kvm_ipi_track", "kvm/kvm_ipi_track_clear",
-				 NULL };
-#define SPIN_CPU 1	/* all vCPU threads of on-spin VMs share this L1 CPU */
+	snprintf(p, sizeof(p), "%s/ft/%s", cg_root, rel);
+	mkdir(p, 0755);
+	if (write_filef("threaded", "%s/cgroup.type", p))
+		return -1;
+	if (subtree)
+		write_filef("+cpu", "%s/cgroup.subtree_control", p);
+	snprintf(p, sizeof(p), "%s/ft/%s/cpu.weight", cg_root, rel);
+	return exists(p) ? 0 : -1;
+}
+
+static int cg_move(pid_t tid, const char *rel)
+{
+	char t[32];
+
+	snprintf(t, sizeof(t), "%d", tid);
+	return write_filef(t, "%s/ft/%s/cgroup.threads", cg_root, rel);
+}
+
+/* Spin loop between two yields: long enough that EEVDF state varies from yield to yield. */
+#define YIELD_SPIN_ITERS 200000
+
+struct yield_arg {
+	int calls;
+	int dest;
+	int spin;	/* guest loop iterations between two yields */
+};
+
+/* vCPU0 (a) yields to vCPU1 (b) @calls times, spinning in between; both pinned to SPIN_CPU. */
+static int sc_yield(struct vm *vm, void *arg)
+{
+	struct yield_arg *a = arg;
+
+	shm->tid[0] = vm->vcpu[0].tid;
+	shm->tid[1] = vm->vcpu[1].tid;
+	usleep(50000);
+	vm->mb[0].result = a->spin;
+	cmd_post(vm, 0, OP_SPIN_YIELD, a->dest, a->calls);
+	if (cmd_wait(vm, 0, 40000))
+		return 6;
+	return 0;
+}
+
+static int yield_run(struct result *r, const char *policy, struct yield_arg *ya, struct yield_stats *st)
+{
+	struct vm_opts o = { .nr = 2, .pin_cpu = SPIN_CPU,
+			     .cgroup = { "/sys/fs/cgroup/ft/p/a", "/sys/fs/cgroup/ft/p/b" } };
+	struct evlist l;
+	int rc;
+
+	yield_policy(policy);
+	shm_init();
+	trace_start(ev_yield);
+	rc = run_scenario(&o, sc_yield, ya, 60);
+	l = trace_stop();
+	*st = yield_outcomes(&l, shm->tid[0], shm->tid[1], NULL, 0);
+	diag("%s: %d of %d yields switched to the target", policy, st->hits, st->total);
+	if (rc)
+		fail(r, "scenario (%s) failed", policy);
+	free(l.v);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- yield_to tests */
+
+/*
+ * deboost_switches_to_target: vCPU0 in /ft/p/a yields to vCPU1 in /ft/p/b (same CPU), with
+ * a spin between yields.  Two equal busy groups alternate, so at a random yield the target's
+ * group entity is ineligible about half of the time and upstream's buddy is then ignored:
+ * the yielder runs on.  With the borrow the target runs next unless that would break the lag
+ * bound.  Control: the same run with the feature off, on the same kernel.
+ */
+static void t_deboost_switches_to_target(struct result *r)
+{
+	/*
+	 * Yields far apart (several ticks of alternation in between), so that each one finds
+	 * the pair in an independent state; back-to-back yields would measure the steady
+	 * state, in which the borrow by design gives the target no more than its share.
+	 */
+	struct yield_arg ya = { .calls = 80, .dest = 1, .spin = YIELD_SPIN_ITERS * 8 };
+	struct yield_stats on, off;
+
+	if (!need_feat(r, "YIELD_TO_BORROW") || cg_prepare(r))
+		return;
+	if (cg_threaded("p", 1) || cg_threaded("p/a", 0) || cg_threaded("p/b", 0)) {
+		fail(r, "cannot create threaded cgroups under %s/ft", cg_root);
+		goto out;
+	}
+	if (yield_run(r, "off", &ya, &off) || yield_run(r, "borrow", &ya, &on))
+		goto out;
+	if (on.total < 20 || off.total < 20)
+		fail(r, "too few yields observed (borrow %d, off %d)", on.total, off.total);
+	else if ((double)on.hits / on.total < (double)off.hits / off.total + 0.2)
+		fail(r, "borrow does not make the target run next clearly more often: %d/%d vs off %d/%d",
+		     on.hits, on.total, off.hits, off.total);
+out:
+	yield_policy("borrow");
+	cg_release();
+}
+
+/*
+ * deboost_fresh_cgroup: the first yields in freshly created cgroups, whose cfs_rq clocks
+ * start just below zero (init_cfs_rq()); every round moves both busy vCPUs into a new pair
+ * and has vCPU0 yield once, right away.  Run with the penalty (whose old wrap guard refused every
+ * penalty until the clock passed zero) and with the borrow.
+ */
+struct fresh_arg {
+	int rounds;
+	int base;	/* cgroup names f<base + round>: fresh in every run */
+};
+
+static int sc_fresh(struct vm *vm, void *arg)
+{
+	struct fresh_arg *a = arg;
+	char rel[64], m[64];
+	int i;
+
+	shm->tid[0] = vm->vcpu[0].tid;
+	shm->tid[1] = vm->vcpu[1].tid;
+	for (i = 0; i < a->rounds; i++) {
+		usleep(30000);
+		snprintf(rel, sizeof(rel), "f%d", a->base + shm->rounds);
+		if (cg_threaded(rel, 1))
+			return 7;
+		snprintf(rel, sizeof(rel), "f%d/a", a->base + shm->rounds);
+		cg_threaded(rel, 0);
+		cg_move(vm->vcpu[0].tid, rel);
+		snprintf(rel, sizeof(rel), "f%d/b", a->base + shm->rounds);
+		cg_threaded(rel, 0);
+		cg_move(vm->vcpu[1].tid, rel);
+		snprintf(m, sizeof(m), "ft-fresh-%d", shm->rounds);
+		mark(m);
+		shm->rounds++;
+		/* one yield, right after the move: the first in the fresh cgroups */
+		vm->mb[0].result = 1;
+		if (cmd(vm, 0, OP_SPIN_YIELD, 1, 1, 10000))
+			return 6;
+	}
+	usleep(30000);
+	return 0;
+}
+
+static void t_deboost_fresh_cgroup(struct result *r)
+{
+	static const char *pols[] = { "penalty", "borrow" };
+	struct vm_opts o = { .nr = 2, .pin_cpu = SPIN_CPU };
+	struct fresh_arg fa = { .rounds = 8 };
+	int k, i;
+
+	if (!need_feat(r, "YIELD_TO_BORROW") || !need_feat(r, "YIELD_TO_PENALTY") || cg_prepare(r))
+		return;
+	for (k = 0; k < 2 && r->ok; k++) {
+		struct evlist l;
+		int hits = 0, seen = 0, rc;
+
+		yield_policy(pols[k]);
+		shm_init();
+		fa.base = k * 100;
+		trace_start(ev_yield);
+		rc = run_scenario(&o, sc_fresh, &fa, 60);
+		l = trace_stop();
+		for (i = 0; i < shm->rounds; i++) {
+			char m[64];
+			struct yield_stats st;
+
+			snprintf(m, sizeof(m), "ft-fresh-%d", i);
+			st = yield_outcomes(&l, shm->tid[0], shm->tid[1], m, 1);
+			seen += st.total;
+			hits += st.hits;
+		}
+		diag("%s: first yield in a fresh cgroup switched to the target in %d of %d rounds",
+		     pols[k], hits, seen);
+		if (rc)
+			fail(r, "scenario (%s) failed", pols[k]);
+		else if (seen < fa.rounds - 2)
+			fail(r, "%s: only %d rounds observed", pols[k], seen);
+		else if (hits * 2 < seen)
+			fail(r, "%s: the first yield in a fresh cgroup reached the target in only %d of %d rounds",
+			     pols[k], hits, seen);
+		free(l.v);
+	}
+	yield_policy("borrow");
+	cg_release();
+}
+
+/*
+ * deboost_cross_cpu_token (penalty): vCPU0 alternates yields to vCPU2/vCPU3, which run on
+ * the other CPU (a cross-CPU yield_to() the penalty must ignore), with yields to vCPU1 on
+ * its own CPU.  If cross-CPU yields took the rate-limit token, the same-CPU yield right
+ * after them would be refused; compare with a control run without the cross-CPU yields.
+ */
+struct cross_arg {
+	int cycles;
+	int cross;
+};
+
+static int sc_cross(struct vm *vm, void *arg)
+{
+	struct cross_arg *a = arg;
+	int i;
+
+	shm->tid[0] = vm->vcpu[0].tid;
+	shm->tid[1] = vm->vcpu[1].tid;
+	usleep(50000);
+	for (i = 0; i < a->cycles; i++) {
+		vm->mb[0].result = YIELD_SPIN_ITERS * 8;
+		if (a->cross) {
+			if (cmd(vm, 0, OP_SPIN_YIELD, 2 + (i & 1), 1, 10000))
+				return 6;
+			vm->mb[0].result = 1;
+		}
+		if (cmd(vm, 0, OP_SPIN_YIELD, 1, 1, 10000))
+			return 6;
+	}
+	return 0;
+}
+
+static void t_deboost_cross_cpu_token(struct result *r)
+{
+	struct vm_opts o = { .nr = 4, .pin_cpu = SPIN_CPU,
+			     .cgroup = { "/sys/fs/cgroup/ft/p/a", "/sys/fs/cgroup/ft/p/b",
+					 "/sys/fs/cgroup/ft/p/b", "/sys/fs/cgroup/ft/p/b" } };
+	struct yield_stats st[2];
+	int k;
+
+	if (!need_feat(r, "YIELD_TO_PENALTY") || cg_prepare(r))
+		return;
+	if (cg_threaded("p", 1) || cg_threaded("p/a", 0) || cg_threaded("p/b", 0)) {
+		fail(r, "cannot create threaded cgroups under %s/ft", cg_root);
+		goto out;
+	}
+	/* vCPU2 and vCPU3 share the other CPU, so each is often runnable but not running */
+	o.pin_split = 2;
+	yield_policy("penalty");
+	for (k = 0; k < 2; k++) {
+		struct cross_arg ca = { .cycles = 24, .cross = k };
+		struct evlist l;
+		int rc;
+
+		shm_init();
+		trace_start(ev_yield);
+		rc = run_scenario(&o, sc_cross, &ca, 60);
+		l = trace_stop();
+		st[k] = yield_outcomes(&l, shm->tid[0], shm->tid[1], NULL, 0);
+		free(l.v);
+		if (rc) {
+			fail(r, "scenario failed");
+			goto out;
+		}
+	}
+	/* with cross: the yields to vCPU2/3 also appear (target != vCPU1): count only vCPU1 */
+	diag("penalty, same-CPU yields only: %d of %d reached the target; interleaved with cross-CPU: %d of %d",
+	     st[0].hits, st[0].total, st[1].hits, st[1].total);
+	if (st[0].hits < 4)
+		fail(r, "control: too few same-CPU yields reached the target (%d)", st[0].hits);
+	else if (st[1].hits * 2 < st[0].hits)
+		fail(r, "cross-CPU yields cost same-CPU ones: %d vs %d reached the target",
+		     st[1].hits, st[0].hits);
+out:
+	yield_policy("borrow");
+	cg_release();
+}
+
+/*
+ * deboost_sibling_share: CG0 = {A (vCPU0), C (a busy thread)}, CG1 = {B (vCPU1)}, one CPU.
+ * A yields to B in a loop.  C's share of the CPU must not depend on the yield_to() policy
+ * beyond the lag bound: the borrow is a time shift, not a transfer.  The penalty and the
+ * lag credit are measured too, for comparison (printed, not asserted).
+ */
+static volatile int c_stop;
+
+static void *busy_thread(void *arg)
+{
+	cpu_set_t s;
+
+	(void)arg;
+	shm->tid[2] = syscall(SYS_gettid);
+	CPU_ZERO(&s);
+	CPU_SET(SPIN_CPU, &s);
+	sched_setaffinity(0, sizeof(s), &s);
+	while (!c_stop)
+		;
+	return NULL;
+}
+
+static int sc_share(struct vm *vm, void *arg)
+{
+	pthread_t c;
+	uint64_t t0[3], t1[3];
+	int i;
+
+	(void)arg;
+	shm->tid[0] = vm->vcpu[0].tid;
+	shm->tid[1] = vm->vcpu[1].tid;
+	pthread_create(&c, NULL, busy_thread, NULL);
+	while (!shm->tid[2])
+		usleep(1000);
+	if (cg_move(shm->tid[2], "s/cg0"))
+		return 7;
+	vm->mb[0].result = YIELD_SPIN_ITERS / 4;
+	cmd_post(vm, 0, OP_SPIN_YIELD, 1, 100000000);
+	usleep(200000);
+	for (i = 0; i < 3; i++)
+		t0[i] = thread_runtime(shm->tid[i]);
+	usleep(1500000);
+	for (i = 0; i < 3; i++) {
+		t1[i] = thread_runtime(shm->tid[i]);
+		shm->run_ns[i] = t1[i] - t0[i];
+	}
+	c_stop = 1;
+	pthread_join(c, NULL);
+	return 0;
+}
+
+static void t_deboost_sibling_share(struct result *r)
+{
+	static const char *pols[] = { "off", "borrow", "penalty", "lag_credit" };
+	struct vm_opts o = { .nr = 2, .pin_cpu = SPIN_CPU,
+			     .cgroup = { "/sys/fs/cgroup/ft/s/cg0", "/sys/fs/cgroup/ft/s/cg1" } };
+	double share[4] = { 0 };
+	int k;
+
+	if (!need_feat(r, "YIELD_TO_BORROW") || !need_feat(r, "YIELD_TO_PENALTY") || cg_prepare(r))
+		return;
+	if (cg_threaded("s", 1) || cg_threaded("s/cg0", 0) || cg_threaded("s/cg1", 0)) {
+		fail(r, "cannot create threaded cgroups under %s/ft", cg_root);
+		goto out;
+	}
+	for (k = 0; k < 4; k++) {
+		uint64_t tot;
+
+		yield_policy(pols[k]);
+		shm_init();
+		if (run_scenario(&o, sc_share, NULL, 60)) {
+			fail(r, "scenario (%s) failed", pols[k]);
+			goto out;
+		}
+		tot = shm->run_ns[0] + shm->run_ns[1] + shm->run_ns[2];
+		share[k] = tot ? (double)shm->run_ns[2] / tot : 0;
+		diag("%s: A %.0f ms, B %.0f ms, C %.0f ms: C's share %.3f", pols[k], shm->run_ns[0] / 1e6,
+		     shm->run_ns[1] / 1e6, shm->run_ns[2] / 1e6, share[k]);
+	}
+	if (share[0] <= 0.05)
+		fail(r, "control: C got no CPU with the feature off (share %.3f)", share[0]);
+	else if (share[1] < 0.8 * share[0])
+		fail(r, "borrow took C's share: %.3f vs %.3f with the feature off", share[1], share[0]);
+out:
+	yield_policy("borrow");
+	cg_release();
+}
+
+/* ------------------------------------------------------------ IPI hint tests */
+
+static const char *st_try = "ipi_receiver_boost_attempted";
+static const char *st_ok = "ipi_receiver_boost_successful";
+
+/*
+ * Read the receiver-boost stats while the scenario's VM is alive: debugfs sums over live
+ * VMs only, and this VM is the only one.
+ */
+static void spin_stats(void)
+{
+	usleep(20000);
+	shm->st_try = kvm_stat(st_try);
+	shm->st_ok = kvm_stat(st_ok);
+}
 
 struct spin_arg {
 	int ipi_to;	/* -1: no IPI */
@@ -946,9 +1271,13 @@ struct spin_arg {
 static int sc_spin(struct vm *vm, void *arg)
 {
 	struct spin_arg *a = arg;
+	int i;
 
+	for (i = 0; i < vm->nr; i++)
+		shm->tid[i] = vm->vcpu[i].tid;
 	/* let every vCPU be scheduled in and out a few times */
 	usleep(50000);
+	mark("ft-spin");
 	/* IPI and spin in one guest step: the sender must not be preempted in between */
 	if (a->ipi_to >= 0)
 		cmd_post(vm, 0, OP_IPI_SPIN, a->ipi_to << 24, ICR_FIXED | ICR_ASSERT | 0x40);
@@ -958,453 +1287,222 @@ static int sc_spin(struct vm *vm, void *arg)
 		return 6;
 	if (vm->mb[0].result != 0)
 		diag("HvCallNotifyLongSpinWait status 0x%x", vm->mb[0].result);
+	spin_stats();
 	return 0;
-}
-
-/* on-spin events for vcpu=0, in order */
-static int spin_events(const struct evlist *l, struct ev **out, int max)
-{
-	int i, n = 0;
-
-	for (i = 0; i < l->n && n < max; i++)
-		if (!strcmp(l->v[i].name, "kvm_vcpu_on_spin_target") && arg_num(&l->v[i], "vcpu") == 0)
-			out[n++] = &l->v[i];
-	return n;
-}
-
-static void t_on_spin_prefers_ipi_receiver(struct result *r)
-{
-	/* vCPU0 spins after an unacknowledged IPI to vCPU2; vCPU1 and vCPU3 are preempted in kernel
-	 * (CPL0): round-robin would try vCPU1 first. */
-	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
-	struct spin_arg a = { .ipi_to = 2, .calls = 1 };
-	struct evlist l;
-	struct ev *s[64];
-	int n;
-
-	if (!need_events(r, ev_spin) || !need_param(r, "ipi_tracking_enabled"))
-		return;
-	set_param("ipi_tracking_enabled", "1");
-	set_param("enable_relaxed_boost", "1");
-	widen_ipi_window();
-	trace_start(ev_spin);
-	if (run_scenario(&o, sc_spin, &a, 60))
-		fail(r, "scenario failed");
-	l = trace_stop();
-	restore_ipi_window();
-	n = spin_events(&l, s, 64);
-	if (n < 1)
-		fail(r, "no kvm_vcpu_on_spin_target event for vcpu 0");
-	else if (arg_num(s[0], "target") != 2 || !arg_is(s[0], "tier", "ipi_receiver") ||
-		 !arg_is(s[0], "round", "strict"))
-		fail(r, "first on-spin choice is not the IPI receiver: %s", s[0]->args);
-	else if (arg_num(s[0], "yielded") != 1)
-		fail(r, "yield to the IPI receiver did not happen: %s", s[0]->args);
-	if (!r->ok)
-		dump_events(&l, NULL, 20);
-	free(l.v);
-}
-
-/* vCPU2 takes and EOIs vCPU0's IPI before vCPU0 spins: the receiver must no longer be preferred */
-static int sc_spin_after_eoi(struct vm *vm, void *arg)
-{
-	uint64_t end;
-
-	(void)arg;
-	usleep(50000);
-	if (cmd(vm, 2, OP_STI, 0, 0, 5000) || send_ipi(vm, 0, 2, ICR_FIXED | ICR_ASSERT | 0x40))
-		return 5;
-	end = now_ns() + 5000000000ull;
-	while (vm->mb[2].irqs < 1) {
-		if (now_ns() > end) {
-			diag("vcpu2 did not take the IPI");
-			return 5;
-		}
-		usleep(500);
-	}
-	if (cmd(vm, 2, OP_EOI, 0, 0, 5000))
-		return 5;
-	cmd_post(vm, 0, OP_HV_SPIN, 1, 0);
-	return cmd_wait(vm, 0, 20000) ? 6 : 0;
-}
-
-static void t_on_spin_after_eoi(struct result *r)
-{
-	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
-	struct evlist l;
-	struct ev *s[64];
-	int i, n, cleared = 0;
-
-	if (!need_events(r, ev_spin) || !need_param(r, "ipi_tracking_enabled"))
-		return;
-	set_param("ipi_tracking_enabled", "1");
-	set_param("enable_relaxed_boost", "1");
-	widen_ipi_window();
-	trace_start(ev_spin);
-	if (run_scenario(&o, sc_spin_after_eoi, NULL, 60))
-		fail(r, "scenario failed");
-	l = trace_stop();
-	restore_ipi_window();
-	for (i = 0; i < l.n; i++)
-		if (!strcmp(l.v[i].name, "kvm_ipi_track_clear") && arg_num(&l.v[i], "receiver") == 2 &&
-		    arg_num(&l.v[i], "sender_cleared") == 1)
-			cleared++;
-	if (cleared != 1)
-		fail(r, "expected one kvm_ipi_track_clear receiver=2 sender_cleared=1, got %d", cleared);
-	n = spin_events(&l, s, 64);
-	if (n < 1)
-		fail(r, "no kvm_vcpu_on_spin_target event for vcpu 0");
-	for (i = 0; i < n; i++)
-		if (arg_is(s[i], "tier", "ipi_receiver"))
-			fail(r, "IPI receiver still preferred after its EOI: %s", s[i]->args);
-	if (!r->ok || verbose)
-		dump_events(&l, NULL, 20);
-	free(l.v);
-}
-
-static void t_on_spin_tracking_disabled(struct result *r)
-{
-	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
-	struct spin_arg a = { .ipi_to = 2, .calls = 1 };
-	struct evlist l;
-	struct ev *s[64];
-	int n;
-
-	if (!need_events(r, ev_spin) || !need_param(r, "ipi_tracking_enabled"))
-		return;
-	set_param("ipi_tracking_enabled", "0");
-	set_param("enable_relaxed_boost", "1");
-	trace_start(ev_spin);
-	if (run_scenario(&o, sc_spin, &a, 60))
-		fail(r, "scenario failed");
-	l = trace_stop();
-	set_param("ipi_tracking_enabled", "1");
-	if (count_ev(&l, "kvm_ipi_track"))
-		fail(r, "IPI recorded with ipi_tracking_enabled=0");
-	n = spin_events(&l, s, 64);
-	if (n < 1)
-		fail(r, "no kvm_vcpu_on_spin_target event for vcpu 0");
-	/* upstream rules: round robin from last_boosted_vcpu(0)+1 -> vCPU1, preempted in kernel */
-	else if (arg_num(s[0], "target") != 1 || !arg_is(s[0], "tier", "preempted") ||
-		 !arg_is(s[0], "round", "strict") || arg_num(s[0], "yielded") != 1)
-		fail(r, "expected upstream choice target=1 tier=preempted round=strict yielded=1, got: %s", s[0]->args);
-	if (!r->ok)
-		dump_events(&l, NULL, 20);
-	free(l.v);
-}
-
-static void t_on_spin_relaxed_round(struct result *r)
-{
-	/* vCPU1..3 run at CPL3: preempted in user mode, rejected by the strict round
-	 * (HvCallNotifyLongSpinWait passes yield_to_kernel_mode=true); no IPI pending. */
-	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU, .cpl3_mask = 0xe };
-	struct spin_arg a = { .ipi_to = -1, .calls = 3 };
-	struct evlist l;
-	struct ev *s[64];
-	int n, i, relaxed_yield = 0;
-
-	if (!need_events(r, ev_spin) || !need_param(r, "enable_relaxed_boost"))
-		return;
-	set_param("ipi_tracking_enabled", "1");
-	set_param("enable_relaxed_boost", "1");
-	trace_start(ev_spin);
-	if (run_scenario(&o, sc_spin, &a, 60))
-		fail(r, "scenario (relaxed on) failed");
-	l = trace_stop();
-	n = spin_events(&l, s, 64);
-	for (i = 0; i < n; i++) {
-		if (arg_is(s[i], "round", "strict") && arg_num(s[i], "yielded") == 1)
-			fail(r, "strict round yielded to a vCPU preempted in user mode: %s", s[i]->args);
-		if (arg_is(s[i], "round", "relaxed") && arg_is(s[i], "tier", "relaxed") && arg_num(s[i], "yielded") == 1 &&
-		    arg_num(s[i], "target") >= 1)
-			relaxed_yield++;
-	}
-	if (!relaxed_yield)
-		fail(r, "relaxed round did not boost a preempted vCPU (%d events)", n);
-	if (!r->ok)
-		dump_events(&l, NULL, 20);
-	free(l.v);
-	if (!r->ok)
-		return;
-
-	set_param("enable_relaxed_boost", "0");
-	trace_start(ev_spin);
-	if (run_scenario(&o, sc_spin, &a, 60))
-		fail(r, "scenario (relaxed off) failed");
-	l = trace_stop();
-	set_param("enable_relaxed_boost", "1");
-	n = spin_events(&l, s, 64);
-	for (i = 0; i < n; i++)
-		if (arg_is(s[i], "round", "relaxed") || arg_num(s[i], "yielded") == 1)
-			fail(r, "with enable_relaxed_boost=0: %s", s[i]->args);
-	if (!r->ok)
-		dump_events(&l, NULL, 20);
-	free(l.v);
-}
-
-/* ---------------------------------------------------------- debooster tests */
-
-static const char *ev_deboost[] = { "sched/sched_vcpu_deboost", NULL };
-static const char *cg_root = "/sys/fs/cgroup";
-static const char *debooster_knob = "/sys/kernel/debug/sched/vcpu_debooster_enabled";
-
-static int cg_setup(struct result *r)
-{
-	char p[256];
-
-	/* /ft (domain, cpu) / p (threaded) / {a,b} (threaded): LCA of a and b is p */
-	if (!exists("/sys/fs/cgroup/cgroup.controllers")) {
-		fail(r, "cgroup2 not mounted at %s", cg_root);
-		return -1;
-	}
-	write_filef("+cpu", "%s/cgroup.subtree_control", cg_root);
-	mkdir("/sys/fs/cgroup/ft", 0755);
-	write_filef("+cpu", "%s/ft/cgroup.subtree_control", cg_root);
-	mkdir("/sys/fs/cgroup/ft/p", 0755);
-	write_filef("threaded", "%s/ft/p/cgroup.type", cg_root);
-	write_filef("+cpu", "%s/ft/p/cgroup.subtree_control", cg_root);
-	mkdir("/sys/fs/cgroup/ft/p/a", 0755);
-	mkdir("/sys/fs/cgroup/ft/p/b", 0755);
-	write_filef("threaded", "%s/ft/p/a/cgroup.type", cg_root);
-	write_filef("threaded", "%s/ft/p/b/cgroup.type", cg_root);
-	snprintf(p, sizeof(p), "%s/ft/p/b/cpu.weight", cg_root);
-	if (!exists(p)) {
-		fail(r, "cpu controller not available in %s/ft/p/b", cg_root);
-		return -1;
-	}
-	return 0;
-}
-
-/* the test process joins /ft/p (threads then move to a/b) */
-static pid_t deboost_child_tids[2];
-
-struct yield_arg {
-	int calls;
-	int both;	/* both vCPUs yield to each other (rate-limit test) */
-};
-
-static volatile pid_t *shared_tids;
-
-static int sc_yield(struct vm *vm, void *arg)
-{
-	struct yield_arg *a = arg;
-
-	shared_tids[0] = vm->vcpu[0].tid;
-	shared_tids[1] = vm->vcpu[1].tid;
-	usleep(50000);
-	if (a->both)
-		cmd_post(vm, 1, OP_KVM_YIELD, 0, a->calls);
-	cmd_post(vm, 0, OP_KVM_YIELD, 1, a->calls);
-	if (cmd_wait(vm, 0, 20000) || (a->both && cmd_wait(vm, 1, 20000)))
-		return 6;
-	return 0;
-}
-
-static int deboost_run(struct result *r, struct yield_arg *ya, struct evlist *l)
-{
-	struct vm_opts o = { .nr = 2, .pin_cpu = SPIN_CPU,
-			     .cgroup = { "/sys/fs/cgroup/ft/p/a", "/sys/fs/cgroup/ft/p/b" } };
-	char me[32];
-	int rc;
-
-	if (cg_setup(r))
-		return -1;
-	snprintf(me, sizeof(me), "%d", getpid());
-	/* the forked VMM child inherits /ft/p; its vCPU threads move to a and b */
-	if (write_filef(me, "%s/ft/cgroup.procs", cg_root))
-		diag("cannot move to /ft: %s", strerror(errno));
-	shared_tids = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	trace_start(ev_deboost);
-	rc = run_scenario(&o, sc_yield, ya, 60);
-	*l = trace_stop();
-	deboost_child_tids[0] = shared_tids[0];
-	deboost_child_tids[1] = shared_tids[1];
-	munmap((void *)shared_tids, 4096);
-	write_filef(me, "%s/cgroup.procs", cg_root);
-	if (rc)
-		fail(r, "scenario failed");
-	return rc;
-}
-
-static int cap_x2(unsigned int h) /* cap(h) * 2 */
-{
-	if (h <= 2)
-		return 12;
-	if (h == 3)
-		return 8;
-	if (h <= 6)
-		return 5;
-	if (h <= 8)
-		return 4;
-	if (h <= 12)
-		return 3;
-	return 2;
-}
-
-static void t_deboost_applies_at_lca(struct result *r)
-{
-	struct yield_arg ya = { .calls = 5 };
-	struct evlist l = { 0 };
-	long base = read_long("/sys/kernel/debug/sched/base_slice_ns", 0);
-	int i, applied = 0;
-
-	if (!need_events(r, ev_deboost))
-		return;
-	if (!exists(debooster_knob)) {
-		fail(r, "feature absent: no %s", debooster_knob);
-		return;
-	}
-	write_file(debooster_knob, "1");
-	if (deboost_run(r, &ya, &l))
-		goto out;
-	for (i = 0; i < l.n; i++) {
-		struct ev *e = &l.v[i];
-		unsigned long long gran = arg_u64(e, "gran"), pen = arg_u64(e, "penalty");
-		unsigned int h = arg_u64(e, "h_nr_queued");
-
-		if (strcmp(e->name, "sched_vcpu_deboost") || !arg_is(e, "result", "applied"))
-			continue;
-		if (arg_num(e, "yielder") != deboost_child_tids[0] || arg_num(e, "target") != deboost_child_tids[1]) {
-			fail(r, "applied between unexpected tasks (vcpu tids %d,%d): %s", deboost_child_tids[0],
-			     deboost_child_tids[1], e->args);
-			continue;
-		}
-		applied++;
-		if (h < 2)
-			fail(r, "applied with h_nr_queued=%u: %s", h, e->args);
-		/* siblings a and b under /ft/p: their group entities have depth 2 (ft=0, p=1) */
-		if (arg_num(e, "lca_depth") != 2)
-			fail(r, "LCA entities not at depth 2 (children of /ft/p): %s", e->args);
-		if (!gran || pen < gran || pen * 2 > cap_x2(h) * gran)
-			fail(r, "penalty outside [gran, cap(%u) x gran]: %s", h, e->args);
-		if (base && gran + 1000 < (unsigned long long)base)
-			fail(r, "gran %llu below base slice %ld: %s", gran, base, e->args);
-	}
-	if (!applied)
-		fail(r, "no applied deboost between the two vCPU threads (%d events)", l.n);
-	diag("deboost: base_slice_ns=%ld, %d events, %d applied", base, l.n, applied);
-out:
-	if (!r->ok)
-		dump_events(&l, NULL, 20);
-	free(l.v);
 }
 
 /*
- * Rate limit: at most one applied deboost per 6 ms per rq.  The series measures the 6 ms
- * with rq_clock() at the decision; the trace stamp is taken at the ring-buffer write, and
- * under TCG on a busy host the emulated CPU can be descheduled for milliseconds between
- * the two (a debug build showed a pair 2.8 ms apart by trace time but 7.1 ms apart by
- * rq_clock()).  So the hard checks are aggregate ones that a missing or broken rate limit
- * cannot pass:
- *   - yields within 6 ms of an applied deboost are reported rate_limited (penalty 0);
- *   - the number of applied deboosts is at most span / 6 ms + 2 (without the limit almost
- *     every one of the 400 yields would be applied);
- * and pairs of applied deboosts closer than 5.5 ms are only reported as diagnostics.
+ * Run @fn on a 4-vCPU Hyper-V VM on one CPU; check KVM's choice (the receiver-boost stats,
+ * every attempt) and who runs after vCPU0's first spin.  A successful yield_to() does not
+ * force the pick (the borrow is refused beyond the lag bound, and then another runnable
+ * vCPU may run), so the scenario is tried up to 3 times and the next task must match once.
  */
-static void t_deboost_rate_limited(struct result *r)
+static void spin_check_once(struct result *r, const struct vm_opts *o, scenario_fn fn, void *arg,
+			    int want_vcpu, int want_boost, const char *after, int *next_ok);
+
+static void spin_check(struct result *r, const struct vm_opts *o, scenario_fn fn, void *arg,
+		       int want_vcpu, int want_boost, const char *after)
 {
-	struct yield_arg ya = { .calls = 200, .both = 1 };
-	struct evlist l = { 0 };
-	int i, j, applied = 0, limited = 0, limited_close = 0, close_pairs = 0, n = 0;
-	uint64_t min_gap = ~0ull, last_applied = 0, first_ts = 0, last_ts = 0;
+	int k, next_ok = 0;
 
-	if (!need_events(r, ev_deboost))
+	for (k = 0; k < 3 && r->ok && !next_ok; k++)
+		spin_check_once(r, o, fn, arg, want_vcpu, want_boost, after, &next_ok);
+	if (r->ok && !next_ok)
+		fail(r, "in 3 attempts vCPU0's spin never switched to vCPU%d", want_vcpu);
+}
+
+static void spin_check_once(struct result *r, const struct vm_opts *o, scenario_fn fn, void *arg,
+			    int want_vcpu, int want_boost, const char *after, int *next_ok)
+{
+	long t0 = 0, s0 = 0, t1, s1;
+	struct evlist l;
+	pid_t next;
+	int i;
+
+	if (!need_stat(r, st_try) || !need_stat(r, st_ok))
 		return;
-	if (!exists(debooster_knob)) {
-		fail(r, "feature absent: no %s", debooster_knob);
-		return;
-	}
-	write_file(debooster_knob, "1");
-	if (deboost_run(r, &ya, &l))
+	shm_init();
+	shm->st_try = shm->st_ok = -1;
+	trace_start(ev_spin);
+	if (run_scenario(o, fn, arg, 60))
+		fail(r, "scenario failed");
+	l = trace_stop();
+	t1 = shm->st_try;
+	s1 = shm->st_ok;
+	next = spin_next(&l, shm->tid[0], after);
+	for (i = 0; i < MAX_VCPUS && shm->tid[i] && shm->tid[i] != next; i++)
+		;
+	diag("after vCPU0's spin: next = %d (vCPU%d); receiver boosts attempted +%ld, successful +%ld",
+	     next, shm->tid[i] == next ? i : -1, t1 - t0, s1 - s0);
+	if (!r->ok)
 		goto out;
-	for (i = 0; i < l.n; i++) {
-		struct ev *e = &l.v[i];
-
-		if (strcmp(e->name, "sched_vcpu_deboost"))
-			continue;
-		if (!n++)
-			first_ts = e->ts_ns;
-		last_ts = e->ts_ns;
-		if (arg_is(e, "result", "rate_limited")) {
-			limited++;
-			if (arg_u64(e, "penalty"))
-				fail(r, "rate_limited with a penalty: %s", e->args);
-		}
-		if (!arg_is(e, "result", "applied"))
-			continue;
-		applied++;
-		if (last_applied && e->ts_ns - last_applied < min_gap)
-			min_gap = e->ts_ns - last_applied;
-		last_applied = e->ts_ns;
-		for (j = i + 1; j < l.n; j++) {
-			struct ev *f = &l.v[j];
-
-			if (strcmp(f->name, "sched_vcpu_deboost") || f->cpu != e->cpu)
-				continue;
-			if (f->ts_ns - e->ts_ns >= 6000000)
-				break;
-			if (arg_is(f, "result", "applied") && f->ts_ns - e->ts_ns < 5500000) {
-				if (!close_pairs++)
-					diag("note: two applied deboosts %.3f ms apart by trace time on cpu %d",
-					     (f->ts_ns - e->ts_ns) / 1e6, e->cpu);
-			} else if (arg_is(f, "result", "rate_limited"))
-				limited_close++;
-		}
-	}
-	if (!applied)
-		fail(r, "no deboost applied at all (%d events)", n);
-	if (!limited_close)
-		fail(r, "no yield within 6 ms of an applied deboost was reported rate_limited (%d rate_limited)",
-		     limited);
-	if (applied > (int)((last_ts - first_ts) / 6000000) + 2)
-		fail(r, "%d deboosts applied within %.1f ms: more than one per 6 ms", applied,
-		     (last_ts - first_ts) / 1e6);
-	if (n < 100)
-		fail(r, "only %d yields reached the debooster, expected ~400", n);
-	diag("rate limit: %d events over %.1f ms, %d applied, %d rate_limited (%d within 6 ms of an applied one), "
-	     "min gap between applied %.3f ms, %d pairs < 5.5 ms", n, (last_ts - first_ts) / 1e6, applied, limited,
-	     limited_close, min_gap == ~0ull ? 0.0 : min_gap / 1e6, close_pairs);
+	if (want_boost && s1 - s0 < 1)
+		fail(r, "no successful IPI receiver boost counted");
+	else if (!want_boost && t1 - t0 != 0)
+		fail(r, "an IPI receiver boost was attempted (%ld)", t1 - t0);
+	else
+		*next_ok = next >= 0 && next == shm->tid[want_vcpu];
 out:
 	if (!r->ok)
 		dump_events(&l, NULL, 30);
 	free(l.v);
 }
 
-static void t_deboost_knob_off(struct result *r)
+/*
+ * on_spin_prefers_ipi_receiver: vCPU0 spins right after a fixed IPI to vCPU2, which has
+ * IF=0 so the vector stays in its IRR; round-robin would boost vCPU1 first.
+ */
+static void t_on_spin_prefers_ipi_receiver(struct result *r)
 {
-	struct yield_arg ya = { .calls = 20 };
-	struct evlist l = { 0 };
-	int i, disabled = 0;
+	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
+	struct spin_arg a = { .ipi_to = 2, .calls = 1 };
 
-	if (!need_events(r, ev_deboost))
-		return;
-	if (!exists(debooster_knob)) {
-		fail(r, "feature absent: no %s", debooster_knob);
-		return;
-	}
-	write_file(debooster_knob, "0");
-	deboost_run(r, &ya, &l);
-	write_file(debooster_knob, "1");
-	for (i = 0; i < l.n; i++) {
-		struct ev *e = &l.v[i];
-
-		if (strcmp(e->name, "sched_vcpu_deboost"))
-			continue;
-		if (arg_is(e, "result", "disabled")) {
-			disabled++;
-			if (arg_u64(e, "penalty"))
-				fail(r, "disabled with a penalty: %s", e->args);
-		} else
-			fail(r, "with vcpu_debooster_enabled=0: %s", e->args);
-	}
-	if (!disabled)
-		fail(r, "no yield reached the debooster (no result=disabled event)");
-	if (!r->ok)
-		dump_events(&l, NULL, 20);
-	free(l.v);
+	spin_check(r, &o, sc_spin, &a, 2, 1, "ft-spin");
 }
 
-/* --------------------------------------------------------- VMM self-check */
+/* vCPU2 takes vCPU0's IPI and EOIs it before vCPU0 spins: no preference is left. */
+static int sc_spin_after_eoi(struct vm *vm, void *arg)
+{
+	int i, x2 = arg != NULL;
+
+	for (i = 0; i < vm->nr; i++)
+		shm->tid[i] = vm->vcpu[i].tid;
+	if (x2)
+		for (i = 0; i < vm->nr; i++)
+			if (cmd(vm, i, OP_X2APIC_ENABLE, 0, 0, 5000))
+				return 6;
+	usleep(50000);
+	if (cmd(vm, 2, OP_STI, 0, 0, 5000))
+		return 6;
+	if (x2 ? cmd(vm, 0, OP_X2_IPI, 2, ICR_FIXED | ICR_ASSERT | 0x40, 5000) :
+		 send_ipi(vm, 0, 2, ICR_FIXED | ICR_ASSERT | 0x40))
+		return 6;
+	for (i = 0; i < 2000 && !vm->mb[2].irqs; i++)
+		usleep(1000);
+	if (!vm->mb[2].irqs) {
+		diag("vCPU2 never took the IPI");
+		return 7;
+	}
+	if (cmd(vm, 2, x2 ? OP_X2_EOI : OP_EOI, 0, 0, 5000))
+		return 6;
+	mark("ft-spin");
+	if (cmd(vm, 0, OP_HV_SPIN, 1, 0, 20000))
+		return 6;
+	spin_stats();
+	return 0;
+}
+
+static void t_on_spin_after_eoi(struct result *r)
+{
+	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
+
+	spin_check(r, &o, sc_spin_after_eoi, NULL, 1, 0, "ft-spin");
+}
+
+/*
+ * on_spin_untracked_ipi_keeps_upstream_boost: vCPU1 halts with IF=1; vCPU0 wakes it with a
+ * logical multicast IPI (vCPU1 + vCPU2), which the hint does not record, and spins.  The
+ * woken vCPU1 (ready, maybe not preempted) must get upstream's boost, as round-robin gives.
+ */
+static int sc_untracked(struct vm *vm, void *arg)
+{
+	int i;
+
+	(void)arg;
+	for (i = 0; i < vm->nr; i++)
+		shm->tid[i] = vm->vcpu[i].tid;
+	usleep(50000);
+	cmd_post(vm, 1, OP_HLT, 0, 0);
+	usleep(20000);
+	mark("ft-spin");
+	cmd_post(vm, 0, OP_IPI_SPIN, 0x06 << 24, ICR_FIXED | ICR_LOGICAL | ICR_ASSERT | 0x41);
+	if (cmd_wait(vm, 0, 20000))
+		return 6;
+	spin_stats();
+	return 0;
+}
+
+static void t_on_spin_untracked_ipi_keeps_upstream_boost(struct result *r)
+{
+	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
+
+	spin_check(r, &o, sc_untracked, NULL, 1, 0, "ft-spin");
+}
+
+/*
+ * ipi_hint_default_window (was ipi_track_default_window): with the default window (50 ms,
+ * read-only), an IPI followed at once by a spin boosts the receiver; an IPI followed by a
+ * spin 300 ms later does not.
+ */
+static int sc_late_spin(struct vm *vm, void *arg)
+{
+	int i;
+
+	(void)arg;
+	for (i = 0; i < vm->nr; i++)
+		shm->tid[i] = vm->vcpu[i].tid;
+	usleep(50000);
+	if (send_ipi(vm, 0, 2, ICR_FIXED | ICR_ASSERT | 0x41))
+		return 6;
+	usleep(300000);
+	mark("ft-spin");
+	if (cmd(vm, 0, OP_HV_SPIN, 1, 0, 20000))
+		return 6;
+	spin_stats();
+	return 0;
+}
+
+static void t_ipi_hint_default_window(struct result *r)
+{
+	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
+	struct spin_arg a = { .ipi_to = 2, .calls = 1 };
+	char p[256];
+
+	snprintf(p, sizeof(p), "%s/ipi_hint_window_us", kvm_params);
+	if (!exists(p)) {
+		fail(r, "feature absent: no kvm module parameter ipi_hint_window_us");
+		return;
+	}
+	if (read_long(p, 0) != 50000) {
+		fail(r, "ipi_hint_window_us is %ld, not the default 50000", read_long(p, 0));
+		return;
+	}
+	spin_check(r, &o, sc_spin, &a, 2, 1, "ft-spin");
+	if (r->ok)
+		spin_check(r, &o, sc_late_spin, NULL, 1, 0, "ft-spin");
+}
+
+/*
+ * ipi_hint_x2apic (was ipi_track_x2apic): every vCPU in x2APIC mode; the IPI is an ICR MSR
+ * write and the receiver boosted; then, after the receiver's EOI through the EOI MSR, no
+ * preference is left.
+ */
+static int sc_x2_spin(struct vm *vm, void *arg)
+{
+	int i;
+
+	(void)arg;
+	for (i = 0; i < vm->nr; i++)
+		shm->tid[i] = vm->vcpu[i].tid;
+	for (i = 0; i < vm->nr; i++)
+		if (cmd(vm, i, OP_X2APIC_ENABLE, 0, 0, 5000))
+			return 6;
+	usleep(50000);
+	mark("ft-spin");
+	if (cmd(vm, 0, OP_X2_IPI_SPIN, 2, ICR_FIXED | ICR_ASSERT | 0x40, 20000))
+		return 6;
+	spin_stats();
+	return 0;
+}
+
+static void t_ipi_hint_x2apic(struct result *r)
+{
+	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
+
+	spin_check(r, &o, sc_x2_spin, NULL, 2, 1, "ft-spin");
+	if (r->ok)
+		spin_check(r, &o, sc_spin_after_eoi, (void *)1, 1, 0, "ft-spin");
+}
 
 /*
  * Not a feature test: checks the VMM's own mechanics with upstream tracepoints only, so it
@@ -1448,16 +1546,15 @@ static const struct test {
 	void (*fn)(struct result *r);
 } tests[] = {
 	{ "vmm_selfcheck", t_vmm_selfcheck },
-	{ "ipi_track_unicast", t_ipi_track_unicast },
-	{ "ipi_track_ignores_broadcast_and_self", t_ipi_track_ignores_broadcast_and_self },
-	{ "ipi_clear_on_eoi", t_ipi_clear_on_eoi },
+	{ "deboost_switches_to_target", t_deboost_switches_to_target },
+	{ "deboost_sibling_share", t_deboost_sibling_share },
+	{ "deboost_fresh_cgroup", t_deboost_fresh_cgroup },
+	{ "deboost_cross_cpu_token", t_deboost_cross_cpu_token },
 	{ "on_spin_prefers_ipi_receiver", t_on_spin_prefers_ipi_receiver },
 	{ "on_spin_after_eoi", t_on_spin_after_eoi },
-	{ "on_spin_tracking_disabled", t_on_spin_tracking_disabled },
-	{ "on_spin_relaxed_round", t_on_spin_relaxed_round },
-	{ "deboost_applies_at_lca", t_deboost_applies_at_lca },
-	{ "deboost_rate_limited", t_deboost_rate_limited },
-	{ "deboost_knob_off", t_deboost_knob_off },
+	{ "on_spin_untracked_ipi_keeps_upstream_boost", t_on_spin_untracked_ipi_keeps_upstream_boost },
+	{ "ipi_hint_default_window", t_ipi_hint_default_window },
+	{ "ipi_hint_x2apic", t_ipi_hint_x2apic },
 };
 #define NTESTS (int)(sizeof(tests) / sizeof(tests[0]))
 
@@ -1493,6 +1590,7 @@ int main(int argc, char **argv)
 	if (!any)
 		return 2;
 	kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	shm_init();
 	if (!exists("/sys/kernel/tracing/trace") && exists("/sys/kernel/debug/tracing/trace"))
 		tracefs = "/sys/kernel/debug/tracing";
 	for (i = 0; i < NTESTS; i++) {

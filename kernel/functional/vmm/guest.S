@@ -52,6 +52,18 @@ loop:
 	je op_read
 	cmpl $9, %eax
 	je op_ipi_spin
+	cmpl $10, %eax
+	je op_x2apic_enable
+	cmpl $11, %eax
+	je op_x2_ipi_spin
+	cmpl $12, %eax
+	je op_x2_eoi
+	cmpl $13, %eax
+	je op_hlt
+	cmpl $14, %eax
+	je op_spin_yield
+	cmpl $15, %eax
+	je op_x2_ipi
 	jmp done
 op_write:				/* *(u32 *)arg0 = arg1 */
 	movl 12(%esi), %edx
@@ -88,6 +100,7 @@ op_ipi_spin:				/* ICR_HI = arg0, ICR_LO = arg1, then one HvCallNotifyLongSpinWa
 	jmp 1f
 op_hv_spin:				/* arg0 x HvCallNotifyLongSpinWait (code 0x0008) */
 	movl 12(%esi), %ebp
+hv_spin_loop:
 1:	testl %ebp, %ebp
 	jz done
 	pushl %esi
@@ -115,6 +128,50 @@ op_kvm_yield:				/* arg1 x KVM_HC_SCHED_YIELD(arg0 = dest apic id) */
 	decl %ebp
 	incl 20(%esi)
 	jmp 1b
+op_x2apic_enable:			/* IA32_APIC_BASE |= EXTD (x2APIC mode) */
+	movl $0x1b, %ecx
+	rdmsr
+	orl $0x400, %eax
+	wrmsr
+	jmp done
+op_x2_ipi:				/* x2APIC ICR (MSR 0x830): dest = arg0, low = arg1 */
+	movl $0x830, %ecx
+	movl 12(%esi), %edx
+	movl 16(%esi), %eax
+	wrmsr
+	jmp done
+op_x2_ipi_spin:				/* x2APIC ICR write, then one HvCallNotifyLongSpinWait */
+	movl $0x830, %ecx
+	movl 12(%esi), %edx
+	movl 16(%esi), %eax
+	wrmsr
+	movl $1, %ebp
+	jmp hv_spin_loop
+op_x2_eoi:				/* x2APIC EOI (MSR 0x80b) */
+	movl $0x80b, %ecx
+	xorl %eax, %eax
+	xorl %edx, %edx
+	wrmsr
+	jmp done
+op_hlt:					/* sti; hlt: wait for an interrupt */
+	sti
+	hlt
+	jmp done
+op_spin_yield:				/* arg1 x { spin result iterations; KVM_HC_SCHED_YIELD(arg0) } */
+	movl 16(%esi), %ebp
+2:	testl %ebp, %ebp
+	jz done
+	movl 32(%esi), %ecx
+3:	decl %ecx
+	jnz 3b
+	movl $11, %eax
+	movl 12(%esi), %ebx
+	xorl %ecx, %ecx
+	xorl %edx, %edx
+	vmmcall
+	decl %ebp
+	incl 20(%esi)
+	jmp 2b
 done:
 	movl 0(%esi), %eax
 	movl %eax, 4(%esi)

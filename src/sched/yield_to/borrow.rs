@@ -13,7 +13,7 @@
 use super::borrow_helpers::{yield_borrow_allowed, yield_borrow_budget};
 use crate::sched::core::Switch;
 use crate::sched::ids::{CpuId, TaskId};
-use crate::sched::weight::calc_delta_fair;
+use crate::sched::weight::{calc_delta_fair, NICE_0_LOAD, SCHED_FIXEDPOINT_SHIFT};
 use crate::sched::Scheduler;
 
 impl Scheduler {
@@ -28,9 +28,18 @@ impl Scheduler {
         }
         let se_y = self.tasks[y.idx()].se;
         let e = &self.ses[se_y.idx()];
-        // Ran since picked, up to now (update_curr() has not run yet).
-        let ran =
-            (e.sum_exec_runtime - e.prev_sum_exec_runtime) + self.now.saturating_sub(e.exec_start);
+        // What the yielder used of its current slice: its deadline is one
+        // slice past the point where the slice started, so the part left is
+        // `deadline - vruntime` (recorded by yield_task_fair() before the
+        // forfeit), scaled back to real time. `sum_exec_runtime -
+        // prev_sum_exec_runtime` would count every slice since the yielder
+        // was last switched in, so a yielder that keeps being re-picked
+        // would lend nothing (found on the kernel side, docs/design.md).
+        let left_vns = self.yield_rq[cpu.idx()].yield_left_vns;
+        let left = ((left_vns as u128 * (e.load.weight >> SCHED_FIXEDPOINT_SHIFT) as u128)
+            / (NICE_0_LOAD >> SCHED_FIXEDPOINT_SHIFT) as u128)
+            .min(u64::MAX as u128) as u64;
+        let ran = e.slice - e.slice.min(left);
         let budget = yield_borrow_budget(e.slice, ran);
         if budget == 0 {
             return;

@@ -131,10 +131,13 @@ pub fn vcpu_deboost_penalty(gran: u64, need: u64, h_nr_queued: u32, reverse_pair
     vcpu_deboost_penalty_with(&CAP_HALVES, gran, need, h_nr_queued, reverse_pair)
 }
 
-/// `vcpu_deboost_new_vruntime()`: the overflow-guarded apply; None = refused.
+/// `yield_penalty_new_vruntime()` (series v2; was `vcpu_deboost_new_vruntime()`):
+/// vruntime is a wrapping clock, so the sum wraps like every other vruntime
+/// update; only a zero penalty is refused (None). v1 also refused a wrapping
+/// sum, which refused every penalty in a fresh cgroup (review item M2).
 pub fn vcpu_deboost_new_vruntime(vruntime: u64, penalty: u64) -> Option<u64> {
-    if penalty == 0 || vruntime > u64::MAX - penalty {
+    if penalty == 0 {
         return None;
     }
-    Some(vruntime + penalty)
+    Some(vruntime.wrapping_add(penalty))
 }

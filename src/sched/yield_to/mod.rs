@@ -114,6 +114,10 @@ pub struct YieldRqState {
     pub yielding: Option<TaskId>,
     /// lag-credit-v3: last forced reschedule (0 = never).
     pub last_forced_resched: u64,
+    /// What `yield_task_fair()` found left of the yielder's slice, in its
+    /// entity's virtual time (`deadline - vruntime` after `update_curr()`,
+    /// before the forfeit; 0 if none): the borrow budget's source.
+    pub yield_left_vns: u64,
     /// borrow: a granted borrow waiting for its target to be picked.
     pub borrow_pending: Option<(TaskId, u64)>,
     /// borrow: the running target and the budget it may run since picked.

@@ -1,0 +1,355 @@
+//! `report.html`: one self-contained page (inline SVG, no scripts, no
+//! external resources) with the comparison to the published figures, plots
+//! and every section's tables.
+
+use super::plot::{hex, lines, Series};
+use super::{cell, pct_cell, Published, Section, COMPARE};
+use crate::sweep::summary::to_markdown;
+use std::fmt::Write as _;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Markdown (as `to_markdown` writes it) to HTML: headings, tables, text.
+fn md_to_html(md: &str) -> String {
+    let mut o = String::new();
+    let mut in_table = false;
+    let mut header_done = false;
+    for l in md.lines() {
+        if l.starts_with('|') {
+            if !in_table {
+                o.push_str("<div class=scroll><table>\n");
+                in_table = true;
+                header_done = false;
+            }
+            if l.starts_with("|---") {
+                header_done = true;
+                continue;
+            }
+            let tag = if header_done { "td" } else { "th" };
+            o.push_str("<tr>");
+            for c in l.trim_matches('|').split(" | ") {
+                let _ = write!(o, "<{tag}>{}</{tag}>", esc(c.trim()));
+            }
+            o.push_str("</tr>\n");
+            continue;
+        }
+        if in_table {
+            o.push_str("</table></div>\n");
+            in_table = false;
+        }
+        if let Some(h) = l.strip_prefix("## ") {
+            let _ = writeln!(o, "<h4>{}</h4>", esc(h));
+        } else if l.starts_with("# ") {
+            continue;
+        } else if !l.trim().is_empty() {
+            let _ = writeln!(o, "<p>{}</p>", esc(l));
+        }
+    }
+    if in_table {
+        o.push_str("</table></div>\n");
+    }
+    o
+}
+
+const STYLE: &str =
+    "body{font-family:sans-serif;max-width:1320px;margin:20px auto;color:#222;line-height:1.4}\
+table{border-collapse:collapse;margin:8px 0 16px;font-size:12px}\
+td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}\
+th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}\
+.grid{display:flex;flex-wrap:wrap;gap:10px}.grid div{flex:0 0 auto}\
+.scroll{overflow-x:auto;max-width:100%}.note{color:#555;font-size:13px}details{margin:8px 0}summary{cursor:pointer;font-weight:bold}\
+.legend span{margin-right:14px;font-size:13px;white-space:nowrap}.legend span{margin-right:14px;font-size:13px;white-space:nowrap}.pos{color:#1a7f37}.neg{color:#b42318}";
+
+pub fn render(sections: &[Section], p: &Published, quick: bool, _table: &str) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>oversub reproduce</title><style>{STYLE}</style></head><body>"
+    );
+    let _ = writeln!(
+        o,
+        "<h1>oversub reproduce{}</h1>",
+        if quick { " --quick" } else { "" }
+    );
+    let _ = writeln!(
+        o,
+        "<p class=note>Simulated (oversub) beside published. Each simulated number is the mean over seeds \
+         with the half-width of its 95% confidence interval (Student t); gains are paired by seed against \
+         <b>upstream</b> 6.12.117 on the same scenario. {}The workload models come from first principles \
+         (src/guest/workload.rs); nothing is tuned toward the published figures, so the gap is a finding.</p>",
+        if quick {
+            "This is the <b>--quick</b> run: few seeds and short runs, so intervals are wide; run without --quick for the full evaluation. "
+        } else {
+            ""
+        }
+    );
+    if let Some(s) = sections.iter().find(|s| s.name == "seeds") {
+        seeds_section(&mut o, s, p);
+    }
+    for s in sections {
+        let _ = writeln!(
+            o,
+            "<h2 id=\"{}\">Section {}: {}</h2>",
+            esc(&s.name),
+            esc(&s.name),
+            esc(&s.title)
+        );
+        let _ = writeln!(
+            o,
+            "<p class=note>Sweep file {}, seeds {:?}, duration {}. Raw rows: {}/results.csv.</p>",
+            esc(&s.spec.file),
+            s.spec.seeds,
+            s.spec.duration.map(|d| d.to_string()).unwrap_or_default(),
+            esc(&s.name)
+        );
+        if s.name == "s390" {
+            let _ = writeln!(
+                o,
+                "<p>Published: {} — {}.</p>",
+                esc(p.s390.get("source").and_then(|v| v.as_str()).unwrap_or("")),
+                esc(p.s390.get("note").and_then(|v| v.as_str()).unwrap_or(""))
+            );
+        }
+        let md = to_markdown(&s.spec, &s.summary);
+        let html = md_to_html(&md);
+        if s.name == "seeds" {
+            let _ = writeln!(
+                o,
+                "<details><summary>All tables of this section</summary>{html}</details>"
+            );
+        } else {
+            o.push_str(&html);
+        }
+    }
+    o.push_str("</body></html>\n");
+    o
+}
+
+fn seeds_section(o: &mut String, s: &Section, p: &Published) {
+    let _ = writeln!(o, "<h2>Published v1 gains beside the simulation</h2>");
+    let _ = writeln!(o, "<p class=note>Published: {}.</p>", esc(&p.v1.source));
+    let _ = write!(
+        o,
+        "<table><tr><th>workload</th><th>VMs</th><th>credited to</th><th>published v1 (%)</th>"
+    );
+    for c in COMPARE {
+        let _ = write!(o, "<th>{c} (%)</th>");
+    }
+    let _ = writeln!(o, "<th>v1 gap (pp)</th><th>upstream (ops/s)</th></tr>");
+    for r in &p.v1.row {
+        for (i, &vms) in r.vms.iter().enumerate() {
+            let pubv = r.gain_pct.get(i).copied().unwrap_or(f64::NAN);
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{vms}</td><td>{}</td><td>{pubv:+.1}</td>",
+                esc(&r.workload),
+                esc(&r.credited)
+            );
+            for c in COMPARE {
+                let cl = s
+                    .find(&r.workload, vms, &[("policy", c), ("pv", "on")])
+                    .and_then(|pt| cell(pt, &p.v1.metric));
+                let _ = write!(o, "<td>{}</td>", pct_cell(cl));
+            }
+            let sim = s
+                .find(&r.workload, vms, &[("policy", &p.v1.policy), ("pv", "on")])
+                .and_then(|pt| cell(pt, &p.v1.metric))
+                .and_then(|c| c.delta)
+                .map(|d| d.pct.mean);
+            let gap = sim
+                .map(|x| format!("{:+.1}", x - pubv))
+                .unwrap_or_else(|| "-".into());
+            let base = s
+                .find(
+                    &r.workload,
+                    vms,
+                    &[("policy", &p.v1.baseline), ("pv", "on")],
+                )
+                .and_then(|pt| cell(pt, &p.v1.metric))
+                .map(|c| c.ci.fmt(0))
+                .unwrap_or_else(|| "-".into());
+            let _ = writeln!(o, "<td>{gap}</td><td>{base}</td></tr>");
+        }
+    }
+    let _ = writeln!(o, "</table>");
+    let _ = writeln!(
+        o,
+        "<p class=note>Cells: gain over upstream in percent, mean ± 95% CI over seeds (paired); \
+         <span class=pos>green</span> = interval above zero, <span class=neg>red</span> = below. \
+         gap = simulated seed-v1 gain minus the published gain, in percentage points. \
+         PV features on (as the seeds' guests had).</p>"
+    );
+
+    let policies: Vec<String> = s
+        .spec
+        .axes
+        .iter()
+        .find(|a| a.name == "policy")
+        .map(|a| a.values.iter().map(|v| v.label.clone()).collect())
+        .unwrap_or_default();
+    let legend = {
+        let mut l = String::from("<p class=legend>");
+        for (i, pol) in policies.iter().enumerate() {
+            let _ = write!(
+                l,
+                "<span><svg width=22 height=10><line x1=0 y1=5 x2=22 y2=5 stroke='{}' stroke-width=3/></svg> {}</span> ",
+                hex(Some(i)),
+                esc(pol)
+            );
+        }
+        l
+    };
+    let published_key = "<span><svg width=22 height=10><line x1=0 y1=5 x2=22 y2=5 stroke='#000' stroke-width=2 stroke-dasharray='6,4'/></svg> published v1</span>";
+    for pv in ["on", "off"] {
+        let _ = writeln!(
+            o,
+            "<h3>Per workload, guest PV features {pv}</h3><p class=note>Left: throughput (ops/s as the \
+             workload defines them, summed over VMs); middle: gain over upstream (paired, % with 95% CI){}; \
+             right: Jain's index over VMs of CPU time per vCPU (1 = equal; error bars clipped to 1).</p>{legend}{}</p><div class=grid>",
+            if pv == "on" { ", published v1 dashed" } else { "" },
+            if pv == "on" { published_key } else { "" }
+        );
+        for r in &p.v1.row {
+            let series_of = |metric: &str, delta: bool| -> Vec<Series> {
+                policies
+                    .iter()
+                    .enumerate()
+                    .map(|(ci, pol)| Series {
+                        name: pol.clone(),
+                        dashed: false,
+                        color: Some(ci),
+                        points: r
+                            .vms
+                            .iter()
+                            .filter_map(|&v| {
+                                let c = cell(
+                                    s.find(&r.workload, v, &[("policy", pol), ("pv", pv)])?,
+                                    metric,
+                                )?;
+                                if delta {
+                                    let d = c.delta?;
+                                    Some((v as f64, d.pct.mean, d.pct.half))
+                                } else {
+                                    Some((v as f64, c.ci.mean, c.ci.half))
+                                }
+                            })
+                            .collect(),
+                    })
+                    .filter(|x| !x.points.is_empty())
+                    .collect()
+            };
+            let t = series_of(&p.v1.metric, false);
+            o.push_str(&format!(
+                "<div>{}</div>",
+                lines(
+                    &format!("{}: throughput", r.workload),
+                    "VMs (16 vCPUs each)",
+                    "ops/s",
+                    &t,
+                    true,
+                    Some((0.0, f64::INFINITY))
+                )
+            ));
+            let mut g = series_of(&p.v1.metric, true);
+            if pv == "on" {
+                g.push(Series {
+                    name: "published v1".into(),
+                    dashed: true,
+                    color: None,
+                    points: r
+                        .vms
+                        .iter()
+                        .zip(&r.gain_pct)
+                        .map(|(&v, &x)| (v as f64, x, f64::NAN))
+                        .collect(),
+                });
+            }
+            o.push_str(&format!(
+                "<div>{}</div>",
+                lines(
+                    &format!("{}: gain over upstream", r.workload),
+                    "VMs (16 vCPUs each)",
+                    "% (paired, 95% CI)",
+                    &g,
+                    true,
+                    None
+                )
+            ));
+            let j = series_of("jain_vms_cpu", false);
+            o.push_str(&format!(
+                "<div>{}</div>",
+                lines(
+                    &format!("{}: fairness between VMs", r.workload),
+                    "VMs (16 vCPUs each)",
+                    "Jain's index of CPU per vCPU",
+                    &j,
+                    true,
+                    Some((0.0, 1.0))
+                )
+            ));
+        }
+        let _ = writeln!(o, "</div>");
+    }
+    // Latency CDFs over runs.
+    let _ = writeln!(
+        o,
+        "<h3>Latency distributions (PV on)</h3><p class=note>Empirical CDF over runs (seeds x VM counts) \
+         of each run's mean per-op latency (op_latency_us: vCPUs x duration / ops) and of its \
+         lock-wait p99 (lock_wait_p99_us), per policy. The per-op latency is how v3 reports dedup and vips.</p>{legend}</p><div class=grid>"
+    );
+    for r in &p.v1.row {
+        for (metric, what) in [
+            ("op_latency_us", "per-op latency (us)"),
+            ("lock_wait_p99_us", "lock-wait p99 (us)"),
+        ] {
+            let series: Vec<Series> = policies
+                .iter()
+                .enumerate()
+                .map(|(ci, pol)| {
+                    let mut xs: Vec<f64> = s
+                        .rows
+                        .iter()
+                        .filter(|row| {
+                            row.workload == r.workload
+                                && row.labels.iter().any(|(k, v)| k == "policy" && v == pol)
+                                && row.labels.iter().any(|(k, v)| k == "pv" && v == "on")
+                        })
+                        .filter_map(|row| {
+                            row.metrics.iter().find(|(k, _)| k == metric).map(|x| x.1)
+                        })
+                        .filter(|x| x.is_finite())
+                        .collect();
+                    xs.sort_by(|a, b| a.total_cmp(b));
+                    let n = xs.len() as f64;
+                    Series {
+                        name: pol.clone(),
+                        dashed: false,
+                        color: Some(ci),
+                        points: xs
+                            .iter()
+                            .enumerate()
+                            .map(|(i, &x)| (x, (i + 1) as f64 / n, f64::NAN))
+                            .collect(),
+                    }
+                })
+                .filter(|x| !x.points.is_empty())
+                .collect();
+            o.push_str(&format!(
+                "<div>{}</div>",
+                lines(
+                    &format!("{}: {what}", r.workload),
+                    what,
+                    "fraction of runs",
+                    &series,
+                    false,
+                    Some((0.0, 1.0))
+                )
+            ));
+        }
+    }
+    let _ = writeln!(o, "</div>");
+}

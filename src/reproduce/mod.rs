@@ -1,0 +1,327 @@
+//! `oversub reproduce`: the seeds' evaluation, the reviewers' topologies and
+//! the s390 ping-pong, each a sweep file (`sweeps/reproduce.toml` lists
+//! them), run and set beside the published figures (`data/published.toml`):
+//! `DIR/results.csv`, `DIR/summary.md`, `DIR/report.html`, and each section's
+//! sweep outputs under `DIR/<section>/`.
+//!
+//! Everything is defined by scenario files and `--set` overrides, so the
+//! reproduction follows the model as it changes.
+
+pub mod html;
+pub mod plot;
+
+use crate::engine::Nanos;
+use crate::scenario::parse_duration;
+use crate::sweep::spec::SweepSpec;
+use crate::sweep::summary::{Cell, PointSummary};
+use crate::sweep::{self, Point, Row};
+use serde::Deserialize;
+use std::fmt::Write as _;
+use std::path::Path;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Manifest {
+    published: String,
+    section: Vec<RawSection>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSection {
+    name: String,
+    title: String,
+    sweep: String,
+    seeds: Vec<u64>,
+    duration: String,
+    quick_seeds: Vec<u64>,
+    quick_duration: String,
+}
+
+/// The published figures (`data/published.toml`).
+#[derive(Deserialize, Clone, Debug)]
+pub struct Published {
+    pub v1: PublishedV1,
+    pub s390: toml::Table,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+pub struct PublishedV1 {
+    pub source: String,
+    pub policy: String,
+    pub baseline: String,
+    pub metric: String,
+    pub row: Vec<PublishedRow>,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+pub struct PublishedRow {
+    pub workload: String,
+    pub what: String,
+    pub credited: String,
+    pub vms: Vec<usize>,
+    pub gain_pct: Vec<f64>,
+}
+
+/// One section's results.
+pub struct Section {
+    pub name: String,
+    pub title: String,
+    pub spec: SweepSpec,
+    pub points: Vec<Point>,
+    pub rows: Vec<Row>,
+    pub summary: Vec<PointSummary>,
+}
+
+impl Section {
+    /// The summary of the point with these labels (and workload/VM count).
+    pub fn find(
+        &self,
+        workload: &str,
+        vms: usize,
+        labels: &[(&str, &str)],
+    ) -> Option<&PointSummary> {
+        self.summary.iter().find(|p| {
+            p.workload == workload
+                && p.vms == vms
+                && labels
+                    .iter()
+                    .all(|(k, v)| p.labels.iter().any(|(a, b)| a == k && b == v))
+        })
+    }
+}
+
+pub fn cell<'a>(p: &'a PointSummary, metric: &str) -> Option<&'a Cell> {
+    p.cells.iter().find(|c| c.metric == metric)
+}
+
+fn dur(f: &str, v: &str) -> Result<Nanos, String> {
+    match parse_duration(v) {
+        Ok(d) if d.0 > 0 => Ok(d),
+        Ok(_) => Err(format!("{f}: must be positive")),
+        Err(m) => Err(format!("{f}: {m}")),
+    }
+}
+
+/// Runs every section and writes the outputs; returns the terminal text.
+pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<String, String> {
+    let mf = manifest.display().to_string();
+    let src = std::fs::read_to_string(manifest).map_err(|e| format!("{mf}: cannot read: {e}"))?;
+    let m: Manifest = toml::from_str(&src).map_err(|e| {
+        format!(
+            "{mf}: {}",
+            e.to_string().lines().collect::<Vec<_>>().join(" ")
+        )
+    })?;
+    let dir = manifest.parent().unwrap_or(Path::new("."));
+    let pf = dir.join(&m.published);
+    let psrc =
+        std::fs::read_to_string(&pf).map_err(|e| format!("{}: cannot read: {e}", pf.display()))?;
+    let published: Published = toml::from_str(&psrc).map_err(|e| {
+        format!(
+            "{}: {}",
+            pf.display(),
+            e.to_string().lines().collect::<Vec<_>>().join(" ")
+        )
+    })?;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: cannot create: {e}", out.display()))?;
+    let wall = std::time::Instant::now();
+    let mut sections = Vec::new();
+    for s in &m.section {
+        let mut spec = SweepSpec::load(&dir.join(&s.sweep))?;
+        let (seeds, d, df) = if quick {
+            (&s.quick_seeds, &s.quick_duration, "quick_duration")
+        } else {
+            (&s.seeds, &s.duration, "duration")
+        };
+        if seeds.is_empty() {
+            return Err(format!("{mf}: section {}: no seeds", s.name));
+        }
+        spec.seeds = seeds.clone();
+        spec.duration = Some(dur(&format!("{mf}: section {}: {df}", s.name), d)?);
+        let (points, rows) = sweep::run(&spec, progress)?;
+        sweep::write_outputs(&spec, &points, &rows, &out.join(&s.name))?;
+        let summary = sweep::summary::summarise(&spec, &points, &rows);
+        sections.push(Section {
+            name: s.name.clone(),
+            title: s.title.clone(),
+            spec,
+            points,
+            rows,
+            summary,
+        });
+    }
+    let wall_s = wall.elapsed().as_secs_f64();
+    let w = |name: &str, text: &str| {
+        let p = out.join(name);
+        std::fs::write(&p, text).map_err(|e| format!("{}: cannot write: {e}", p.display()))
+    };
+    w("results.csv", &combined_csv(&sections))?;
+    let table = comparison(&sections, &published);
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "# oversub reproduce{}\n",
+        if quick { " --quick" } else { "" }
+    );
+    let _ = writeln!(md, "## Published v1 gains beside the simulation\n");
+    let _ = writeln!(md, "```\n{table}```\n");
+    for s in &sections {
+        let _ = writeln!(md, "# Section {}: {}\n", s.name, s.title);
+        let body = sweep::summary::to_markdown(&s.spec, &s.summary);
+        // Demote the section's headings under its title.
+        for l in body.lines().skip(1) {
+            if let Some(h) = l.strip_prefix("## ") {
+                let _ = writeln!(md, "### {h}");
+            } else {
+                let _ = writeln!(md, "{l}");
+            }
+        }
+        md.push('\n');
+    }
+    w("summary.md", &md)?;
+    w(
+        "report.html",
+        &html::render(&sections, &published, quick, &table),
+    )?;
+    let mut text = String::new();
+    let _ = writeln!(text, "{table}");
+    let _ = writeln!(
+        text,
+        "{} runs in {:.1} s wall. Report: {}  Tables: {}  Rows: {}",
+        sections.iter().map(|s| s.rows.len()).sum::<usize>(),
+        wall_s,
+        out.join("report.html").display(),
+        out.join("summary.md").display(),
+        out.join("results.csv").display()
+    );
+    Ok(text)
+}
+
+/// All sections' rows: `section`, then the sweep columns over the union of
+/// the sections' axes.
+fn combined_csv(sections: &[Section]) -> String {
+    let mut axes: Vec<String> = Vec::new();
+    for s in sections {
+        for a in &s.spec.axes {
+            if a.name != "file" && !axes.contains(&a.name) {
+                axes.push(a.name.clone());
+            }
+        }
+    }
+    let mut rows: Vec<Row> = Vec::new();
+    let mut secs = Vec::new();
+    for s in sections {
+        for r in &s.rows {
+            rows.push(r.clone());
+            secs.push(s.name.clone());
+        }
+    }
+    let body = sweep::to_csv(&axes, &rows);
+    let mut o = String::new();
+    for (i, l) in body.lines().enumerate() {
+        let first = if i == 0 {
+            "section"
+        } else {
+            secs[i - 1].as_str()
+        };
+        let _ = writeln!(o, "{first},{l}");
+    }
+    o
+}
+
+/// Signed percent with its CI, or "-".
+fn pct(c: Option<&Cell>) -> String {
+    match c.and_then(|c| c.delta) {
+        Some(d) if d.pct.mean.is_finite() => {
+            if d.pct.half.is_finite() {
+                format!("{:+.1}±{:.1}", d.pct.mean, d.pct.half)
+            } else {
+                format!("{:+.1}", d.pct.mean)
+            }
+        }
+        _ => "-".into(),
+    }
+}
+
+/// The HTML cell of a gain, coloured when its interval excludes zero.
+pub fn pct_cell(c: Option<&Cell>) -> String {
+    let t = pct(c);
+    match c.and_then(|c| c.delta) {
+        Some(d) if d.pct.excludes_zero() && d.pct.mean > 0.0 => {
+            format!("<span class=pos>{t}</span>")
+        }
+        Some(d) if d.pct.excludes_zero() => format!("<span class=neg>{t}</span>"),
+        _ => t,
+    }
+}
+
+/// Policies shown beside v1 in the comparison table.
+pub const COMPARE: [&str; 6] = [
+    "seed-v1",
+    "seed-v3",
+    "series",
+    "borrow",
+    "borrow+hint",
+    "kpn-walk",
+];
+
+/// The terminal table: per workload and VM count, the published v1 gain, the
+/// simulated gains (PV on) of each policy over upstream, and v1's gap.
+pub fn comparison(sections: &[Section], p: &Published) -> String {
+    let Some(s) = sections.iter().find(|s| s.name == "seeds") else {
+        return "no \"seeds\" section\n".into();
+    };
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Throughput gain over upstream 6.12.117, % (mean ± 95% CI over seeds {:?}, paired; PV on)",
+        s.spec.seeds
+    );
+    let _ = write!(o, "{:<8} {:>3} {:>9} ", "workload", "vms", "published");
+    for c in COMPARE {
+        let _ = write!(o, "{:>12} ", c);
+    }
+    let _ = writeln!(o, "{:>9} {:>12}", "v1 gap", "upstream");
+    let _ = write!(o, "{:<8} {:>3} {:>9} ", "", "", "v1 %");
+    for _ in COMPARE {
+        let _ = write!(o, "{:>12} ", "%");
+    }
+    let _ = writeln!(o, "{:>9} {:>12}", "pp", "ops/s");
+    for r in &p.v1.row {
+        for (i, &vms) in r.vms.iter().enumerate() {
+            let pubv = r.gain_pct.get(i).copied().unwrap_or(f64::NAN);
+            let _ = write!(o, "{:<8} {:>3} {:>9.1} ", r.workload, vms, pubv);
+            for c in COMPARE {
+                let cell_ = s
+                    .find(&r.workload, vms, &[("policy", c), ("pv", "on")])
+                    .and_then(|pt| cell(pt, &p.v1.metric));
+                let _ = write!(o, "{:>12} ", pct(cell_));
+            }
+            let sim = s
+                .find(&r.workload, vms, &[("policy", &p.v1.policy), ("pv", "on")])
+                .and_then(|pt| cell(pt, &p.v1.metric))
+                .and_then(|c| c.delta)
+                .map(|d| d.pct.mean);
+            let gap = sim
+                .map(|x| format!("{:+.1}", x - pubv))
+                .unwrap_or_else(|| "-".into());
+            let base = s
+                .find(
+                    &r.workload,
+                    vms,
+                    &[("policy", &p.v1.baseline), ("pv", "on")],
+                )
+                .and_then(|pt| cell(pt, &p.v1.metric))
+                .map(|c| format!("{:.0}", c.ci.mean))
+                .unwrap_or_else(|| "-".into());
+            let _ = writeln!(o, "{gap:>9} {base:>12}");
+        }
+    }
+    let _ = writeln!(
+        o,
+        "published: {}\ngap = simulated seed-v1 gain - published gain (percentage points)",
+        p.v1.source
+    );
+    o
+}

@@ -1,0 +1,83 @@
+//! The record of a run: the simulator hands its state over as a `Report`
+//! (src/report.rs), which everything downstream (tables, JSON, sweeps,
+//! reproduce) reads instead of the simulator.
+
+use super::Simulator;
+use crate::engine::Nanos;
+use crate::report::*;
+
+impl Simulator {
+    pub(super) fn build_report(&mut self, duration: Nanos, wall_ns: u64) -> Report {
+        let sim = self;
+        let events = sim.events();
+        let s = &mut sim.sched;
+        let mut tasks = Vec::new();
+        for t in s.tasks.iter_mut() {
+            let cpu_ns = s.ses[t.se.idx()].sum_exec_runtime;
+            tasks.push(TaskReport {
+                name: t.name.clone(),
+                cgroup: s.groups[t.group.idx()].path.clone(),
+                cpu: t.cpu.0,
+                cpu_ns,
+                wait_ns: t.stats.wait_ns,
+                nr_switches: t.stats.nr_switches,
+                nr_voluntary_switches: t.stats.nr_voluntary_switches,
+                nr_involuntary_switches: t.stats.nr_involuntary_switches,
+                nr_yields: t.stats.nr_yields,
+                nr_yield_to: t.stats.nr_yield_to,
+                nr_yield_to_ok: t.stats.nr_yield_to_ok,
+                nr_yield_to_target_ran: t.stats.nr_yield_to_target_ran,
+                nr_migrations: t.stats.nr_migrations,
+                nr_wakeups: t.stats.nr_wakeups,
+                wakeup_latency_ns: crate::report::Percentiles::of(&mut t.stats.wakeup_latency),
+            });
+        }
+        let mut cgroups = Vec::new();
+        for (gi, g) in s.groups.iter().enumerate() {
+            let cpu_ns = s
+                .tasks
+                .iter()
+                .filter(|t| s.group_is_descendant(t.group, crate::sched::GroupId(gi as u32)))
+                .map(|t| s.ses[t.se.idx()].sum_exec_runtime)
+                .sum();
+            cgroups.push(CgroupReport {
+                path: g.path.clone(),
+                cpu_ns,
+            });
+        }
+        let vms = sim.vm_reports(duration);
+        let program = sim.program_report();
+        let s = &mut sim.sched;
+        let cpus = s
+            .rqs
+            .iter()
+            .map(|r| CpuReport {
+                id: r.cpu.0,
+                busy_ns: r.busy_ns,
+                nr_switches: r.nr_switches,
+            })
+            .collect();
+        Report {
+            kernel: s.cfg.preset.name().to_string(),
+            duration_ns: duration.0,
+            seed: 0,
+            cpus_n: s.cfg.nr_cpus,
+            hz: s.cfg.hz,
+            host_costs_ns: crate::sched::HostCosts::NAMES
+                .iter()
+                .zip(s.cfg.costs.values())
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            events,
+            wall_ns,
+            tasks,
+            cgroups,
+            cpus,
+            vms,
+            program,
+            yield_stats: s.yield_stats.clone(),
+            scenario_file: String::new(),
+            scenario: serde_json::Value::Null,
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! `oversub sweep`: runs a scenario over the cartesian product of its axes
+//! and a seed list, in parallel (rayon), and writes one row per run
+//! (`results.csv`, `results.jsonl`) and a summary over seeds (mean, 95% CI,
+//! paired delta against a baseline) per point, per VM and per host task.
+//!
+//! Runs are independent and each is deterministic, and rows are written in
+//! the order of the expansion, so the outputs are byte-identical for the same
+//! sweep whatever the thread count (the wall time is not recorded).
+
+pub mod metrics;
+pub mod spec;
+pub mod summary;
+
+use crate::scenario::overrides::Override;
+use crate::scenario::Scenario;
+use metrics::Metrics;
+use rayon::prelude::*;
+use serde::Serialize;
+use spec::SweepSpec;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// One point of the product: a value per axis.
+#[derive(Clone, Debug)]
+pub struct Point {
+    /// (axis name, label) in axis order.
+    pub labels: Vec<(String, String)>,
+    pub file: PathBuf,
+    pub sets: Vec<Override>,
+}
+
+/// One run's row.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub point: usize,
+    pub file: String,
+    /// The VMs' workloads joined by `+` ("host" without VMs).
+    pub workload: String,
+    pub vms: usize,
+    pub labels: Vec<(String, String)>,
+    pub seed: u64,
+    pub metrics: Metrics,
+    /// The effective scenario (after every override, seed and duration).
+    pub scenario: serde_json::Value,
+}
+
+/// Expands the axes (first axis outermost).
+pub fn points(spec: &SweepSpec) -> Vec<Point> {
+    let mut pts = vec![Point {
+        labels: Vec::new(),
+        file: spec.base.clone().unwrap_or_default(),
+        sets: spec.sets.clone(),
+    }];
+    for ax in &spec.axes {
+        let mut next = Vec::new();
+        for p in &pts {
+            for v in &ax.values {
+                let mut q = p.clone();
+                q.labels.push((ax.name.clone(), v.label.clone()));
+                if let Some(f) = &v.file {
+                    q.file = f.clone();
+                }
+                q.sets.extend(v.sets.iter().cloned());
+                next.push(q);
+            }
+        }
+        pts = next;
+    }
+    pts
+}
+
+fn load(p: &Point, seed: u64, spec: &SweepSpec) -> Result<Scenario, String> {
+    let mut sets = p.sets.clone();
+    sets.push(Override {
+        arg: format!("host.seed={seed}"),
+        path: vec!["host".into(), "seed".into()],
+        value: toml::Value::Integer(seed as i64),
+        raw: seed.to_string(),
+    });
+    if let Some(d) = spec.duration {
+        sets.push(Override {
+            arg: format!("host.duration={}ns", d.0),
+            path: vec!["host".into(), "duration".into()],
+            value: toml::Value::String(format!("{}ns", d.0)),
+            raw: format!("{}ns", d.0),
+        });
+    }
+    Scenario::load_with(&p.file, &sets).map_err(|e| {
+        let at = p
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        format!("{} (sweep {}, point {at})", e, spec.file)
+    })
+}
+
+/// Validates every point (so a bad value fails before any run), then runs
+/// them all; `progress` shows a bar on a terminal.
+pub fn run(spec: &SweepSpec, progress: bool) -> Result<(Vec<Point>, Vec<Row>), String> {
+    let pts = points(spec);
+    for p in &pts {
+        load(p, spec.seeds[0], spec)?;
+    }
+    let jobs: Vec<(usize, u64)> = (0..pts.len())
+        .flat_map(|i| spec.seeds.iter().map(move |&s| (i, s)))
+        .collect();
+    let bar = if progress {
+        let b = indicatif::ProgressBar::with_draw_target(
+            Some(jobs.len() as u64),
+            indicatif::ProgressDrawTarget::stderr(),
+        );
+        if let Ok(st) = indicatif::ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}",
+        ) {
+            b.set_style(st.progress_chars("=> "));
+        }
+        b.set_prefix(
+            Path::new(&spec.file)
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        );
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let rows: Result<Vec<Row>, String> = jobs
+        .par_iter()
+        .map(|&(i, seed)| {
+            let sc = load(&pts[i], seed, spec)?;
+            let r = crate::run_scenario(&sc, None, None);
+            let m = metrics::metrics(&sc, &r);
+            let mut wl: Vec<&str> = sc.vms.iter().map(|v| v.workload.name.as_str()).collect();
+            wl.dedup();
+            bar.inc(1);
+            Ok(Row {
+                point: i,
+                file: pts[i].file.display().to_string(),
+                workload: if wl.is_empty() {
+                    "host".into()
+                } else {
+                    wl.join("+")
+                },
+                vms: sc.vms.len(),
+                labels: pts[i].labels.clone(),
+                seed,
+                metrics: m,
+                scenario: r.scenario,
+            })
+        })
+        .collect();
+    bar.finish_and_clear();
+    Ok((pts, rows?))
+}
+
+/// Metric columns: the union over rows, in first-seen order.
+pub fn metric_columns(rows: &[Row]) -> Vec<String> {
+    let mut cols: Vec<String> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for r in rows {
+        for (k, _) in &r.metrics {
+            if seen.insert(k.clone()) {
+                cols.push(k.clone());
+            }
+        }
+    }
+    cols
+}
+
+fn csv_cell(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Formats a metric value for CSV: empty when absent or not a number.
+pub fn num(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => {
+            if x.fract() == 0.0 && x.abs() < 1e15 {
+                format!("{x:.0}")
+            } else {
+                format!("{x:.6}")
+            }
+        }
+        _ => String::new(),
+    }
+}
+
+/// `results.csv`: `file, workload, vms, <axes>, seed, <metrics>`.
+pub fn to_csv(spec_axes: &[String], rows: &[Row]) -> String {
+    let cols = metric_columns(rows);
+    let mut o = String::new();
+    let mut head = vec!["file".to_string(), "workload".into(), "vms".into()];
+    head.extend(spec_axes.iter().cloned());
+    head.push("seed".into());
+    head.extend(cols.iter().cloned());
+    let _ = writeln!(
+        o,
+        "{}",
+        head.iter()
+            .map(|h| csv_cell(h))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    for r in rows {
+        let mut cells = vec![csv_cell(&r.file), csv_cell(&r.workload), r.vms.to_string()];
+        for a in spec_axes {
+            let l = r
+                .labels
+                .iter()
+                .find(|(k, _)| k == a)
+                .map(|(_, v)| v.as_str())
+                .unwrap_or("");
+            cells.push(csv_cell(l));
+        }
+        cells.push(r.seed.to_string());
+        for c in &cols {
+            cells.push(num(r.metrics.iter().find(|(k, _)| k == c).map(|(_, v)| *v)));
+        }
+        let _ = writeln!(o, "{}", cells.join(","));
+    }
+    o
+}
+
+/// `results.jsonl`: one object per run.
+pub fn to_jsonl(rows: &[Row]) -> String {
+    let mut o = String::new();
+    for r in rows {
+        let mut obj = serde_json::Map::new();
+        obj.insert("file".into(), r.file.clone().into());
+        obj.insert("workload".into(), r.workload.clone().into());
+        obj.insert("vms".into(), r.vms.into());
+        let axes: serde_json::Map<String, serde_json::Value> = r
+            .labels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone().into()))
+            .collect();
+        obj.insert("axes".into(), axes.into());
+        obj.insert("seed".into(), r.seed.into());
+        let m: serde_json::Map<String, serde_json::Value> = r
+            .metrics
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    serde_json::Number::from_f64(*v)
+                        .map(serde_json::Value::Number)
+                        .unwrap_or(serde_json::Value::Null),
+                )
+            })
+            .collect();
+        obj.insert("metrics".into(), m.into());
+        obj.insert("scenario".into(), r.scenario.clone());
+        let _ = writeln!(o, "{}", serde_json::Value::Object(obj));
+    }
+    o
+}
+
+/// Runs a sweep file and writes `DIR/results.csv`, `DIR/results.jsonl`,
+/// `DIR/summary.csv` and `DIR/summary.md`. Returns the summary text.
+pub fn sweep_to_dir(spec: &SweepSpec, out: &Path, progress: bool) -> Result<String, String> {
+    let (pts, rows) = run(spec, progress)?;
+    write_outputs(spec, &pts, &rows, out)
+}
+
+pub fn write_outputs(
+    spec: &SweepSpec,
+    pts: &[Point],
+    rows: &[Row],
+    out: &Path,
+) -> Result<String, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: cannot create: {e}", out.display()))?;
+    let axes: Vec<String> = spec.axes.iter().map(|a| a.name.clone()).collect();
+    let w = |name: &str, text: &str| {
+        let p = out.join(name);
+        std::fs::write(&p, text).map_err(|e| format!("{}: cannot write: {e}", p.display()))
+    };
+    w("results.csv", &to_csv(&axes, rows))?;
+    w("results.jsonl", &to_jsonl(rows))?;
+    let s = summary::summarise(spec, pts, rows);
+    w("summary.csv", &summary::to_csv(&axes, &s))?;
+    let md = summary::to_markdown(spec, &s);
+    w("summary.md", &md)?;
+    Ok(md)
+}

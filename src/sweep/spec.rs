@@ -1,0 +1,291 @@
+//! The sweep file: a base scenario, axes over scenario keys (each value is a
+//! `--set` override, or a bundle of them under a label), seeds, and the
+//! baseline each point is compared with.
+//!
+//! ```toml
+//! base = "../scenarios/overcommit/dbench-2x16.toml"  # relative to this file
+//! seeds = [1, 2, 3, 4, 5]
+//! duration = "1s"                    # optional: overrides host.duration
+//! set = ["kvm.apicv=true"]           # optional: applied to every run
+//! baseline = { "host.yield.yield_to" = "upstream" }  # optional
+//!
+//! [[axis]]                           # plain axis: one key, its values
+//! key = "host.yield.yield_to"
+//! values = ["upstream", "deboost", "borrow"]
+//!
+//! [[axis]]                           # the scenario file itself
+//! key = "file"
+//! values = ["../scenarios/overcommit/dbench-2x16.toml", "..."]
+//!
+//! [[axis]]                           # named bundles of overrides
+//! name = "pv"
+//! values = [ { label = "on", set = [] },
+//!            { label = "off", set = ["guest.pv.spinlock=false"] } ]
+//! ```
+
+use crate::engine::Nanos;
+use crate::scenario::overrides::{parse_override, Override};
+use crate::scenario::parse_duration;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSweep {
+    base: Option<String>,
+    seeds: Vec<u64>,
+    duration: Option<String>,
+    #[serde(default)]
+    set: Vec<String>,
+    baseline: Option<toml::Table>,
+    #[serde(default)]
+    axis: Vec<RawAxis>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAxis {
+    key: Option<String>,
+    name: Option<String>,
+    values: Vec<toml::Value>,
+}
+
+/// One value of an axis.
+#[derive(Clone, Debug)]
+pub struct AxisValue {
+    /// How the value appears in results (CSV cell, summary row).
+    pub label: String,
+    /// Overrides it applies.
+    pub sets: Vec<Override>,
+    /// For the `file` axis: the scenario file.
+    pub file: Option<PathBuf>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Axis {
+    /// Column name: `name`, else `key`.
+    pub name: String,
+    pub values: Vec<AxisValue>,
+}
+
+/// A validated sweep.
+#[derive(Clone, Debug)]
+pub struct SweepSpec {
+    pub file: String,
+    pub base: Option<PathBuf>,
+    pub seeds: Vec<u64>,
+    pub duration: Option<Nanos>,
+    pub sets: Vec<Override>,
+    pub axes: Vec<Axis>,
+    /// Axis name -> label of the baseline value.
+    pub baseline: Vec<(String, String)>,
+}
+
+/// A label for a TOML scalar as `--set` would spell it.
+fn label_of(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        o => o.to_string(),
+    }
+}
+
+impl SweepSpec {
+    pub fn load(path: &Path) -> Result<SweepSpec, String> {
+        let f = path.display().to_string();
+        let src = std::fs::read_to_string(path).map_err(|e| format!("{f}: cannot read: {e}"))?;
+        SweepSpec::parse(&f, &src, path.parent().unwrap_or(Path::new(".")))
+    }
+
+    /// Parses sweep text; relative paths are resolved against `dir`.
+    pub fn parse(f: &str, src: &str, dir: &Path) -> Result<SweepSpec, String> {
+        let raw: RawSweep = toml::from_str(src).map_err(|e| {
+            format!(
+                "{f}: {}",
+                e.to_string().lines().collect::<Vec<_>>().join(" ")
+            )
+        })?;
+        let err = |field: &str, m: String| format!("{f}: {field}: {m}");
+        if raw.seeds.is_empty() {
+            return Err(err("seeds", "empty: give at least one seed".into()));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for s in &raw.seeds {
+            if !seen.insert(s) {
+                return Err(err("seeds", format!("seed {s} is listed twice")));
+            }
+        }
+        let duration = match &raw.duration {
+            None => None,
+            Some(d) => match parse_duration(d) {
+                Ok(n) if n.0 > 0 => Some(n),
+                Ok(_) => return Err(err("duration", "must be positive".into())),
+                Err(m) => return Err(err("duration", m)),
+            },
+        };
+        let sets = raw
+            .set
+            .iter()
+            .map(|s| parse_override(s).map_err(|m| err("set", m)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut axes = Vec::new();
+        for (i, a) in raw.axis.iter().enumerate() {
+            let field = format!("axis[{i}]");
+            let name = match (&a.name, &a.key) {
+                (Some(n), _) => n.clone(),
+                (None, Some(k)) => k.clone(),
+                (None, None) => {
+                    return Err(err(
+                        &field,
+                        "needs key = \"dotted.key\" or name = \"...\"".into(),
+                    ))
+                }
+            };
+            if a.values.is_empty() {
+                return Err(err(&format!("{field}.values"), "empty".into()));
+            }
+            let mut values = Vec::new();
+            for v in &a.values {
+                let av = match (v, a.key.as_deref()) {
+                    (toml::Value::Table(t), _) => bundle(t).map_err(|m| err(&format!("{field}.values"), m))?,
+                    (v, Some("file")) => {
+                        let toml::Value::String(p) = v else {
+                            return Err(err(&format!("{field}.values"), format!("{v} is not a path")));
+                        };
+                        AxisValue {
+                            label: Path::new(p)
+                                .file_stem()
+                                .map(|s| s.to_string_lossy().into_owned())
+                                .unwrap_or_else(|| p.clone()),
+                            sets: Vec::new(),
+                            file: Some(clean(&dir.join(p))),
+                        }
+                    }
+                    (v, Some(k)) => AxisValue {
+                        label: label_of(v),
+                        sets: vec![Override {
+                            arg: format!("{k}={}", label_of(v)),
+                            path: k.split('.').map(str::to_string).collect(),
+                            value: v.clone(),
+                            raw: label_of(v),
+                        }],
+                        file: None,
+                    },
+                    (v, None) => {
+                        return Err(err(
+                            &format!("{field}.values"),
+                            format!("{v}: an axis without key takes {{ label = \"..\", set = [..] }} values"),
+                        ))
+                    }
+                };
+                if values.iter().any(|x: &AxisValue| x.label == av.label) {
+                    return Err(err(
+                        &format!("{field}.values"),
+                        format!("\"{}\" appears twice", av.label),
+                    ));
+                }
+                values.push(av);
+            }
+            if axes.iter().any(|x: &Axis| x.name == name) {
+                return Err(err(&field, format!("axis \"{name}\" appears twice")));
+            }
+            axes.push(Axis { name, values });
+        }
+        let has_file_axis = raw.axis.iter().any(|a| a.key.as_deref() == Some("file"));
+        let base = raw.base.as_ref().map(|b| clean(&dir.join(b)));
+        if base.is_none() && !has_file_axis {
+            return Err(err(
+                "base",
+                "missing: give base = \"scenario.toml\" or a key = \"file\" axis".into(),
+            ));
+        }
+        let mut baseline = Vec::new();
+        for (k, v) in raw.baseline.iter().flatten() {
+            let Some(ax) = axes.iter().find(|a| &a.name == k) else {
+                return Err(err(
+                    "baseline",
+                    format!(
+                        "\"{k}\" is not an axis: allowed {}",
+                        axes.iter()
+                            .map(|a| a.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            };
+            let l = label_of(v);
+            if !ax.values.iter().any(|x| x.label == l) {
+                return Err(err(
+                    "baseline",
+                    format!(
+                        "\"{l}\" is not a value of axis \"{k}\": allowed {}",
+                        ax.values
+                            .iter()
+                            .map(|x| x.label.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            baseline.push((k.clone(), l));
+        }
+        Ok(SweepSpec {
+            file: f.to_string(),
+            base,
+            seeds: raw.seeds,
+            duration,
+            sets,
+            axes,
+            baseline,
+        })
+    }
+}
+
+fn bundle(t: &toml::Table) -> Result<AxisValue, String> {
+    let label = match t.get("label") {
+        Some(toml::Value::String(s)) => s.clone(),
+        _ => return Err("a bundle needs label = \"...\"".into()),
+    };
+    let mut sets = Vec::new();
+    for (k, v) in t {
+        match (k.as_str(), v) {
+            ("label", _) => {}
+            ("set", toml::Value::Array(a)) => {
+                for s in a {
+                    let toml::Value::String(s) = s else {
+                        return Err(format!("{label}: set takes \"KEY=VALUE\" strings, not {s}"));
+                    };
+                    sets.push(parse_override(s)?);
+                }
+            }
+            (k, _) => {
+                return Err(format!(
+                    "{label}: unknown field \"{k}\": allowed label, set"
+                ))
+            }
+        }
+    }
+    Ok(AxisValue {
+        label,
+        sets,
+        file: None,
+    })
+}
+
+/// `a/b/../c` -> `a/c` (lexically, so results name files as a person would).
+pub fn clean(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out: Vec<Component> = Vec::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.last(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    if out.is_empty() {
+        return PathBuf::from(".");
+    }
+    out.iter().collect()
+}

@@ -1,0 +1,148 @@
+//! What happened during a run, as events named after the kernel tracepoints
+//! that report the same thing, and the sinks a run writes them to: none
+//! (the default: no cost), a vector, and the Chrome/Perfetto JSON trace
+//! format of `oversub run --trace OUT.json` (opens in ui.perfetto.dev).
+//!
+//! This module knows task ids and names only; it never reads the simulator.
+
+pub mod chrome;
+
+/// One event. Times are virtual nanoseconds since the start of the run;
+/// tasks are host task ids (vCPU tasks included).
+#[derive(Clone, Debug, PartialEq)]
+pub enum TraceEvent {
+    /// `sched_switch`: `cpu` switched from `prev` to `next` (None = idle).
+    SchedSwitch {
+        t: u64,
+        cpu: u32,
+        prev: Option<u32>,
+        /// prev left runnable (R) rather than sleeping (S).
+        prev_runnable: bool,
+        next: Option<u32>,
+    },
+    /// `sched_wakeup`: `pid` became runnable on `target_cpu`.
+    SchedWakeup { t: u64, pid: u32, target_cpu: u32 },
+    /// `kvm_exit` of a vCPU task on `cpu` with its exit reason as the
+    /// kernel names it (`PAUSE_INSTRUCTION`, `HLT`, ...).
+    KvmExit {
+        t: u64,
+        cpu: u32,
+        pid: u32,
+        reason: &'static str,
+    },
+    /// `kvm_vcpu_on_spin_target` (the seed series' tracepoint): one
+    /// `yield_to()` attempt of `kvm_vcpu_on_spin` from `pid` to `target`,
+    /// with its result (> 0 yielded, 0 refused, < 0 -ESRCH).
+    KvmVcpuOnSpinTarget {
+        t: u64,
+        cpu: u32,
+        pid: u32,
+        target: u32,
+        tier: String,
+        result: i32,
+    },
+    /// `kvm_apic_ipi`: a guest IPI from `pid`'s vCPU to vCPU `dest`, and
+    /// whether the IPI tracker recorded it.
+    KvmApicIpi {
+        t: u64,
+        cpu: u32,
+        pid: u32,
+        dest: u32,
+        vector: u8,
+        tracked: bool,
+    },
+    /// The `[host.yield]` policy acted in `yield_to_task_fair()` on `cpu`:
+    /// `sched_vcpu_deboost` (the seeds' debooster), `sched_yield_to_credit`
+    /// (v3 lag credit / kpn-charge), `sched_yield_to_borrow` (borrow).
+    YieldPolicy {
+        t: u64,
+        cpu: u32,
+        name: &'static str,
+    },
+}
+
+impl TraceEvent {
+    pub fn time(&self) -> u64 {
+        match *self {
+            TraceEvent::SchedSwitch { t, .. }
+            | TraceEvent::SchedWakeup { t, .. }
+            | TraceEvent::KvmExit { t, .. }
+            | TraceEvent::KvmVcpuOnSpinTarget { t, .. }
+            | TraceEvent::KvmApicIpi { t, .. }
+            | TraceEvent::YieldPolicy { t, .. } => t,
+        }
+    }
+}
+
+/// Where a run writes its events.
+pub trait TraceSink: Send {
+    fn record(&mut self, ev: TraceEvent);
+}
+
+/// Discards everything.
+pub struct NullSink;
+
+impl TraceSink for NullSink {
+    fn record(&mut self, _ev: TraceEvent) {}
+}
+
+/// Keeps the events in `[from, to)` (virtual ns), in order.
+#[derive(Default)]
+pub struct VecSink {
+    pub from: u64,
+    pub to: u64,
+    pub events: Vec<TraceEvent>,
+}
+
+impl VecSink {
+    pub fn window(from: u64, to: u64) -> VecSink {
+        VecSink {
+            from,
+            to,
+            events: Vec::new(),
+        }
+    }
+}
+
+impl TraceSink for VecSink {
+    fn record(&mut self, ev: TraceEvent) {
+        let t = ev.time();
+        if t >= self.from && t < self.to {
+            self.events.push(ev);
+        }
+    }
+}
+
+/// Parses a `--trace-window FROM..TO` ("100ms..200ms", "..1s", "2s..").
+pub fn parse_window(s: &str) -> Result<(u64, u64), String> {
+    let Some((a, b)) = s.split_once("..") else {
+        return Err(format!(
+            "--trace-window {s}: expected FROM..TO (e.g. 100ms..200ms, ..1s)"
+        ));
+    };
+    let d = |x: &str, dflt: u64| -> Result<u64, String> {
+        if x.trim().is_empty() {
+            Ok(dflt)
+        } else {
+            crate::scenario::parse_duration(x.trim())
+                .map(|n| n.0)
+                .map_err(|m| format!("--trace-window {s}: {m}"))
+        }
+    };
+    let (f, t) = (d(a, 0)?, d(b, u64::MAX)?);
+    if f >= t {
+        return Err(format!("--trace-window {s}: FROM must be before TO"));
+    }
+    Ok((f, t))
+}
+
+/// A `TraceSink` shared with the caller, who reads it after the run.
+pub struct Shared(pub std::sync::Arc<std::sync::Mutex<VecSink>>);
+
+impl TraceSink for Shared {
+    fn record(&mut self, ev: TraceEvent) {
+        if let Ok(mut v) = self.0.lock() {
+            v.record(ev);
+        }
+    }
+}

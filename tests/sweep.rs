@@ -1,0 +1,208 @@
+//! `oversub sweep` and `oversub reproduce`: CSV columns, determinism of a
+//! sweep over a fixed seed list (also across thread counts), the summary's
+//! paired deltas, the reproduce outputs, bad input.
+
+use oversub::sweep::spec::SweepSpec;
+use std::path::Path;
+use std::process::Command;
+
+fn tiny() -> SweepSpec {
+    SweepSpec::load(Path::new("tests/data/tiny-sweep.toml")).expect("tiny sweep parses")
+}
+
+fn outputs(spec: &SweepSpec) -> (String, String) {
+    let (_, rows) = oversub::sweep::run(spec, false).expect("sweep runs");
+    let axes: Vec<String> = spec.axes.iter().map(|a| a.name.clone()).collect();
+    (
+        oversub::sweep::to_csv(&axes, &rows),
+        oversub::sweep::to_jsonl(&rows),
+    )
+}
+
+#[test]
+fn csv_has_axes_seed_and_metric_columns() {
+    let (csv, jsonl) = outputs(&tiny());
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(
+        &head[..5],
+        &["file", "workload", "vms", "host.yield.yield_to", "seed"]
+    );
+    for col in [
+        "yields",
+        "bystander_lost_pct",
+        "cg./cg0.cpu_pct",
+        "cg./cg0.entitled_pct",
+        "task.A.cpu_pct",
+        "task.C.entitled_pct",
+    ] {
+        assert!(head.contains(&col), "missing column {col}: {head:?}");
+    }
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 4, "2 policies x 2 seeds");
+    assert!(rows.iter().all(|r| r.len() == head.len()));
+    // Axis-major, seeds inner.
+    let pol_seed: Vec<(&str, &str)> = rows.iter().map(|r| (r[3], r[4])).collect();
+    assert_eq!(
+        pol_seed,
+        [
+            ("upstream", "1"),
+            ("upstream", "2"),
+            ("deboost-v1", "1"),
+            ("deboost-v1", "2")
+        ]
+    );
+    // One JSON object per run with the effective scenario.
+    let objs: Vec<serde_json::Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(objs.len(), 4);
+    assert_eq!(
+        objs[2]["scenario"]["host"]["yield"]["yield_to"],
+        "deboost-v1"
+    );
+    assert_eq!(objs[3]["scenario"]["host"]["seed"], 2);
+    assert_eq!(objs[0]["axes"]["host.yield.yield_to"], "upstream");
+}
+
+#[test]
+fn entitled_share_is_weighted_max_min() {
+    // cg-bystander: root -> /cg0 {A, C}, /cg1 {B} on one CPU: each cgroup is
+    // entitled to half, A and C to a quarter each.
+    let (csv, _) = outputs(&tiny());
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let get = |c: &str| -> f64 {
+        row[head.iter().position(|h| *h == c).unwrap()]
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(get("cg./cg0.entitled_pct"), 50.0);
+    assert_eq!(get("cg./cg1.entitled_pct"), 50.0);
+    assert_eq!(get("task.A.entitled_pct"), 25.0);
+    assert_eq!(get("task.C.entitled_pct"), 25.0);
+    assert_eq!(get("task.B.entitled_pct"), 50.0);
+}
+
+#[test]
+fn sweep_is_deterministic_across_thread_counts() {
+    let spec = tiny();
+    let a = outputs(&spec);
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let b = one.install(|| outputs(&spec));
+    assert_eq!(a, b);
+}
+
+#[test]
+fn summary_pairs_by_seed_against_the_baseline() {
+    let spec = tiny();
+    let (pts, rows) = oversub::sweep::run(&spec, false).unwrap();
+    let s = oversub::sweep::summary::summarise(&spec, &pts, &rows);
+    assert_eq!(s.len(), 2);
+    assert!(s[0].baseline.is_none(), "upstream is the baseline");
+    assert_eq!(s[1].baseline, Some(0));
+    // The delta of C's CPU is the per-seed difference of the rows.
+    let col = |pol: &str, seed: u64| -> f64 {
+        rows.iter()
+            .find(|r| r.seed == seed && r.labels[0].1 == pol)
+            .and_then(|r| r.metrics.iter().find(|(k, _)| k == "task.C.cpu_pct"))
+            .unwrap()
+            .1
+    };
+    let d: Vec<f64> = [1, 2]
+        .iter()
+        .map(|&sd| col("deboost-v1", sd) - col("upstream", sd))
+        .collect();
+    let cell = s[1]
+        .cells
+        .iter()
+        .find(|c| c.metric == "task.C.cpu_pct")
+        .unwrap();
+    let delta = cell.delta.unwrap();
+    assert!((delta.abs.mean - (d[0] + d[1]) / 2.0).abs() < 1e-9);
+    assert_eq!(delta.abs.n, 2);
+}
+
+#[test]
+fn sweep_cli_writes_files_and_rejects_bad_values() {
+    let dir = std::env::temp_dir().join(format!("oversub-sweep-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .args(["sweep", "tests/data/tiny-sweep.toml", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in ["results.csv", "results.jsonl", "summary.csv", "summary.md"] {
+        assert!(dir.join(f).exists(), "{f}");
+    }
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("Host tasks"), "{md}");
+    // An axis value the scenario rejects fails before any run, exit 2.
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "base = \"../x.toml\"\nseeds = [1]\n[[axis]]\nkey = \"host.yield.yield_to\"\nvalues = [\"nope\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("../x.toml"),
+        std::fs::read_to_string("scenarios/yield/cg-pair.toml").unwrap(),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .args(["sweep"])
+        .arg(&bad)
+        .arg("--out")
+        .arg(dir.join("bad"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("unknown policy \"nope\""), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn reproduce_writes_csv_summary_and_report() {
+    let dir = std::env::temp_dir().join(format!("oversub-repro-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .args([
+            "reproduce",
+            "--quick",
+            "--manifest",
+            "tests/data/tiny-reproduce.toml",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("dbench     2      14.4"), "{text}");
+    assert!(text.contains("report.html"), "{text}");
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    for c in ["workload", "vms", "policy", "seed", "throughput"] {
+        assert!(head.contains(&c), "{c} in {head:?}");
+    }
+    assert_eq!(csv.lines().count(), 1 + 4, "2 policies x 2 seeds");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("published v1"));
+    assert!(!html.contains("<script") && !html.contains("<link") && !html.contains("src="));
+    assert!(dir.join("summary.md").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
