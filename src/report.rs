@@ -182,6 +182,30 @@ pub struct VmReport {
     pub lock_hold_ns: Percentiles,
     /// From delivery to the start of the guest handler.
     pub ipi_latency_ns: Percentiles,
+    /// A program VM's guest threads, as its own scheduler accounted them
+    /// (empty, and absent from the output, for the phase generator).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<GuestThreadReport>,
+}
+
+/// One guest thread of a program VM (`vms[].threads[]`).
+#[derive(Serialize, Debug, Clone)]
+pub struct GuestThreadReport {
+    pub name: String,
+    /// Guest `sum_exec_runtime` (with PV steal time, preempted time is not
+    /// charged; without it, it is).
+    pub cpu_ns: u64,
+    /// Runnable on a guest runqueue but not current.
+    pub wait_ns: u64,
+    pub nr_switches: u64,
+    pub nr_migrations: u64,
+    /// Guest wakeup-to-run latency (guest clock = host time).
+    pub wakeup_latency_ns: Percentiles,
+    /// Program progress: phase iterations completed, finish time, mutex waits.
+    pub phase_loops: u64,
+    pub finished_ns: Option<u64>,
+    pub lock_waits: u64,
+    pub lock_wait_ns: u64,
 }
 
 #[derive(Serialize, Debug, Clone)]

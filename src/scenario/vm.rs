@@ -26,6 +26,8 @@ pub(super) struct RawVm {
     pin: Option<Vec<i64>>,
     cpus: Option<Vec<i64>>,
     workload: Option<String>,
+    /// An rt-app JSON file (relative to the scenario) run as guest threads.
+    program: Option<String>,
     overrides: Option<toml::Table>,
     protected: Option<bool>,
 }
@@ -100,6 +102,9 @@ pub struct VmSpec {
     /// Floating affinity of every vCPU (None = all CPUs).
     pub cpus: Option<Vec<u32>>,
     pub workload: WorkloadProfile,
+    /// Guest threads: a thread program run by the guest's own scheduler on
+    /// the vCPUs (`program = "FILE.json"`); None: the phase generator.
+    pub program: Option<crate::workload::ir::Program>,
     /// SEV-ES / TDX guest state protection (`guest_state_protected`).
     pub protected: bool,
 }
@@ -619,6 +624,16 @@ pub(super) fn vm(
             Some(l)
         }
     };
+    let program = match &v.program {
+        None => None,
+        Some(_) if v.workload.is_some() || v.overrides.is_some() => {
+            return Err(cx.err(
+                format!("{f}.program"),
+                "program and workload/overrides are exclusive: allowed one of them",
+            ))
+        }
+        Some(p) => Some(guest_program(cx, &format!("{f}.program"), p, vcpus)?),
+    };
     let wname = v.workload.as_deref().unwrap_or("idle");
     let mut workload = WorkloadProfile::named(wname).map_err(|_| {
         cx.err(
@@ -688,8 +703,59 @@ pub(super) fn vm(
         pin,
         cpus,
         workload,
+        program,
         protected: v.protected.unwrap_or(false),
     })
+}
+
+/// Reads `[[vm]] program`: an rt-app file, its path relative to the
+/// scenario's directory; thread affinities name vCPUs.
+fn guest_program(
+    cx: &Ctx,
+    field: &str,
+    path: &str,
+    vcpus: u32,
+) -> Result<crate::workload::ir::Program, ScenarioError> {
+    let base = std::path::Path::new(cx.file)
+        .parent()
+        .unwrap_or(std::path::Path::new(""));
+    let full = base.join(path);
+    let src = std::fs::read_to_string(&full)
+        .map_err(|e| cx.err(field, format!("cannot read {}: {e}", full.display())))?;
+    let r = crate::workload::rtapp::parse(&src).map_err(|e| {
+        cx.err(
+            field,
+            format!("{}: {}: {}", full.display(), e.field, e.message),
+        )
+    })?;
+    if r.oversub.is_some() {
+        return Err(cx.err(
+            field,
+            format!(
+                "{}: the \"oversub\" host object applies to host-only runs: allowed none in a guest program",
+                full.display()
+            ),
+        ));
+    }
+    let prog = r.program;
+    for t in &prog.threads {
+        if let Some(c) = t
+            .cpus
+            .as_ref()
+            .and_then(|l| l.iter().find(|&&c| c >= vcpus))
+        {
+            return Err(cx.err(
+                field,
+                format!(
+                    "{}: thread {} cpus names CPU {c}: allowed vCPUs 0..{}",
+                    full.display(),
+                    t.name,
+                    vcpus - 1
+                ),
+            ));
+        }
+    }
+    Ok(prog)
 }
 
 fn join(base: &str, leaf: &str) -> String {

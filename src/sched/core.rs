@@ -307,6 +307,28 @@ impl Scheduler {
         self.sched_balance_trigger(cpu);
     }
 
+    /// The steal-time part of `update_rq_clock_task()` (kernel/sched/core.c,
+    /// 6.12, `CONFIG_PARAVIRT_TIME_ACCOUNTING` with `paravirt_steal_rq_enabled`):
+    /// `steal` ns of this CPU's time went to the hypervisor (its vCPU was
+    /// runnable on the host but not running), so `rq->clock_task` does not
+    /// advance over them and the running task is not charged for them. The
+    /// model has one clock, so it moves the running entities'
+    /// `exec_start` forward instead, which is what `update_curr()` sees; the
+    /// kernel caps steal at the clock delta, here at `now`. Simplification
+    /// (docs/workloads.md): PELT keeps running on the wall clock.
+    pub fn account_steal_time(&mut self, cpu: CpuId, steal: u64) {
+        let Some(p) = self.rqs[cpu.idx()].curr else {
+            return;
+        };
+        let now = self.now;
+        let mut s = Some(self.tasks[p.idx()].se);
+        while let Some(e) = s {
+            let se = &mut self.ses[e.idx()];
+            se.exec_start = (se.exec_start + steal).min(now).max(se.exec_start);
+            s = self.parent_entity(e);
+        }
+    }
+
     /// Brings every running task's accounting up to `now` (end of a run).
     pub fn sync_accounting(&mut self) {
         for c in 0..self.nr_cpus() {

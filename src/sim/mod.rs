@@ -41,6 +41,8 @@ enum Ev {
     ReschedIpi(CpuId),
     /// A wakelist IPI arrives: activate the queued wakeup (flags).
     TtwuPending(TaskId, u32),
+    /// A guest thread's hrtimer: (vm, guest task, generation).
+    GuestHrtimer(u32, u32, u64),
 }
 
 /// Per-task simulator state (besides the scheduler's).
@@ -291,7 +293,22 @@ impl Simulator {
                 });
             }
             let rng = SimRng::new(sc.host.seed, 1 + vi as u64);
-            let rt = VmRt::new(v, &sc.kvm, sc.pv.spinlock, base, rng);
+            let mut rt = VmRt::new(v, &sc.kvm, sc.pv.spinlock, base, rng);
+            if let Some(p) = &v.program {
+                // The guest kernel: the host's preset and features; its HZ
+                // is the guest tick rate when that is a kernel HZ.
+                let hz = match sc.kvm.guest_hz {
+                    100 | 250 | 300 | 1000 => sc.kvm.guest_hz,
+                    _ => sc.host.hz,
+                };
+                rt.guest = Some(vm::GuestLevel::new(
+                    p,
+                    v.vcpus,
+                    hz,
+                    sc.host.kernel,
+                    sc.host.features,
+                ));
+            }
             sim.vms.push(rt);
             sim.arm_guest_ticks(vi);
         }
@@ -384,6 +401,7 @@ impl Simulator {
         }
         self.set_now(end);
         self.sched.sync_accounting();
+        self.guest_sync();
         Some(self.build_report(end - Time::ZERO, wall.elapsed().as_nanos() as u64))
     }
 
@@ -408,6 +426,13 @@ impl Simulator {
             Ev::GuestTick(vm, idx) => {
                 let p = self.vms[vm as usize].task_base + idx;
                 Some(self.sched.tasks[p as usize].cpu)
+            }
+            // The host CPU of the vCPU whose LAPIC timer it is.
+            Ev::GuestHrtimer(vm, t, _) => {
+                let v = &self.vms[vm as usize];
+                let g = v.guest.as_ref().expect("a program VM");
+                let idx = g.sched.tasks[t as usize].cpu.0;
+                Some(self.sched.tasks[(v.task_base + idx) as usize].cpu)
             }
         }
     }
@@ -516,6 +541,7 @@ impl Simulator {
             Ev::ReschedIpi(cpu) => self.sched.scheduler_ipi(cpu),
             Ev::TtwuPending(p, flags) => self.sched.sched_ttwu_pending(p, flags),
             Ev::GuestTick(vm, idx) => self.guest_tick(vm as usize, idx as usize),
+            Ev::GuestHrtimer(vm, t, gen) => self.guest_hrtimer(vm as usize, t, gen),
         }
     }
 
@@ -692,7 +718,8 @@ impl Simulator {
     pub fn vm_reports(&self, duration: Nanos) -> Vec<crate::report::VmReport> {
         self.vms
             .iter()
-            .map(|v| {
+            .enumerate()
+            .map(|(vi, v)| {
                 let mut cpu_ns = 0;
                 let mut steal = 0;
                 let mut lefts = Vec::new();
@@ -709,7 +736,9 @@ impl Simulator {
                         (None, _) => Nanos::ZERO,
                     });
                 }
-                v.report(duration, cpu_ns, steal, &lefts)
+                let mut r = v.report(duration, cpu_ns, steal, &lefts);
+                r.threads = self.guest_threads(vi);
+                r
             })
             .collect()
     }
@@ -754,6 +783,7 @@ fn ev_cpu(ev: Ev) -> Option<CpuId> {
         | Ev::GuestTimer(..)
         | Ev::GuestTimerWake(..)
         | Ev::GuestTick(..)
+        | Ev::GuestHrtimer(..)
         | Ev::TtwuPending(..) => None,
     }
 }

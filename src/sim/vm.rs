@@ -30,6 +30,9 @@ use crate::sched::core::Switch;
 use crate::sched::{CpuId, TaskId};
 use std::collections::VecDeque;
 
+mod guest;
+pub(super) use guest::GuestLevel;
+
 /// Spin iterations in `spun` of guest time.
 fn spin_iters(kvm: &KvmSpec, spun: Nanos) -> u64 {
     let cycles = u128::from(spun.0) * u128::from(kvm.guest_tsc_khz) / 1_000_000;
@@ -38,11 +41,11 @@ fn spin_iters(kvm: &KvmSpec, spun: Nanos) -> u64 {
 
 const FOREVER: Nanos = Nanos(u64::MAX / 4);
 /// arch/x86/include/asm/irq_vectors.h (6.12).
-const RESCHEDULE_VECTOR: Vector = Vector(0xfd);
+pub(super) const RESCHEDULE_VECTOR: Vector = Vector(0xfd);
 const CALL_FUNCTION_VECTOR: Vector = Vector(0xfc);
 const CALL_FUNCTION_SINGLE_VECTOR: Vector = Vector(0xfb);
 /// Linux's LOCAL_TIMER_VECTOR (the guest tick).
-const LOCAL_TIMER_VECTOR: Vector = Vector(0xec);
+pub(super) const LOCAL_TIMER_VECTOR: Vector = Vector(0xec);
 
 /// What the work part of a burst is accounted as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +107,9 @@ enum Phase {
     },
     /// No more work (iterations done, or an inactive vCPU): halted for good.
     Done,
+    /// A program VM: running the guest scheduler's current task
+    /// (`guest::GuestLevel`).
+    Guest,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -190,6 +196,8 @@ pub(super) struct VmRt {
     /// `vcpu->arch.guest_state_protected` (SEV-ES / TDX).
     protected: bool,
     stats: VmStats,
+    /// The guest kernel of a program VM (None: the phase generator).
+    pub(super) guest: Option<GuestLevel>,
 }
 
 /// What a vCPU step ends with.
@@ -312,6 +320,7 @@ impl VmRt {
             turn: 0,
             protected: v.protected,
             stats: VmStats::default(),
+            guest: None,
         }
     }
 
@@ -373,6 +382,7 @@ impl VmRt {
             lock_wait_ns: s.lock_wait.percentiles(),
             lock_hold_ns: s.lock_hold.percentiles(),
             ipi_latency_ns: s.ipi_latency.percentiles(),
+            threads: Vec::new(),
         }
     }
 }
@@ -419,6 +429,10 @@ impl Simulator {
     /// `kvm_sched_in` + `vmx_vcpu_load`/`svm_vcpu_load`: shrink the PLE
     /// window if the vCPU had been scheduled out.
     pub(super) fn vcpu_sched_in(&mut self, vi: usize, i: usize) {
+        if self.vms[vi].guest.is_some() {
+            let task = self.vms[vi].task(i);
+            self.guest_vcpu_entry(vi, i, task);
+        }
         let vm = &mut self.vms[vi];
         if vm.vcpus[i].kvm_sched_in() {
             if let Some(p) = self.kvm.ple {
@@ -487,6 +501,9 @@ impl Simulator {
         );
         if idle || vm.vcpus[i].blocking || !self.tasks[task.idx()].started {
             return;
+        }
+        if let Some(gl) = vm.guest.as_mut() {
+            gl.tick_due[i] = true;
         }
         if vm.g[i].irqs.iter().any(|q| q.vector == LOCAL_TIMER_VECTOR) {
             return;
@@ -603,6 +620,11 @@ impl Simulator {
                 | Phase::Handler { left, .. }
                 | Phase::Poll { left, .. } => *left = *left - work,
                 Phase::Spin { .. } => spun = work,
+                Phase::Guest => {
+                    if let Some(gl) = vm.guest.as_mut() {
+                        gl.consumed(i, work);
+                    }
+                }
                 _ => {}
             }
             g.plan_exit = Nanos::ZERO;
@@ -731,6 +753,18 @@ impl Simulator {
                 continue;
             }
             match phase {
+                Phase::Start if vm.guest.is_some() => vm.g[i].phase = Phase::Guest,
+                Phase::Guest => {
+                    if let Some(d) = self.guest_run(cpu, vi, i) {
+                        return Act::Run(Cat::Useful, d);
+                    }
+                    // The guest CPU is idle: HLT until an interrupt (its
+                    // hrtimers and reschedule IPIs arrive as interrupts).
+                    let vm = &mut self.vms[vi];
+                    vm.stats.halts += 1;
+                    vm.g[i].wait_start = Time(FOREVER.0);
+                    return self.halt(cpu, vi, i, None);
+                }
                 Phase::Start => {
                     let done = i as u32 >= vm.active
                         || (vm.prof.iterations > 0 && vm.stats.ops >= vm.prof.iterations);
@@ -861,6 +895,10 @@ impl Simulator {
                         vm.g[i].pending_exit += self.kvm.round_trip();
                     }
                     vm.g[i].phase = vm.g[i].resume.take().unwrap_or(Phase::Start);
+                    if vector == LOCAL_TIMER_VECTOR && vm.guest.is_some() {
+                        self.guest_timer_interrupt(cpu, vi, i);
+                    }
+                    let vm = &mut self.vms[vi];
                     if let Some(s) = sync_from {
                         let s = s as usize;
                         vm.g[s].csd_pending = vm.g[s].csd_pending.saturating_sub(1);

@@ -1,0 +1,328 @@
+//! Nested guests: a VM whose guest is a thread program (`[[vm]] program`)
+//! runs its own instance of the `sched` model, whose CPUs are the vCPUs
+//! (docs/workloads.md, "Nested guests").
+//!
+//! The guest scheduler is the same `Scheduler` as the host's (EEVDF, wakeup
+//! placement, load balancing), built for `vcpus` CPUs; its tasks are the
+//! program's threads, stepped by `task::program`. The glue here is what the
+//! hardware and KVM put between the two levels:
+//! * a guest task consumes its CPU burst only inside a vCPU burst, i.e. while
+//!   the host runs the vCPU task (`Phase::Guest` of `sim::vm`); a host
+//!   switch-out pauses it;
+//! * an idle guest CPU (`rq->curr == NULL`) executes HLT: the vCPU halts and
+//!   blocks in KVM (halt polling as configured);
+//! * `resched_curr()` of another guest CPU sends the reschedule IPI
+//!   (`native_smp_send_reschedule` -> one unicast ICR write through the
+//!   LAPIC model; a halted target is woken by KVM's kick);
+//! * guest hrtimers (thread sleeps) fire as LAPIC timer interrupts on the
+//!   vCPU that armed them; the guest tick runs `sched_tick()` on the vCPU
+//!   that takes it (`[kvm] guest_hz`);
+//! * steal time: when a vCPU re-enters after waiting for a host CPU, the
+//!   guest's `update_rq_clock_task()` subtracts that wait from the task
+//!   clock if the guest uses PV steal time (`[guest.pv] steal_time`).
+
+use super::{Ev, Simulator, LOCAL_TIMER_VECTOR, RESCHEDULE_VECTOR};
+use crate::engine::{Nanos, Time};
+use crate::kvm::lapic::LapicIrq;
+use crate::kvm::VcpuIdx;
+use crate::sched::features::KernelPreset;
+use crate::sched::{CpuId, SchedConfig, SchedFeatures, Scheduler, TaskId, ROOT_GROUP};
+use crate::task::program::{Action, ProgramRt};
+use crate::workload::ir::Program;
+
+/// A guest thread: a task of the guest scheduler (its own id space).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct GuestTask(pub(crate) TaskId);
+
+/// Guest CPU = vCPU index.
+fn gcpu(i: usize) -> CpuId {
+    CpuId(i as u32)
+}
+
+/// The guest kernel of one VM.
+pub(crate) struct GuestLevel {
+    pub(crate) sched: Scheduler,
+    prog: ProgramRt,
+    /// CPU time left in each thread's current burst (None: step it).
+    remaining: Vec<Option<Nanos>>,
+    exited: Vec<bool>,
+    /// Generation of each thread's pending hrtimer.
+    timer_gen: Vec<u64>,
+    /// Expired hrtimers of each vCPU, waiting for its timer interrupt.
+    expired: Vec<Vec<GuestTask>>,
+    /// The guest task the current burst of each vCPU runs.
+    pub(crate) running: Vec<Option<GuestTask>>,
+    /// A guest tick is pending in vCPU i's LAPIC timer interrupt.
+    pub(crate) tick_due: Vec<bool>,
+    /// The host vCPU task's `wait_ns` at its last sched-in (steal baseline).
+    steal_seen: Vec<u64>,
+    pub(crate) steal_ns: u64,
+    pub(crate) resched_ipis: u64,
+}
+
+impl GuestLevel {
+    /// The guest kernel: the host's preset and features on `vcpus` CPUs,
+    /// ticking at `hz`; one guest task per program thread, created and woken
+    /// at time 0 (`wake_up_new_task`) as the host does with its tasks (the
+    /// vCPUs have not run yet: the first entry runs whatever is current).
+    pub(crate) fn new(
+        prog: &Program,
+        vcpus: u32,
+        hz: u32,
+        preset: KernelPreset,
+        features: SchedFeatures,
+    ) -> GuestLevel {
+        let mut sched = Scheduler::new(SchedConfig {
+            nr_cpus: vcpus,
+            hz,
+            features,
+            preset,
+            // The guest's wake path is the KVM model's (reschedule IPIs,
+            // timer interrupts); guest switch costs are not charged yet.
+            costs: crate::sched::costs::HostCosts::ZERO,
+        });
+        let n = vcpus as usize;
+        let mut next = 0usize;
+        for t in &prog.threads {
+            let allowed: Vec<bool> = match &t.cpus {
+                Some(l) => (0..n).map(|c| l.contains(&(c as u32))).collect(),
+                None => vec![true; n],
+            };
+            let cpu = (0..n)
+                .map(|k| (next + k) % n)
+                .find(|&c| allowed[c])
+                .unwrap_or(0);
+            next = cpu + 1;
+            sched.create_task(&t.name, ROOT_GROUP, t.nice, allowed, gcpu(cpu), None);
+        }
+        sched.now = 0;
+        // As the host starts its tasks: each new task is woken and the CPU
+        // it preempts reschedules before the next one is created.
+        for k in 0..prog.threads.len() {
+            sched.wake_up_new_task(TaskId(k as u32));
+            while let Some(c) = sched.take_resched() {
+                if sched.rqs[c.idx()].need_resched {
+                    let _ = sched.schedule(c);
+                }
+            }
+        }
+        let _ = std::mem::take(&mut sched.hrtick_requests);
+        let nt = prog.threads.len();
+        GuestLevel {
+            sched,
+            prog: ProgramRt::new(prog.clone()),
+            remaining: vec![None; nt],
+            exited: vec![false; nt],
+            timer_gen: vec![0; nt],
+            expired: vec![Vec::new(); n],
+            running: vec![None; n],
+            tick_due: vec![false; n],
+            steal_seen: vec![0; n],
+            steal_ns: 0,
+            resched_ipis: 0,
+        }
+    }
+
+    /// Guest work consumed by vCPU `i`'s last burst.
+    pub(crate) fn consumed(&mut self, i: usize, work: Nanos) {
+        if let Some(t) = self.running[i].take() {
+            if let Some(r) = self.remaining[t.0.idx()].as_mut() {
+                *r = Nanos(r.0.saturating_sub(work.0));
+            }
+        }
+    }
+}
+
+impl Simulator {
+    fn guest(&mut self, vi: usize) -> &mut GuestLevel {
+        let now = self.now.0;
+        let g = self.vms[vi].guest.as_mut().expect("a program VM");
+        g.sched.now = now;
+        g
+    }
+
+    /// vCPU `i` of a program VM is in the guest with nothing else to do:
+    /// run the guest scheduler's current task (stepping its program), or
+    /// HLT when the guest CPU is idle. Returns the work to run, or None for
+    /// a halt.
+    pub(crate) fn guest_run(&mut self, cpu: CpuId, vi: usize, i: usize) -> Option<Nanos> {
+        let now = self.now;
+        loop {
+            let g = self.guest(vi);
+            let rq = &g.sched.rqs[i];
+            if rq.need_resched || (rq.curr.is_none() && rq.nr_running > 0) {
+                let _ = g.sched.schedule(gcpu(i));
+            }
+            self.guest_send_resched(cpu, vi, i);
+            let g = self.guest(vi);
+            // An idle guest CPU: the caller halts the vCPU.
+            let t = GuestTask(g.sched.rqs[i].curr?);
+            match g.remaining[t.0.idx()] {
+                Some(d) if d > Nanos::ZERO => {
+                    g.running[i] = Some(t);
+                    return Some(d);
+                }
+                _ => {}
+            }
+            g.remaining[t.0.idx()] = None;
+            if g.exited[t.0.idx()] {
+                // An exited thread that is still current: leave the CPU.
+                let _ = g.sched.block_current(gcpu(i));
+                continue;
+            }
+            let (wakes, action) = g.prog.step(t.0.idx(), now);
+            for w in wakes {
+                g.sched.try_to_wake_up(TaskId(w as u32), 0, Some(gcpu(i)));
+            }
+            match action {
+                Action::Run(d) => g.remaining[t.0.idx()] = Some(d),
+                Action::Sleep(timer) => {
+                    g.timer_gen[t.0.idx()] += 1;
+                    if let Some(at) = timer {
+                        let gen = g.timer_gen[t.0.idx()];
+                        let at = at.max(now);
+                        if at <= self.end {
+                            self.queue
+                                .push(at, Ev::GuestHrtimer(vi as u32, t.0 .0, gen));
+                        }
+                    }
+                    let _ = self.guest(vi).sched.block_current(gcpu(i));
+                }
+                Action::Yield => {
+                    let _ = g.sched.do_sched_yield(gcpu(i));
+                }
+                Action::Exit => {
+                    g.exited[t.0.idx()] = true;
+                    let _ = g.sched.block_current(gcpu(i));
+                }
+            }
+        }
+    }
+
+    /// Reschedule IPIs from vCPU `from` to every other guest CPU that
+    /// `resched_curr()` marked (`smp_send_reschedule`).
+    fn guest_send_resched(&mut self, cpu: CpuId, vi: usize, from: usize) {
+        let now = self.now;
+        let exit = self.kvm.round_trip();
+        let running = if self.kvm.avic {
+            self.vcpus_running(vi)
+        } else {
+            Vec::new()
+        };
+        let g = self.guest(vi);
+        let _ = std::mem::take(&mut g.sched.hrtick_requests);
+        let mut targets = Vec::new();
+        while let Some(c) = g.sched.take_resched() {
+            if c.idx() != from && g.sched.rqs[c.idx()].need_resched {
+                targets.push(c.idx());
+            }
+        }
+        for t in targets {
+            let vm = &mut self.vms[vi];
+            if vm.g[t].irqs.iter().any(|q| q.vector == RESCHEDULE_VECTOR) {
+                continue;
+            }
+            vm.stats.ipis_sent += 1;
+            vm.guest.as_mut().expect("program VM").resched_ipis += 1;
+            let w = vm.icr_write(
+                VcpuIdx(from as u32),
+                &LapicIrq::unicast(VcpuIdx(t as u32), RESCHEDULE_VECTOR),
+                now,
+                &running,
+            );
+            if w.exited {
+                vm.stats.ipi_exits += 1;
+                vm.g[from].pending_exit += exit;
+            }
+            if w.tracked {
+                vm.stats.ipis_tracked += 1;
+            }
+            for tg in w.targets {
+                self.deliver(vi, from, tg.idx(), RESCHEDULE_VECTOR, false, cpu);
+            }
+        }
+    }
+
+    /// A guest thread's hrtimer expired: the LAPIC timer interrupt of the
+    /// vCPU that armed it (the CPU the thread slept on) runs the wakeup.
+    pub(crate) fn guest_hrtimer(&mut self, vi: usize, t: u32, gen: u64) {
+        let g = self.guest(vi);
+        if g.timer_gen[t as usize] != gen {
+            return;
+        }
+        let v = g.sched.tasks[t as usize].cpu.idx();
+        g.expired[v].push(GuestTask(TaskId(t)));
+        let host_cpu = self.sched.tasks[self.vms[vi].task(v).idx()].cpu;
+        self.deliver(vi, v, v, LOCAL_TIMER_VECTOR, false, host_cpu);
+    }
+
+    /// The guest's LAPIC timer handler on vCPU `i` (`hrtimer_interrupt`):
+    /// expired hrtimers wake their threads; a due tick runs `sched_tick()`.
+    pub(crate) fn guest_timer_interrupt(&mut self, cpu: CpuId, vi: usize, i: usize) {
+        let g = self.guest(vi);
+        let tick = std::mem::take(&mut g.tick_due[i]);
+        for t in std::mem::take(&mut g.expired[i]) {
+            g.sched.try_to_wake_up(t.0, 0, Some(gcpu(i)));
+        }
+        if tick {
+            g.sched.sched_tick(gcpu(i));
+        }
+        self.guest_send_resched(cpu, vi, i);
+    }
+
+    /// Steal time on VM entry: the host task's run delay since its last
+    /// entry is what KVM's `record_steal_time()` publishes; with PV steal
+    /// time the guest subtracts it from its task clock.
+    pub(crate) fn guest_vcpu_entry(&mut self, vi: usize, i: usize, task: TaskId) {
+        let waited = self.sched.tasks[task.idx()].stats.wait_ns;
+        let steal_on = self.pv.steal_time;
+        let g = self.guest(vi);
+        let steal = waited - g.steal_seen[i];
+        g.steal_seen[i] = waited;
+        if steal > 0 {
+            g.steal_ns += steal;
+            if steal_on {
+                g.sched.account_steal_time(gcpu(i), steal);
+            }
+        }
+    }
+
+    /// Closes the guests' accounting at the end of a run.
+    pub(crate) fn guest_sync(&mut self) {
+        for vi in 0..self.vms.len() {
+            if self.vms[vi].guest.is_some() {
+                self.guest(vi).sched.sync_accounting();
+            }
+        }
+    }
+
+    /// Per-thread results of VM `vi`'s guest (empty without a program).
+    pub(crate) fn guest_threads(&self, vi: usize) -> Vec<crate::report::GuestThreadReport> {
+        let Some(g) = &self.vms[vi].guest else {
+            return Vec::new();
+        };
+        let prog = g.prog.program();
+        prog.threads
+            .iter()
+            .enumerate()
+            .map(|(k, th)| {
+                let t = &g.sched.tasks[k];
+                let s = g.prog.stats(k);
+                crate::report::GuestThreadReport {
+                    name: th.name.clone(),
+                    cpu_ns: g.sched.ses[t.se.idx()].sum_exec_runtime,
+                    wait_ns: t.stats.wait_ns,
+                    nr_switches: t.stats.nr_switches,
+                    nr_migrations: t.stats.nr_migrations,
+                    wakeup_latency_ns: crate::report::Percentiles::of(
+                        &mut t.stats.wakeup_latency.clone(),
+                    ),
+                    phase_loops: s.phase_loops,
+                    finished_ns: s.finished_at.map(|f: Time| f.0),
+                    lock_waits: s.lock_waits,
+                    lock_wait_ns: s.lock_wait_ns,
+                }
+            })
+            .collect()
+    }
+}
