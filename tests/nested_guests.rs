@@ -194,3 +194,40 @@ fn bad_programs_are_one_line_errors() {
         assert!(!e.contains('\n'), "{e}");
     }
 }
+
+#[test]
+fn the_guest_kernel_has_its_own_features() {
+    // rtapp_timer_vs_hog in a 1-vCPU VM: the timer thread preempts the hog
+    // on wakeup, unless the guest kernel (not the host) runs without
+    // WAKEUP_PREEMPTION, when it waits for the hog's tick.
+    let p = format!(
+        "{}/conform/rtapp_timer_vs_hog.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let run = |extra: &str| {
+        run_toml(&format!(
+            "[host]\ncpus = 1\nduration = \"1s\"\n\
+             [[vm]]\nname = \"g\"\nvcpus = 1\nprogram = \"{p}\"\n{extra}"
+        ))
+    };
+    let on = run("");
+    let off = run("[vm.features]\nWAKEUP_PREEMPTION = false\n");
+    let lat = |r: &Report| thread(r, "tick").wakeup_latency_ns.p50;
+    assert!(
+        lat(&on) < 100_000,
+        "with wakeup preemption: p50 {}",
+        lat(&on)
+    );
+    assert!(lat(&off) > 500_000, "without: p50 {}", lat(&off));
+    let file = format!("{}/inline.toml", dir());
+    let e = Scenario::parse(
+        &file,
+        "[host]\ncpus = 1\n[[vm]]\nname = \"g\"\nvcpus = 1\nworkload = \"dedup\"\nkernel = \"6.19\"\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("vm[0].kernel: the guest kernel applies to program VMs only"),
+        "{e}"
+    );
+}

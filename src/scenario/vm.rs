@@ -28,6 +28,10 @@ pub(super) struct RawVm {
     workload: Option<String>,
     /// An rt-app JSON file (relative to the scenario) run as guest threads.
     program: Option<String>,
+    /// The guest kernel of a program VM (default: the host's preset).
+    kernel: Option<String>,
+    /// `[vm.features]`: the guest kernel's sched features.
+    features: Option<std::collections::BTreeMap<String, bool>>,
     overrides: Option<toml::Table>,
     protected: Option<bool>,
 }
@@ -105,6 +109,10 @@ pub struct VmSpec {
     /// Guest threads: a thread program run by the guest's own scheduler on
     /// the vCPUs (`program = "FILE.json"`); None: the phase generator.
     pub program: Option<crate::workload::ir::Program>,
+    /// The guest kernel's preset and sched features (program VMs; default
+    /// the host's, `[vm] kernel` and `[vm.features]` override).
+    pub guest_kernel: crate::sched::features::KernelPreset,
+    pub guest_features: crate::sched::SchedFeatures,
     /// SEV-ES / TDX guest state protection (`guest_state_protected`).
     pub protected: bool,
 }
@@ -634,6 +642,7 @@ pub(super) fn vm(
         }
         Some(p) => Some(guest_program(cx, &format!("{f}.program"), p, vcpus)?),
     };
+    let (guest_kernel, guest_features) = guest_kernel(cx, &f, v, host)?;
     let wname = v.workload.as_deref().unwrap_or("idle");
     let mut workload = WorkloadProfile::named(wname).map_err(|_| {
         cx.err(
@@ -704,8 +713,60 @@ pub(super) fn vm(
         cpus,
         workload,
         program,
+        guest_kernel,
+        guest_features,
         protected: v.protected.unwrap_or(false),
     })
+}
+
+/// `[vm] kernel` and `[vm.features]`: the guest kernel of a program VM,
+/// validated as `[host]`'s (the host's preset and features by default; an
+/// explicit kernel starts from that preset's features).
+fn guest_kernel(
+    cx: &Ctx,
+    f: &str,
+    v: &RawVm,
+    host: &HostSpec,
+) -> Result<
+    (
+        crate::sched::features::KernelPreset,
+        crate::sched::SchedFeatures,
+    ),
+    ScenarioError,
+> {
+    use crate::sched::features::{KernelPreset, FEATURE_NAMES};
+    if v.program.is_none() && (v.kernel.is_some() || v.features.is_some()) {
+        let k = if v.kernel.is_some() {
+            "kernel"
+        } else {
+            "features"
+        };
+        return Err(cx.err(
+            format!("{f}.{k}"),
+            "the guest kernel applies to program VMs only: allowed with program = \"FILE.json\"",
+        ));
+    }
+    let (kernel, mut features) = match &v.kernel {
+        None => (host.kernel, host.features),
+        Some(k) => {
+            let p = KernelPreset::parse(k).ok_or_else(|| {
+                cx.err(
+                    format!("{f}.kernel"),
+                    format!("unknown kernel preset \"{k}\": allowed 6.12.0, 6.12.117, 6.19"),
+                )
+            })?;
+            (p, p.features())
+        }
+    };
+    for (k, b) in v.features.iter().flatten() {
+        if !features.set(k, *b) {
+            return Err(cx.err(
+                format!("{f}.features.{k}"),
+                format!("unknown feature: allowed {}", FEATURE_NAMES.join(", ")),
+            ));
+        }
+    }
+    Ok((kernel, features))
 }
 
 /// Reads `[[vm]] program`: an rt-app file, its path relative to the

@@ -295,8 +295,9 @@ impl Simulator {
             let rng = SimRng::new(sc.host.seed, 1 + vi as u64);
             let mut rt = VmRt::new(v, &sc.kvm, sc.pv.spinlock, base, rng);
             if let Some(p) = &v.program {
-                // The guest kernel: the host's preset and features; its HZ
-                // is the guest tick rate when that is a kernel HZ.
+                // The guest kernel ([vm] kernel/features, default the
+                // host's); its HZ is the guest tick rate when that is a
+                // kernel HZ.
                 let hz = match sc.kvm.guest_hz {
                     100 | 250 | 300 | 1000 => sc.kvm.guest_hz,
                     _ => sc.host.hz,
@@ -305,8 +306,8 @@ impl Simulator {
                     p,
                     v.vcpus,
                     hz,
-                    sc.host.kernel,
-                    sc.host.features,
+                    v.guest_kernel,
+                    v.guest_features,
                 ));
             }
             sim.vms.push(rt);
