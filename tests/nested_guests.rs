@@ -182,6 +182,10 @@ fn bad_programs_are_one_line_errors() {
             "program = \"pinned_hogs.json\"\nvcpus = 1",
             "allowed vCPUs 0..0",
         ),
+        (
+            "program = \"kernel_ext.json\"",
+            "tasks.t: syscall, munmap and smp_call are not run by the nested guest yet",
+        ),
     ] {
         let src = format!("[host]\ncpus = 2\n[[vm]]\nname = \"g\"\n{vm}\n");
         let src = if src.contains("vcpus") {
