@@ -347,6 +347,34 @@ impl Report {
                     v.lock_wait_ns.p99 as f64 / 1e3
                 );
             }
+            for v in self.vms.iter().filter(|v| !v.threads.is_empty()) {
+                let _ = writeln!(
+                    o,
+                    "{:<20} {:>7} {:>10} {:>9} {:>8} {:>8} {:>11} {:>11}",
+                    format!("{} thread", v.name),
+                    "cpu%",
+                    "cpu_ms",
+                    "wait_ms",
+                    "switches",
+                    "loops",
+                    "lat_p50_us",
+                    "lockwait_ms"
+                );
+                for t in &v.threads {
+                    let _ = writeln!(
+                        o,
+                        "{:<20} {:>7.2} {:>10.1} {:>9.1} {:>8} {:>8} {:>11.1} {:>11.1}",
+                        t.name,
+                        100.0 * t.cpu_ns as f64 / d,
+                        t.cpu_ns as f64 / 1e6,
+                        t.wait_ns as f64 / 1e6,
+                        t.nr_switches,
+                        t.phase_loops,
+                        t.wakeup_latency_ns.p50 as f64 / 1e3,
+                        t.lock_wait_ns as f64 / 1e6
+                    );
+                }
+            }
         }
         let _ = writeln!(
             o,

@@ -235,3 +235,25 @@ fn the_guest_kernel_has_its_own_features() {
         "{e}"
     );
 }
+
+#[test]
+fn shipped_nested_scenarios_run() {
+    let d = format!("{}/scenarios/nested", env!("CARGO_MANIFEST_DIR"));
+    for entry in std::fs::read_dir(&d).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "toml") {
+            let sc = Scenario::load(&p).unwrap_or_else(|e| panic!("{e}"));
+            let mut sim = oversub::sim::Simulator::new(&sc);
+            sim.set_check_invariants(true);
+            let r = sim.run(oversub::engine::Nanos::from_ms(200));
+            for v in &r.vms {
+                assert!(!v.threads.is_empty(), "{}: {}", p.display(), v.name);
+                assert!(
+                    v.threads.iter().all(|t| t.phase_loops > 0),
+                    "{}",
+                    p.display()
+                );
+            }
+        }
+    }
+}
