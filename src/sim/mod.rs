@@ -302,6 +302,7 @@ impl Simulator {
                     100 | 250 | 300 | 1000 => sc.kvm.guest_hz,
                     _ => sc.host.hz,
                 };
+                rt.set_program_locks(p.klocks.len(), sc.pv.spinlock);
                 rt.guest = Some(vm::GuestLevel::new(
                     p,
                     v.vcpus,

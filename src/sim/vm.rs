@@ -32,6 +32,7 @@ use std::collections::VecDeque;
 
 mod guest;
 pub(super) use guest::GuestLevel;
+use guest::GuestNext;
 
 /// Spin iterations in `spun` of guest time.
 fn spin_iters(kvm: &KvmSpec, spun: Nanos) -> u64 {
@@ -145,6 +146,8 @@ struct VGuest {
     halt_start: Time,
     wait_start: Time,
     hold_start: Time,
+    /// A program's syscall: the hold time of the lock it is taking.
+    hold_next: Option<Nanos>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -275,6 +278,7 @@ impl VmRt {
                 wait_start: Time::ZERO,
                 hold_start: Time::ZERO,
                 last_turn_yield: None,
+                hold_next: None,
             })
             .collect();
         let ipi_aware = matches!(
@@ -322,6 +326,17 @@ impl VmRt {
             stats: VmStats::default(),
             guest: None,
         }
+    }
+
+    /// A program VM's guest kernel spinlocks (the program's `syscall`
+    /// locks): the profile's lock kind (PV qspinlock by default; the native
+    /// one without `[guest.pv] spinlock`).
+    pub(super) fn set_program_locks(&mut self, n: usize, pv_spinlock: bool) {
+        let kind = match self.prof.lock_kind {
+            LockKind::PvQspinlock if !pv_spinlock => LockKind::NativeQspinlock,
+            k => k,
+        };
+        self.locks = (0..n).map(|_| GuestLock::new(kind)).collect();
     }
 
     fn task(&self, i: usize) -> TaskId {
@@ -755,8 +770,16 @@ impl Simulator {
             match phase {
                 Phase::Start if vm.guest.is_some() => vm.g[i].phase = Phase::Guest,
                 Phase::Guest => {
-                    if let Some(d) = self.guest_run(cpu, vi, i) {
-                        return Act::Run(Cat::Useful, d);
+                    match self.guest_run(cpu, vi, i) {
+                        GuestNext::Run(d) => return Act::Run(Cat::Useful, d),
+                        GuestNext::KernelLock(l, hold) => {
+                            // Back to Phase::Guest (via Start) after the
+                            // release.
+                            self.vms[vi].g[i].hold_next = Some(hold);
+                            self.lock_start(vi, i, l);
+                            continue;
+                        }
+                        GuestNext::Idle => {}
                     }
                     // The guest CPU is idle: HLT until an interrupt (its
                     // hrtimers and reschedule IPIs arrive as interrupts).
@@ -1432,7 +1455,10 @@ impl Simulator {
         let vm = &mut self.vms[vi];
         vm.stats.lock_wait.add((now - vm.g[i].wait_start).0);
         vm.g[i].hold_start = now;
-        let cs = Nanos(vm.rng.exp(vm.prof.cs_ns));
+        let cs = match vm.g[i].hold_next.take() {
+            Some(hold) => hold,
+            None => Nanos(vm.rng.exp(vm.prof.cs_ns)),
+        };
         vm.g[i].phase = Phase::Hold { lock: l, left: cs };
     }
 

@@ -235,6 +235,10 @@ impl Behaviour {
                     program::Action::Sleep(at) => Next::Sleep(at),
                     program::Action::Yield => Next::Yield(Nanos::ZERO),
                     program::Action::Exit => Next::Sleep(None),
+                    // Refused for host tasks when the scenario is built.
+                    program::Action::KernelLock { .. } => {
+                        unreachable!("syscall events need the guest kernel model")
+                    }
                 };
                 Step { wake, next }
             }

@@ -24,7 +24,7 @@
 //! * `yield`: `sched_yield()`.
 
 use crate::engine::{Nanos, Time};
-use crate::workload::ir::{BarrierId, CondId, Event, MutexId, Program, TimerId};
+use crate::workload::ir::{BarrierId, CondId, Event, KlockId, MutexId, Program, TimerId};
 use std::collections::VecDeque;
 
 /// What the stepping thread does next.
@@ -36,6 +36,10 @@ pub enum Action {
     Sleep(Option<Time>),
     /// `sched_yield()`, then step again when it runs.
     Yield,
+    /// Take the guest kernel spinlock `lock`, hold it for `hold` of CPU,
+    /// release it, then step again (the `syscall` extension; only a guest
+    /// kernel runs it).
+    KernelLock { lock: KlockId, hold: Nanos },
     /// The thread has finished.
     Exit,
 }
@@ -53,6 +57,8 @@ enum Pending {
     Reacquire(MutexId),
     /// Released from a barrier.
     Barrier(BarrierId),
+    /// A syscall's kernel work ran: its locked part comes next.
+    KernelLock(KlockId, Nanos),
 }
 
 /// Per-thread counters.
@@ -271,6 +277,10 @@ impl ProgramRt {
                     self.advance(t, now);
                     continue;
                 }
+                Pending::KernelLock(lock, hold) => {
+                    self.threads[t].pending = Pending::Done;
+                    return (wake, Action::KernelLock { lock, hold });
+                }
             }
             match self.event(t).clone() {
                 Event::Run(d) | Event::Runtime(d) => {
@@ -342,7 +352,17 @@ impl ProgramRt {
                     self.threads[t].pending = Pending::Done;
                     return (wake, Action::Yield);
                 }
-                Event::Syscall { .. } | Event::Munmap { .. } | Event::SmpCall { .. } => {
+                // `run` in the kernel, the last `hold` of it under `lock`.
+                Event::Syscall { lock, run, hold } => {
+                    let pre = Nanos(run.0.saturating_sub(hold.0));
+                    if pre > Nanos::ZERO {
+                        self.threads[t].pending = Pending::KernelLock(lock, hold);
+                        return (wake, Action::Run(pre));
+                    }
+                    self.threads[t].pending = Pending::Done;
+                    return (wake, Action::KernelLock { lock, hold });
+                }
+                Event::Munmap { .. } | Event::SmpCall { .. } => {
                     // Refused for host tasks when the scenario is built; the
                     // guest kernel model runs them.
                     unreachable!("kernel extension events need the guest kernel model")

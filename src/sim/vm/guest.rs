@@ -34,6 +34,17 @@ use crate::workload::ir::Program;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct GuestTask(pub(crate) TaskId);
 
+/// What a vCPU does next for its guest CPU's current task.
+pub(crate) enum GuestNext {
+    /// Run the task's burst for this long.
+    Run(Nanos),
+    /// Nothing to run: HLT.
+    Idle,
+    /// The task's syscall takes guest kernel spinlock (index) and holds it
+    /// for this long (`syscall` extension).
+    KernelLock(usize, Nanos),
+}
+
 /// Guest CPU = vCPU index.
 fn gcpu(i: usize) -> CpuId {
     CpuId(i as u32)
@@ -145,7 +156,7 @@ impl Simulator {
     /// run the guest scheduler's current task (stepping its program), or
     /// HLT when the guest CPU is idle. Returns the work to run, or None for
     /// a halt.
-    pub(crate) fn guest_run(&mut self, cpu: CpuId, vi: usize, i: usize) -> Option<Nanos> {
+    pub(crate) fn guest_run(&mut self, cpu: CpuId, vi: usize, i: usize) -> GuestNext {
         let now = self.now;
         loop {
             let g = self.guest(vi);
@@ -156,11 +167,14 @@ impl Simulator {
             self.guest_send_resched(cpu, vi, i);
             let g = self.guest(vi);
             // An idle guest CPU: the caller halts the vCPU.
-            let t = GuestTask(g.sched.rqs[i].curr?);
+            let Some(t) = g.sched.rqs[i].curr else {
+                return GuestNext::Idle;
+            };
+            let t = GuestTask(t);
             match g.remaining[t.0.idx()] {
                 Some(d) if d > Nanos::ZERO => {
                     g.running[i] = Some(t);
-                    return Some(d);
+                    return GuestNext::Run(d);
                 }
                 _ => {}
             }
@@ -190,6 +204,11 @@ impl Simulator {
                 }
                 Action::Yield => {
                     let _ = g.sched.do_sched_yield(gcpu(i));
+                }
+                // The thread stays current with preemption off (a
+                // spinlock) while the vCPU takes, holds and drops the lock.
+                Action::KernelLock { lock, hold } => {
+                    return GuestNext::KernelLock(lock.idx(), hold);
                 }
                 Action::Exit => {
                     g.exited[t.0.idx()] = true;
