@@ -382,6 +382,33 @@ mod tests {
     }
 
     #[test]
+    fn a_syscall_runs_its_kernel_work_then_asks_for_its_lock() {
+        let mut p = rt(r#"{"tasks": {"t": {"loop": 1, "phases": {"a": {"loop": 1,
+            "syscall": {"lock": "k", "run": 5, "hold": 2},
+            "syscall1": {"lock": "k", "run": 1, "hold": 1}}}}}}"#);
+        let t = Time::ZERO;
+        assert_eq!(p.step(0, t).1, Action::Run(Nanos::from_us(3)));
+        let hold = Nanos::from_us(2);
+        assert_eq!(
+            p.step(0, t).1,
+            Action::KernelLock {
+                lock: KlockId(0),
+                hold
+            }
+        );
+        // All of the second syscall is under the lock: no run first.
+        let hold = Nanos::from_us(1);
+        assert_eq!(
+            p.step(0, t).1,
+            Action::KernelLock {
+                lock: KlockId(0),
+                hold
+            }
+        );
+        assert_eq!(p.step(0, t).1, Action::Exit);
+    }
+
+    #[test]
     fn run_sleep_loop_and_exit() {
         let mut p = rt(
             r#"{"tasks": {"t": {"loop": 2, "phases": {"a": {"loop": 2, "run": 10, "sleep": 5}}}}}"#,
