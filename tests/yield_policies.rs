@@ -216,10 +216,14 @@ fn every_policy_runs_via_set() {
 
 /// The s390 ping-pong (2 vCPUs, 1 pCPU, per-vCPU cgroups, a PV sched_yield
 /// to the holder): upstream needs ~1.6 yield hypercalls per handoff (the
-/// holder's vCPU group is often ineligible at the VM level); the debooster
-/// brings it to 1.0 only without its 6 ms rate limit (with it, a handoff
-/// every few µs leaves almost every yield unboosted); borrow gets 1.0 without
-/// any rate limit.
+/// holder's vCPU group is often ineligible at the VM level). The seed's v2
+/// debooster does nothing for it with its 6 ms rate limit (a handoff every few
+/// µs; its reverse-pair debounce sits behind the limit and never fires) and
+/// brings it to 1.0 only without the limit. The series' `deboost` checks the
+/// debounce first (review item M1): every handoff after the first is a
+/// reverse pair within 600 µs, passes the limit with the smaller penalty, and
+/// the ping-pong needs one hypercall per handoff; with the debounce window
+/// at 0 the limit refuses again. Borrow gets 1.0 without any rate limit.
 #[test]
 fn s390_pingpong_yield_hypercalls_per_handoff() {
     let f = "scenarios/yield/s390-pingpong.toml";
@@ -236,16 +240,94 @@ fn s390_pingpong_yield_hypercalls_per_handoff() {
         let r = run(f, &all);
         let v = &r.vms[0];
         assert!(v.ops > 10_000, "{}", v.ops);
-        v.directed_yield_attempted as f64 / v.ops as f64
+        (
+            v.directed_yield_attempted as f64 / v.ops as f64,
+            r.yield_stats.clone(),
+        )
     };
-    let up = per(&[&policy("upstream")]);
-    let db = per(&[&policy("deboost")]);
-    let db0 = per(&[&policy("deboost"), "host.yield.deboost_ratelimit=0ns"]);
-    let bo = per(&[&policy("borrow")]);
+    let (up, _) = per(&[&policy("upstream")]);
+    let (v2, _) = per(&[&policy("deboost-v2")]);
+    let (v2_0, _) = per(&[&policy("deboost-v2"), "host.yield.deboost_ratelimit=0ns"]);
+    let (db, db_st) = per(&[&policy("deboost")]);
+    let (db_nodeb, db_nodeb_st) = per(&[&policy("deboost"), "host.yield.deboost_debounce=0ns"]);
+    let (bo, _) = per(&[&policy("borrow")]);
     assert!(up > 1.5, "upstream {up:.3}");
-    assert!(db > 1.5, "deboost with the rate limit {db:.3}");
-    assert!(db0 < 1.05, "deboost without the rate limit {db0:.3}");
+    assert!(v2 > 1.5, "deboost-v2 with the rate limit {v2:.3}");
+    assert!(v2_0 < 1.05, "deboost-v2 without the rate limit {v2_0:.3}");
+    assert!(db < 1.05, "deboost: reverse pairs pass the limit {db:.3}");
+    assert!(
+        db_st.deboosts_reverse * 10 > db_st.deboosts_applied * 9,
+        "deboost: the debounce fires on the ping-pong: {db_st:?}"
+    );
+    assert!(db_nodeb > 1.5, "deboost without the debounce {db_nodeb:.3}");
+    assert_eq!(db_nodeb_st.deboosts_reverse, 0, "{db_nodeb_st:?}");
     assert!(bo < 1.05, "borrow {bo:.3}");
     // Same VM cgroup for both vCPUs: one hypercall per handoff already.
-    assert!(per(&[&policy("upstream"), "vm.0.layout=flat"]) < 1.05);
+    assert!(per(&[&policy("upstream"), "vm.0.layout=flat"]).0 < 1.05);
+}
+
+/// Review item M4: yielder and target in one cfs_rq are left to the forfeit
+/// and the buddy. In the same-cgroup layout the series' `deboost` changes
+/// nothing: B runs after A's yields exactly as often as upstream and A keeps
+/// upstream's share; the seed's v2 pushed A's own entity back as well.
+#[test]
+fn deboost_skips_yields_within_one_cfs_rq() {
+    let f = "scenarios/yield/layout-same-cgroup.toml";
+    let up = run(f, &[&policy("upstream")]);
+    let db = run(f, &[&policy("deboost")]);
+    let v2 = run(f, &[&policy("deboost-v2")]);
+    assert_eq!(db.yield_stats.deboosts_applied, 0, "{:?}", db.yield_stats);
+    assert_eq!(target_ran(&db), target_ran(&up));
+    assert_eq!(share(&db, "A"), share(&up, "A"));
+    assert_eq!(share(&db, "B"), share(&up, "B"));
+    // The control: v2 deboosts there and changes who runs.
+    assert!(
+        v2.yield_stats.deboosts_applied > 100,
+        "{:?}",
+        v2.yield_stats
+    );
+    assert!(
+        target_ran(&v2) > target_ran(&up) + 20.0,
+        "v2 {:.1}% vs upstream {:.1}%",
+        target_ran(&v2),
+        target_ran(&up)
+    );
+}
+
+/// Review item H3: the penalty is cut to the lag room, so the yielder's
+/// entity never ends more than the lag bound (`max(2 * slice, TICK_NSEC)`,
+/// weight scaled) ahead of `avg_vruntime`. It binds where the target's group
+/// is far ahead in vruntime (light CG1, cpu.weight 10) and the bound is
+/// small (HZ=1000: 1.4 ms against a cap of 2.8 ms at 3 runnable): there the
+/// bystander C loses less to the series' `deboost` than to the unclamped v2.
+#[test]
+fn deboost_penalty_clamped_to_the_lag_bound_bounds_the_bystanders_loss() {
+    let f = "scenarios/yield/cg-bystander.toml";
+    let sets = |p: &str| run(f, &[&policy(p), "cgroup.1.weight=10", "host.hz=1000"]);
+    let up = sets("upstream");
+    let db = sets("deboost");
+    let v2 = sets("deboost-v2");
+    assert!(
+        db.yield_stats.deboosts_clamped * 2 > db.yield_stats.deboosts_applied,
+        "most penalties clamped: {:?}",
+        db.yield_stats
+    );
+    let (c_up, c_db, c_v2) = (share(&up, "C"), share(&db, "C"), share(&v2, "C"));
+    assert!(
+        c_db < c_up,
+        "deboost still costs C: {c_db:.1}% vs {c_up:.1}%"
+    );
+    assert!(
+        c_up - c_db < 0.8 * (c_up - c_v2),
+        "C's loss bounded by the clamp: deboost {:.1} points, v2 {:.1}",
+        c_up - c_db,
+        c_up - c_v2
+    );
+    // With HZ=250 the bound (4 ms) is above the cap: never clamped.
+    let db250 = run(f, &[&policy("deboost")]);
+    assert_eq!(
+        db250.yield_stats.deboosts_clamped, 0,
+        "{:?}",
+        db250.yield_stats
+    );
 }

@@ -28,42 +28,42 @@ fn b(c: &Value, k: &str) -> bool {
 fn run_case(file: &str, c: &Value) -> (Value, Value) {
     let exp = c["expect"].clone();
     let got: Value = match file {
-        "deboost_penalty.json" => vcpu_deboost_penalty(
+        "deboost_penalty.json" => yield_penalty(
             u(c, "gran"),
             u(c, "need"),
             u(c, "h_nr_queued") as u32,
             b(c, "reverse_pair"),
         )
         .into(),
-        "deboost_cap.json" => vcpu_deboost_cap(u(c, "h_nr_queued") as u32, u(c, "gran")).into(),
+        "deboost_cap.json" => yield_penalty_cap(u(c, "h_nr_queued") as u32, u(c, "gran")).into(),
         "deboost_need.json" => {
-            vcpu_deboost_need(u(c, "vruntime_yielder"), u(c, "vruntime_target")).into()
+            yield_penalty_need(u(c, "vruntime_yielder"), u(c, "vruntime_target")).into()
         }
         "deboost_apply.json" => {
             let v = u(c, "vruntime");
-            match vcpu_deboost_new_vruntime(v, u(c, "penalty")) {
+            match yield_penalty_new_vruntime(v, u(c, "penalty")) {
                 Some(n) => serde_json::json!({"applied": true, "vruntime": n}),
                 None => serde_json::json!({"applied": false, "vruntime": v}),
             }
         }
         "deboost_ratelimit.json" => {
-            let s = DeboostState {
+            let s = YieldPenaltyState {
                 last_apply_ns: u(c, "last_apply_ns"),
-                ..DeboostState::default()
+                ..YieldPenaltyState::default()
             };
-            vcpu_deboost_rate_limited(&s, u(c, "now_ns")).into()
+            yield_penalty_rate_limited(&s, u(c, "now_ns")).into()
         }
         "deboost_debounce.json" => {
-            let s = DeboostState {
+            let s = YieldPenaltyState {
                 last_apply_ns: 0,
                 last_pair_ns: u(c, "last_pair_ns"),
                 last_src: i(c, "last_src"),
                 last_dst: i(c, "last_dst"),
             };
-            vcpu_deboost_reverse_pair(&s, i(c, "src"), i(c, "dst"), u(c, "now_ns")).into()
+            yield_penalty_reverse_pair(&s, i(c, "src"), i(c, "dst"), u(c, "now_ns")).into()
         }
         "deboost_ratelimit_sequence.json" => {
-            let mut s = DeboostState::default();
+            let mut s = YieldPenaltyState::default();
             let steps = c["steps"].as_array().expect("steps");
             let out: Vec<Value> = steps
                 .iter()
@@ -71,10 +71,10 @@ fn run_case(file: &str, c: &Value) -> (Value, Value) {
                     let now = u(st, "now_ns");
                     if !b(st, "other_checks_pass") {
                         "skipped".into()
-                    } else if vcpu_deboost_rate_limited(&s, now) {
+                    } else if yield_penalty_rate_limited(&s, now) {
                         "rate_limited".into()
                     } else {
-                        vcpu_deboost_commit(&mut s, 1, 2, now);
+                        yield_penalty_commit(&mut s, 1, 2, now, false);
                         "applied".into()
                     }
                 })

@@ -158,6 +158,9 @@ pub struct CfsRq {
     /// On the rq's leaf cfs_rq list (`cfs_rq->on_list`): visited by
     /// `update_blocked_averages()` until fully decayed.
     pub on_list: bool,
+    /// `cfs_rq->yield_penalty`: rate limit and debounce of the `deboost`
+    /// policy when this cfs_rq is the common ancestor (series v2, patch 0004).
+    pub yield_penalty: crate::sched::yield_to::deboost_helpers::YieldPenaltyState,
 }
 
 /// `struct cfs_rq::removed`.
@@ -196,6 +199,7 @@ impl CfsRq {
             h_load: 0,
             last_h_load_update: None,
             on_list: false,
+            yield_penalty: Default::default(),
         }
     }
 }

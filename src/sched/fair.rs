@@ -994,7 +994,8 @@ impl Scheduler {
 
     /// `yield_to_task_fair()` (6.12.117): nominate the target as buddy along its
     /// hierarchy, run the `[host.yield] yield_to` policy (where the seed hooks
-    /// its debooster), then yield.
+    /// its debooster), then yield; `deboost` (the series' YIELD_TO_PENALTY)
+    /// runs after the yield, as in the series.
     pub fn yield_to_task_fair(&mut self, cpu: CpuId, p: TaskId) -> bool {
         let se = self.tasks[p.idx()].se;
         if !self.ses[se.idx()].on_rq {
@@ -1003,6 +1004,7 @@ impl Scheduler {
         self.set_next_buddy(se);
         self.yield_to_policy(cpu, p);
         self.yield_task_fair(cpu);
+        self.yield_to_policy_after_yield(cpu, p);
         true
     }
 

@@ -1,8 +1,9 @@
 //! The yield_to() "vCPU debooster": the seed's v1 and v2 (semantics.md
-//! sections 1 and 3, defects included) and the form `kernel/patches`
-//! implements (patch 0004, helpers in `deboost_helpers`). All three push the
-//! yielder's entity at the common ancestor (LCA) of yielder and target back in
-//! vruntime, before `yield_task_fair()`.
+//! sections 1 and 3, defects included; run before `yield_task_fair()`) and
+//! the penalty `kernel/patches` implements as YIELD_TO_PENALTY (series v2,
+//! patch 0004, helpers in `deboost_helpers`; run after `yield_task_fair()`).
+//! All three push the yielder's entity at the common ancestor (LCA) of
+//! yielder and target back in vruntime.
 //!
 //! The seed's functions (`yield_deboost_*`) follow the seed's control flow:
 //! v1 refreshes the rate-limit stamp on every call and runs it before the
@@ -12,19 +13,26 @@
 //! entity (on 6.12, where vlag holds RUN_TO_PARITY's stash, that ends the
 //! protection).
 
+use super::borrow_helpers::yield_lag_room;
 use super::deboost_helpers as h;
 use crate::sched::entity::VruntimeStep;
 use crate::sched::ids::{CpuId, SeId, TaskId};
 use crate::sched::weight::calc_delta_fair;
 use crate::sched::Scheduler;
 
-/// Result of one debooster decision (the kernel tracepoint's `result`).
+/// Outcome of one `deboost` decision (the series has no tracepoint result
+/// any more; this names the check that ended it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeboostResult {
     Applied,
     RateLimited,
     Invalid,
-    SingleQueued,
+    /// Yielder and target in one cfs_rq: left to the forfeit and the buddy.
+    SameCfsRq,
+    /// `h_nr_runnable <= 1` at the common ancestor.
+    SingleRunnable,
+    /// The yielder's entity is already at the lag bound: nothing to apply.
+    NoRoom,
 }
 
 impl Scheduler {
@@ -69,7 +77,7 @@ impl Scheduler {
         st.last_src = src;
         st.last_dst = dst;
         st.last_pair_ns = now;
-        let maxp = h::vcpu_deboost_cap_with(&self.yield_cfg.cap_halves, nr, gran);
+        let maxp = h::yield_penalty_cap_with(&self.yield_cfg.cap_halves, nr, gran);
         penalty.max(gran).min(maxp)
     }
 
@@ -167,56 +175,79 @@ impl Scheduler {
         }
     }
 
-    /// `yield_to_deboost()` as `kernel/patches` (0004) implements it.
-    pub(super) fn yield_to_deboost(&mut self, cpu: CpuId, p: TaskId) -> DeboostResult {
+    /// `yield_to_penalty()` (series v2, patch 0004 of `kernel/patches`,
+    /// sched feature YIELD_TO_PENALTY): the `deboost` policy. Runs after
+    /// `yield_task_fair()`, on its clock. Differences from v1/v2, each a
+    /// review item of the cover letter: yielder and target in one cfs_rq are
+    /// left to the forfeit and the buddy (M4); the cap counts
+    /// `h_nr_runnable` (L); the state is the common ancestor's (L); the
+    /// reverse pair is checked before the rate limit, passes it with the
+    /// smaller penalty and takes no token (M1); the sum wraps (M2); the
+    /// penalty is at most `yield_lag_room()` to the lag bound
+    /// `calc_delta_fair(max(2 * slice, TICK_NSEC))` (H3).
+    pub(super) fn yield_to_penalty(&mut self, cpu: CpuId, p: TaskId) -> DeboostResult {
         let Some(y) = self.rqs[cpu.idx()].curr else {
             return DeboostResult::Invalid;
         };
         let (se_y, se_t) = (self.tasks[y.idx()].se, self.tasks[p.idx()].se);
-        if y == p
-            || self.tasks[p.idx()].cpu != cpu
+        if self.tasks[p.idx()].cpu != cpu
+            || y == p
             || !self.ses[se_y.idx()].on_rq
             || !self.ses[se_t.idx()].on_rq
         {
             return DeboostResult::Invalid;
         }
         let (sy, st) = self.find_matching_se(se_y, se_t);
+        if sy == se_y {
+            return DeboostResult::SameCfsRq;
+        }
         let cfs = self.cfs_rq_of(sy);
-        let nr = self.cfs_rqs[cfs.idx()].h_nr_queued;
+        let nr = self.cfs_rqs[cfs.idx()].h_nr_runnable;
         if nr <= 1 {
-            return DeboostResult::SingleQueued;
+            return DeboostResult::SingleRunnable;
         }
         if self.cfs_rqs[cfs.idx()].curr != Some(sy) {
             return DeboostResult::Invalid;
         }
         let now = self.now;
-        let window = self.yield_cfg.ratelimit_ns;
-        if h::vcpu_deboost_rate_limited_within(&self.yield_rq[cpu.idx()].deboost, now, window) {
+        let (src, dst) = (Self::deboost_pid(y), Self::deboost_pid(p));
+        let state = self.cfs_rqs[cfs.idx()].yield_penalty;
+        let reverse =
+            h::yield_penalty_reverse_pair_within(&state, src, dst, now, self.yield_cfg.debounce_ns);
+        if !reverse
+            && h::yield_penalty_rate_limited_within(&state, now, self.yield_cfg.ratelimit_ns)
+        {
             self.yield_stats.deboosts_rate_limited += 1;
             return DeboostResult::RateLimited;
         }
         self.update_curr(cfs);
-        let gran = calc_delta_fair(self.cfg.base_slice(), &self.ses[sy.idx()].load);
-        let need =
-            h::vcpu_deboost_need(self.ses[sy.idx()].vruntime(), self.ses[st.idx()].vruntime());
-        let (src, dst) = (Self::deboost_pid(y), Self::deboost_pid(p));
-        let reverse = h::vcpu_deboost_reverse_pair_within(
-            &self.yield_rq[cpu.idx()].deboost,
-            src,
-            dst,
-            now,
-            self.yield_cfg.debounce_ns,
-        );
-        let penalty =
-            h::vcpu_deboost_penalty_with(&self.yield_cfg.cap_halves, gran, need, nr, reverse);
-        let Some(v) = h::vcpu_deboost_new_vruntime(self.ses[sy.idx()].vruntime(), penalty) else {
-            return DeboostResult::Invalid;
+        let avg = self.avg_vruntime(cfs);
+        let e = &self.ses[sy.idx()];
+        let gran = calc_delta_fair(self.cfg.base_slice(), &e.load);
+        let need = h::yield_penalty_need(e.vruntime(), self.ses[st.idx()].vruntime());
+        let penalty = h::yield_penalty_with(&self.yield_cfg.cap_halves, gran, need, nr, reverse);
+        let limit = calc_delta_fair((2 * e.slice).max(self.cfg.tick_nsec()), &e.load);
+        let room = yield_lag_room(e.vruntime(), avg, limit);
+        let Some(v) = h::yield_penalty_new_vruntime(e.vruntime(), penalty.min(room)) else {
+            return DeboostResult::NoRoom;
         };
         let e = &mut self.ses[sy.idx()];
         e.set_vruntime(v, VruntimeStep::YieldPolicy);
         e.deadline = v.wrapping_add(calc_delta_fair(e.slice, &e.load));
-        h::vcpu_deboost_commit(&mut self.yield_rq[cpu.idx()].deboost, src, dst, now);
+        h::yield_penalty_commit(
+            &mut self.cfs_rqs[cfs.idx()].yield_penalty,
+            src,
+            dst,
+            now,
+            reverse,
+        );
         self.yield_stats.deboosts_applied += 1;
+        if reverse {
+            self.yield_stats.deboosts_reverse += 1;
+        }
+        if room < penalty {
+            self.yield_stats.deboosts_clamped += 1;
+        }
         DeboostResult::Applied
     }
 }

@@ -1,21 +1,25 @@
-//! Mirror of the kernel series' pure debooster helpers
-//! (`kernel/sched/vcpu_deboost.h`, patch 0001 of `kernel/patches`): the same
-//! names, the same u64 arithmetic, checked against the same `vectors/*.json`
-//! as the KUnit suite `sched_vcpu_deboost` (tests/yield_vectors.rs). When the
-//! kernel series changes these helpers or their vectors, this file follows;
-//! nothing else in the simulator depends on their internals.
+//! Mirror of the kernel series' pure penalty helpers (`yield_penalty_*` in
+//! `kernel/sched/yield_to.h`, patch 0001 of `kernel/patches`, series v2; v1
+//! called them `vcpu_deboost_*`): the same names, the same u64 arithmetic,
+//! checked against the same `vectors/deboost_*.json` as the KUnit suite
+//! `sched_yield_to` (tests/yield_vectors.rs). When the kernel series changes
+//! these helpers or their vectors, this file follows; nothing else in the
+//! simulator depends on their internals.
 
-/// `VCPU_DEBOOST_RATELIMIT_NS`: one applied deboost per rq per 6 ms (inclusive).
-pub const VCPU_DEBOOST_RATELIMIT_NS: u64 = 6_000_000;
-/// `VCPU_DEBOOST_DEBOUNCE_NS`: a reverse pair within 600 µs is ping-pong.
-pub const VCPU_DEBOOST_DEBOUNCE_NS: u64 = 600_000;
-/// The cap table in halves of `gran` for h_nr_queued = 2, 3, 4..6, 7..8,
+/// `YIELD_PENALTY_RATELIMIT_NS`: one applied penalty per state per 6 ms
+/// (inclusive). The state is per common-ancestor cfs_rq in the series (per
+/// rq in the seed's v1/v2).
+pub const YIELD_PENALTY_RATELIMIT_NS: u64 = 6_000_000;
+/// `YIELD_PENALTY_DEBOUNCE_NS`: a reverse pair within 600 µs is ping-pong.
+pub const YIELD_PENALTY_DEBOUNCE_NS: u64 = 600_000;
+/// The cap table in halves of `gran` for nr_runnable = 2, 3, 4..6, 7..8,
 /// 9..12 and anything else (6.0x, 4.0x, 2.5x, 2.0x, 1.5x, 1.0x).
 pub const CAP_HALVES: [u32; 6] = [12, 8, 5, 4, 3, 2];
 
-/// `struct vcpu_deboost_state` (per rq).
+/// `struct yield_penalty_state` (series: per common-ancestor cfs_rq, the
+/// seed's `struct vcpu_deboost_state` was per rq).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeboostState {
+pub struct YieldPenaltyState {
     pub last_apply_ns: u64,
     pub last_pair_ns: u64,
     /// pids; -1 = none.
@@ -23,10 +27,10 @@ pub struct DeboostState {
     pub last_dst: i64,
 }
 
-impl Default for DeboostState {
-    /// `vcpu_deboost_state_init()`.
-    fn default() -> DeboostState {
-        DeboostState {
+impl Default for YieldPenaltyState {
+    /// `yield_penalty_state_init()`.
+    fn default() -> YieldPenaltyState {
+        YieldPenaltyState {
             last_apply_ns: 0,
             last_pair_ns: 0,
             last_src: -1,
@@ -35,19 +39,19 @@ impl Default for DeboostState {
     }
 }
 
-/// `vcpu_deboost_rate_limited()` with the window as a knob.
-pub fn vcpu_deboost_rate_limited_within(s: &DeboostState, now: u64, window: u64) -> bool {
+/// `yield_penalty_rate_limited()` with the window as a knob.
+pub fn yield_penalty_rate_limited_within(s: &YieldPenaltyState, now: u64, window: u64) -> bool {
     s.last_apply_ns != 0 && now.wrapping_sub(s.last_apply_ns) <= window
 }
 
-/// `vcpu_deboost_rate_limited()`.
-pub fn vcpu_deboost_rate_limited(s: &DeboostState, now: u64) -> bool {
-    vcpu_deboost_rate_limited_within(s, now, VCPU_DEBOOST_RATELIMIT_NS)
+/// `yield_penalty_rate_limited()`.
+pub fn yield_penalty_rate_limited(s: &YieldPenaltyState, now: u64) -> bool {
+    yield_penalty_rate_limited_within(s, now, YIELD_PENALTY_RATELIMIT_NS)
 }
 
-/// `vcpu_deboost_reverse_pair()` with the window as a knob.
-pub fn vcpu_deboost_reverse_pair_within(
-    s: &DeboostState,
+/// `yield_penalty_reverse_pair()` with the window as a knob.
+pub fn yield_penalty_reverse_pair_within(
+    s: &YieldPenaltyState,
     src: i64,
     dst: i64,
     now: u64,
@@ -56,21 +60,31 @@ pub fn vcpu_deboost_reverse_pair_within(
     s.last_src == dst && s.last_dst == src && now.wrapping_sub(s.last_pair_ns) <= window
 }
 
-/// `vcpu_deboost_reverse_pair()`.
-pub fn vcpu_deboost_reverse_pair(s: &DeboostState, src: i64, dst: i64, now: u64) -> bool {
-    vcpu_deboost_reverse_pair_within(s, src, dst, now, VCPU_DEBOOST_DEBOUNCE_NS)
+/// `yield_penalty_reverse_pair()`.
+pub fn yield_penalty_reverse_pair(s: &YieldPenaltyState, src: i64, dst: i64, now: u64) -> bool {
+    yield_penalty_reverse_pair_within(s, src, dst, now, YIELD_PENALTY_DEBOUNCE_NS)
 }
 
-/// `vcpu_deboost_commit()`: record an applied deboost (consumes the token).
-pub fn vcpu_deboost_commit(s: &mut DeboostState, src: i64, dst: i64, now: u64) {
-    s.last_apply_ns = now;
+/// `yield_penalty_commit()`: record an applied penalty. The pair and its
+/// timestamp are always recorded; only a non-reverse penalty takes the
+/// rate-limit token (series v2, review item M1).
+pub fn yield_penalty_commit(
+    s: &mut YieldPenaltyState,
+    src: i64,
+    dst: i64,
+    now: u64,
+    reverse_pair: bool,
+) {
+    if !reverse_pair {
+        s.last_apply_ns = now;
+    }
     s.last_pair_ns = now;
     s.last_src = src;
     s.last_dst = dst;
 }
 
-/// `vcpu_deboost_need()`: how far the target is ahead, wrap-safe.
-pub fn vcpu_deboost_need(vruntime_yielder: u64, vruntime_target: u64) -> u64 {
+/// `yield_penalty_need()`: how far the target is ahead, wrap-safe.
+pub fn yield_penalty_need(vruntime_yielder: u64, vruntime_target: u64) -> u64 {
     let delta = vruntime_target.wrapping_sub(vruntime_yielder) as i64;
     if delta > 0 {
         delta as u64
@@ -79,9 +93,9 @@ pub fn vcpu_deboost_need(vruntime_yielder: u64, vruntime_target: u64) -> u64 {
     }
 }
 
-/// `vcpu_deboost_cap()` with the halves table as a knob.
-pub fn vcpu_deboost_cap_with(halves_table: &[u32; 6], h_nr_queued: u32, gran: u64) -> u64 {
-    let halves = match h_nr_queued {
+/// `yield_penalty_cap()` with the halves table as a knob.
+pub fn yield_penalty_cap_with(halves_table: &[u32; 6], nr_runnable: u32, gran: u64) -> u64 {
+    let halves = match nr_runnable {
         2 => halves_table[0],
         3 => halves_table[1],
         4..=6 => halves_table[2],
@@ -98,17 +112,17 @@ pub fn vcpu_deboost_cap_with(halves_table: &[u32; 6], h_nr_queued: u32, gran: u6
     (gran * halves) >> 1
 }
 
-/// `vcpu_deboost_cap()`.
-pub fn vcpu_deboost_cap(h_nr_queued: u32, gran: u64) -> u64 {
-    vcpu_deboost_cap_with(&CAP_HALVES, h_nr_queued, gran)
+/// `yield_penalty_cap()`.
+pub fn yield_penalty_cap(nr_runnable: u32, gran: u64) -> u64 {
+    yield_penalty_cap_with(&CAP_HALVES, nr_runnable, gran)
 }
 
-/// `vcpu_deboost_penalty()` with the cap table as a knob.
-pub fn vcpu_deboost_penalty_with(
+/// `yield_penalty()` with the cap table as a knob.
+pub fn yield_penalty_with(
     halves_table: &[u32; 6],
     gran: u64,
     need: u64,
-    h_nr_queued: u32,
+    nr_runnable: u32,
     reverse_pair: bool,
 ) -> u64 {
     let mut penalty = gran;
@@ -123,19 +137,19 @@ pub fn vcpu_deboost_penalty_with(
     // last, so a cap below gran (a zero-halves knob) wins.
     penalty
         .max(gran)
-        .min(vcpu_deboost_cap_with(halves_table, h_nr_queued, gran))
+        .min(yield_penalty_cap_with(halves_table, nr_runnable, gran))
 }
 
-/// `vcpu_deboost_penalty()`.
-pub fn vcpu_deboost_penalty(gran: u64, need: u64, h_nr_queued: u32, reverse_pair: bool) -> u64 {
-    vcpu_deboost_penalty_with(&CAP_HALVES, gran, need, h_nr_queued, reverse_pair)
+/// `yield_penalty()`.
+pub fn yield_penalty(gran: u64, need: u64, nr_runnable: u32, reverse_pair: bool) -> u64 {
+    yield_penalty_with(&CAP_HALVES, gran, need, nr_runnable, reverse_pair)
 }
 
 /// `yield_penalty_new_vruntime()` (series v2; was `vcpu_deboost_new_vruntime()`):
 /// vruntime is a wrapping clock, so the sum wraps like every other vruntime
 /// update; only a zero penalty is refused (None). v1 also refused a wrapping
 /// sum, which refused every penalty in a fresh cgroup (review item M2).
-pub fn vcpu_deboost_new_vruntime(vruntime: u64, penalty: u64) -> Option<u64> {
+pub fn yield_penalty_new_vruntime(vruntime: u64, penalty: u64) -> Option<u64> {
     if penalty == 0 {
         return None;
     }

@@ -28,7 +28,8 @@ pub enum YieldToPolicy {
     DeboostV1,
     /// The seed's v2 debooster (2025-12-19), defects included.
     DeboostV2,
-    /// What `kernel/patches` implements (vectors/deboost_*.json).
+    /// What `kernel/patches` implements as YIELD_TO_PENALTY (patch 0004,
+    /// vectors/deboost_*.json).
     Deboost,
     /// Our reading of the v3 cover letter's lag credit (2026-06-12).
     LagCreditV3,
@@ -96,8 +97,8 @@ impl Default for YieldConfig {
     fn default() -> YieldConfig {
         YieldConfig {
             policy: YieldToPolicy::Upstream,
-            ratelimit_ns: deboost_helpers::VCPU_DEBOOST_RATELIMIT_NS,
-            debounce_ns: deboost_helpers::VCPU_DEBOOST_DEBOUNCE_NS,
+            ratelimit_ns: deboost_helpers::YIELD_PENALTY_RATELIMIT_NS,
+            debounce_ns: deboost_helpers::YIELD_PENALTY_DEBOUNCE_NS,
             cap_halves: deboost_helpers::CAP_HALVES,
             yield_interval_ns: 0,
         }
@@ -107,8 +108,10 @@ impl Default for YieldConfig {
 /// Per-rq state of the policies (the seed's `struct rq` fields).
 #[derive(Clone, Debug, Default)]
 pub struct YieldRqState {
-    /// Debooster rate-limit / debounce state.
-    pub deboost: deboost_helpers::DeboostState,
+    /// deboost-v1/v2: the seed's per-rq rate-limit / debounce state (the
+    /// series' `deboost` keeps it per common-ancestor cfs_rq,
+    /// `CfsRq::yield_penalty`).
+    pub deboost: deboost_helpers::YieldPenaltyState,
     /// The task whose `yield_task_fair()` asked for the coming `schedule()`
     /// (LAST_BUDDY skips it).
     pub yielding: Option<TaskId>,
@@ -129,6 +132,11 @@ pub struct YieldRqState {
 pub struct YieldStats {
     /// Penalties applied by a debooster.
     pub deboosts_applied: u64,
+    /// Of those, `deboost` penalties applied to a reverse pair (the
+    /// debounce's smaller penalty, past the rate limit).
+    pub deboosts_reverse: u64,
+    /// Of those, `deboost` penalties cut to the lag room (review item H3).
+    pub deboosts_clamped: u64,
     /// Debooster attempts refused by the rate limit (lag-credit-v3: forced
     /// reschedules refused by it).
     pub deboosts_rate_limited: u64,
@@ -151,12 +159,20 @@ impl Scheduler {
             YieldToPolicy::Upstream | YieldToPolicy::KpnWalk => {}
             YieldToPolicy::DeboostV1 => self.yield_to_deboost_v1(cpu, p),
             YieldToPolicy::DeboostV2 => self.yield_to_deboost_v2(cpu, p),
-            YieldToPolicy::Deboost => {
-                self.yield_to_deboost(cpu, p);
-            }
+            // The series runs its penalty after yield_task_fair().
+            YieldToPolicy::Deboost => {}
             YieldToPolicy::LagCreditV3 => self.yield_to_lag_credit(cpu, p),
             YieldToPolicy::KpnCharge => self.yield_to_kpn_charge(cpu, p),
             YieldToPolicy::Borrow => self.yield_to_borrow(cpu, p),
+        }
+    }
+
+    /// The policy step of `yield_to_task_fair()` after `yield_task_fair()`
+    /// (where the kernel series runs its policies, on the clock
+    /// `yield_task_fair()` updated).
+    pub(super) fn yield_to_policy_after_yield(&mut self, cpu: CpuId, p: TaskId) {
+        if self.yield_cfg.policy == YieldToPolicy::Deboost {
+            self.yield_to_penalty(cpu, p);
         }
     }
 }
