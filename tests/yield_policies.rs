@@ -198,6 +198,7 @@ fn every_policy_runs_via_set() {
         "scenarios/yield/layout-same-cgroup.toml",
         "scenarios/yield/layout-per-vcpu.toml",
         "scenarios/yield/s390-pingpong.toml",
+        "scenarios/yield/two-vms.toml",
         "scenarios/overcommit/dedup-2x16.toml",
     ] {
         for p in oversub::sched::yield_to::YieldToPolicy::ALL {
@@ -330,4 +331,34 @@ fn deboost_penalty_clamped_to_the_lag_bound_bounds_the_bystanders_loss() {
         "{:?}",
         db250.yield_stats
     );
+}
+
+/// Review item L: the rate limit is per common-ancestor cfs_rq, not one
+/// token per rq shared by every VM on the CPU. Two VMs with per-vCPU cgroups
+/// on one CPU, a spinner yielding to a preempted sibling in each: each pair
+/// gets what a lone pair gets (layout-per-vcpu: B after 99.8% of yields, the
+/// spinner 0.2% of the CPU). With one token per rq (checked by swapping the
+/// state to `YieldRqState::deboost`), the VMs rate-limit each other: B after
+/// 1.3% of A's yields and the spinners keep 15% each.
+#[test]
+fn deboost_rate_limit_is_per_common_ancestor() {
+    let r = run("scenarios/yield/two-vms.toml", &[&policy("deboost")]);
+    let ran = |n: &str| {
+        let t = r.tasks.iter().find(|t| t.name == n).unwrap();
+        100.0 * t.nr_yield_to_target_ran as f64 / t.nr_yield_to_ok.max(1) as f64
+    };
+    for (spinner, target) in [("A", "B"), ("D", "E")] {
+        assert!(
+            ran(spinner) > 90.0,
+            "{target} after {spinner}'s yields: {:.1}%",
+            ran(spinner)
+        );
+        assert!(
+            share(&r, spinner) < 2.0,
+            "{spinner} keeps spinning: {:.1}%",
+            share(&r, spinner)
+        );
+    }
+    let up = run("scenarios/yield/two-vms.toml", &[&policy("upstream")]);
+    assert!(share(&up, "A") > 20.0, "upstream: {:.1}%", share(&up, "A"));
 }
