@@ -337,9 +337,9 @@ fn deboost_penalty_clamped_to_the_lag_bound_bounds_the_bystanders_loss() {
 /// token per rq shared by every VM on the CPU. Two VMs with per-vCPU cgroups
 /// on one CPU, a spinner yielding to a preempted sibling in each: each pair
 /// gets what a lone pair gets (layout-per-vcpu: B after 99.8% of yields, the
-/// spinner 0.2% of the CPU). With one token per rq (checked by swapping the
+/// spinner 0.3% of the CPU). With one token per rq (checked by swapping the
 /// state to `YieldRqState::deboost`), the VMs rate-limit each other: B after
-/// 1.3% of A's yields and the spinners keep 15% each.
+/// 1.2% of A's yields and the spinners keep 15% each.
 #[test]
 fn deboost_rate_limit_is_per_common_ancestor() {
     let r = run("scenarios/yield/two-vms.toml", &[&policy("deboost")]);
