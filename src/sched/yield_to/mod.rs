@@ -2,9 +2,10 @@
 //! seed's debooster and of the reviewers' alternatives, chosen per run with
 //! `[host.yield] yield_to = NAME` (docs/yield-policies.md).
 //!
-//! Each policy runs where its source hooks it: the deboosters, lag credit,
-//! the charge idea and `borrow` inside `yield_to_task_fair()` after
-//! `set_next_buddy()` and before `yield_task_fair()`; K Prateek Nayak's walk
+//! Each policy runs where its source hooks it: the seed's deboosters, lag
+//! credit, the charge idea and `borrow` inside `yield_to_task_fair()` after
+//! `set_next_buddy()` and before `yield_task_fair()`; the series' `deboost`
+//! (YIELD_TO_PENALTY) after `yield_task_fair()`; K Prateek Nayak's walk
 //! replaces the forfeit of `yield_task_fair()` itself. One file per policy;
 //! the pure decision helpers shared with the kernel series are mirrored in
 //! `deboost_helpers` and `borrow_helpers` (driven by `vectors/*.json`).
