@@ -995,7 +995,7 @@ impl Scheduler {
     /// `yield_to_task_fair()` (6.12.117): nominate the target as buddy along its
     /// hierarchy, run the `[host.yield] yield_to` policy (where the seed hooks
     /// its debooster), then yield; `deboost` (the series' YIELD_TO_PENALTY)
-    /// runs after the yield, as in the series.
+    /// and `borrow` (YIELD_TO_BORROW) run after the yield, as in the series.
     pub fn yield_to_task_fair(&mut self, cpu: CpuId, p: TaskId) -> bool {
         let se = self.tasks[p.idx()].se;
         if !self.ses[se.idx()].on_rq {

@@ -160,11 +160,11 @@ impl Scheduler {
             YieldToPolicy::Upstream | YieldToPolicy::KpnWalk => {}
             YieldToPolicy::DeboostV1 => self.yield_to_deboost_v1(cpu, p),
             YieldToPolicy::DeboostV2 => self.yield_to_deboost_v2(cpu, p),
-            // The series runs its penalty after yield_task_fair().
-            YieldToPolicy::Deboost => {}
+            // The series runs its penalty and its borrow after
+            // yield_task_fair().
+            YieldToPolicy::Deboost | YieldToPolicy::Borrow => {}
             YieldToPolicy::LagCreditV3 => self.yield_to_lag_credit(cpu, p),
             YieldToPolicy::KpnCharge => self.yield_to_kpn_charge(cpu, p),
-            YieldToPolicy::Borrow => self.yield_to_borrow(cpu, p),
         }
     }
 
@@ -172,8 +172,14 @@ impl Scheduler {
     /// (where the kernel series runs its policies, on the clock
     /// `yield_task_fair()` updated).
     pub(super) fn yield_to_policy_after_yield(&mut self, cpu: CpuId, p: TaskId) {
-        if self.yield_cfg.policy == YieldToPolicy::Deboost {
-            self.yield_to_penalty(cpu, p);
+        match self.yield_cfg.policy {
+            YieldToPolicy::Deboost => {
+                self.yield_to_penalty(cpu, p);
+            }
+            // Patch 0003: the budget is what __yield_task_fair() found left of
+            // the yielder's slice before its forfeit (yield_left_vns).
+            YieldToPolicy::Borrow => self.yield_to_borrow(cpu, p),
+            _ => {}
         }
     }
 }
