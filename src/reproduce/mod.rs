@@ -262,7 +262,7 @@ pub const COMPARE: [&str; 6] = [
     "seed-v3",
     "series",
     "borrow",
-    "borrow+hint",
+    "series-penalty",
     "kpn-walk",
 ];
 
