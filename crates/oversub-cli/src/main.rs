@@ -2,9 +2,11 @@
 
 use clap::{Parser, Subcommand};
 use oversub::scenario::overrides::parse_override;
-use oversub::{out, outln};
 
+mod conform;
 mod progress;
+mod reproduce;
+mod sweep_files;
 use oversub::scenario::{check_cli_seed, parse_cli_duration, Scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -131,7 +133,7 @@ fn main() -> ExitCode {
             // In a cgroup of its own with the conform workers' weight when the
             // machine allows it (root, cpu controller): other load on the
             // machine then disturbs the probes far less.
-            use oversub::conform::{calibrate, host, real};
+            use conform::{calibrate, host, real};
             let cal = match host::detect_cpu_controller() {
                 Ok(ctl) => {
                     let tag = format!("oversub-calibrate-{}", std::process::id());
@@ -154,7 +156,7 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Cmd::Worker { args } => ExitCode::from(oversub::conform::worker::main(&args) as u8),
+        Cmd::Worker { args } => ExitCode::from(conform::worker::main(&args) as u8),
         Cmd::Conform {
             files,
             runs,
@@ -169,13 +171,13 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let opts = oversub::conform::Options {
+            let opts = conform::Options {
                 files,
                 runs,
                 json,
                 duration,
             };
-            ExitCode::from(oversub::conform::run(&opts) as u8)
+            ExitCode::from(conform::run(&opts) as u8)
         }
         Cmd::Sweep { file, out } => {
             let spec = match oversub::sweep::spec::SweepSpec::load(&file) {
@@ -186,7 +188,7 @@ fn main() -> ExitCode {
                 }
             };
             let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-            match oversub::sweep::sweep_to_dir(&spec, &out, tty) {
+            match sweep_files::sweep_to_dir(&spec, &out, tty) {
                 Ok(md) => {
                     print!("{md}");
                     println!(
@@ -207,7 +209,7 @@ fn main() -> ExitCode {
             manifest,
         } => {
             let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-            match oversub::reproduce::run(&manifest, &out, quick, tty) {
+            match reproduce::run(&manifest, &out, quick, tty) {
                 Ok(text) => {
                     print!("{text}");
                     ExitCode::SUCCESS

@@ -4,11 +4,18 @@
 
 use std::process::Command;
 
+/// The workspace root: the scenario paths below are relative to it.
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
 const BENCH: &str = env!("CARGO_BIN_EXE_oversub-bench");
 const OVERSUB: &str = env!("CARGO_BIN_EXE_oversub");
 
 fn sample(spec: &str) -> Vec<u64> {
-    let out = Command::new(BENCH).args(["--one", spec]).output().unwrap();
+    let out = Command::new(BENCH)
+        .current_dir(ROOT)
+        .args(["--one", spec])
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{spec}: {}",
@@ -24,6 +31,7 @@ fn sample(spec: &str) -> Vec<u64> {
 #[test]
 fn generated_scenario_is_a_valid_file_with_the_asked_size() {
     let out = Command::new(BENCH)
+        .current_dir(ROOT)
         .args(["--toml", "4:16:50"])
         .output()
         .unwrap();
@@ -32,7 +40,12 @@ fn generated_scenario_is_a_valid_file_with_the_asked_size() {
     std::fs::create_dir_all(&dir).unwrap();
     let f = dir.join("gen.toml");
     std::fs::write(&f, &out.stdout).unwrap();
-    let check = Command::new(OVERSUB).arg("check").arg(&f).output().unwrap();
+    let check = Command::new(OVERSUB)
+        .current_dir(ROOT)
+        .arg("check")
+        .arg(&f)
+        .output()
+        .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     assert!(
         check.status.success(),
@@ -59,10 +72,15 @@ fn a_scenario_file_runs_in_a_child_with_its_vcpus_counted() {
 #[test]
 fn bad_arguments_exit_2() {
     let out = Command::new(BENCH)
+        .current_dir(ROOT)
         .args(["--one", "gen:x"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = Command::new(BENCH).arg("--bogus").output().unwrap();
+    let out = Command::new(BENCH)
+        .current_dir(ROOT)
+        .arg("--bogus")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

@@ -2,8 +2,12 @@
 
 use std::process::Command;
 
+/// The workspace root: the scenario paths below are relative to it.
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
 fn oversub(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .current_dir(ROOT)
         .args(args)
         .output()
         .expect("run oversub")
@@ -109,7 +113,7 @@ fn bad_input_exits_2_with_one_line_naming_file_and_field() {
 
 #[test]
 fn check_accepts_every_shipped_scenario() {
-    for entry in std::fs::read_dir("scenarios").unwrap() {
+    for entry in std::fs::read_dir(std::path::Path::new(ROOT).join("scenarios")).unwrap() {
         let p = entry.unwrap().path();
         if p.extension().is_some_and(|e| e == "toml") {
             let out = oversub(&["check", p.to_str().unwrap()]);

@@ -7,6 +7,9 @@ use oversub::report::{Report, VmReport};
 use oversub::scenario::Scenario;
 use std::process::Command;
 
+/// The workspace root: the scenario paths below are relative to it.
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
 fn run(src: &str) -> Report {
     let sc = Scenario::parse("test.toml", src).unwrap_or_else(|e| panic!("{e}"));
     let mut sim = oversub::sim::Simulator::new(&sc);
@@ -295,6 +298,7 @@ workload = "kernbench"
 
 fn oversub(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .current_dir(ROOT)
         .args(args)
         .output()
         .expect("run oversub")
@@ -386,7 +390,8 @@ fn vm_scenario_errors_name_the_field_and_the_allowed_values() {
 #[test]
 fn overcommit_scenarios_parse_and_run() {
     let mut n = 0;
-    for entry in std::fs::read_dir("scenarios/overcommit").unwrap() {
+    for entry in std::fs::read_dir(std::path::Path::new(ROOT).join("scenarios/overcommit")).unwrap()
+    {
         let p = entry.unwrap().path();
         if p.extension().is_some_and(|e| e == "toml") {
             let sc = Scenario::load(&p).unwrap_or_else(|e| panic!("{e}"));
@@ -501,7 +506,9 @@ ipi_per_ms = {ipi}
 #[test]
 #[ignore]
 fn benchmark_two_dedup_vms_ten_seconds() {
-    let sc = Scenario::load(std::path::Path::new("scenarios/overcommit/dedup-2x16.toml")).unwrap();
+    let sc =
+        Scenario::load(&std::path::Path::new(ROOT).join("scenarios/overcommit/dedup-2x16.toml"))
+            .unwrap();
     let t = std::time::Instant::now();
     let r = oversub::run_scenario(&sc, None, None);
     let wall = t.elapsed().as_secs_f64();

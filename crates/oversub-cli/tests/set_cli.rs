@@ -4,10 +4,13 @@
 
 use std::process::Command;
 
+/// The workspace root: the scenario paths below are relative to it.
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
 fn oversub(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(ROOT)
         .output()
         .expect("run oversub");
     (

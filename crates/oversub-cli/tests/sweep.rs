@@ -6,12 +6,16 @@ use oversub::sweep::spec::SweepSpec;
 use std::path::Path;
 use std::process::Command;
 
+/// The workspace root: the scenario paths below are relative to it.
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
 fn tiny() -> SweepSpec {
-    SweepSpec::load(Path::new("tests/data/tiny-sweep.toml")).expect("tiny sweep parses")
+    SweepSpec::load(&Path::new(ROOT).join("crates/oversub-cli/tests/data/tiny-sweep.toml"))
+        .expect("tiny sweep parses")
 }
 
 fn outputs(spec: &SweepSpec) -> (String, String) {
-    let (_, rows) = oversub::sweep::run(spec, false).expect("sweep runs");
+    let (_, rows) = oversub::sweep::run(spec).expect("sweep runs");
     let axes: Vec<String> = spec.axes.iter().map(|a| a.name.clone()).collect();
     (
         oversub::sweep::to_csv(&axes, &rows),
@@ -101,7 +105,7 @@ fn sweep_is_deterministic_across_thread_counts() {
 #[test]
 fn summary_pairs_by_seed_against_the_baseline() {
     let spec = tiny();
-    let (pts, rows) = oversub::sweep::run(&spec, false).unwrap();
+    let (pts, rows) = oversub::sweep::run(&spec).unwrap();
     let s = oversub::sweep::summary::summarise(&spec, &pts, &rows);
     assert_eq!(s.len(), 2);
     assert!(s[0].baseline.is_none(), "upstream is the baseline");
@@ -132,7 +136,12 @@ fn summary_pairs_by_seed_against_the_baseline() {
 fn sweep_cli_writes_files_and_rejects_bad_values() {
     let dir = std::env::temp_dir().join(format!("oversub-sweep-{}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
-        .args(["sweep", "tests/data/tiny-sweep.toml", "--out"])
+        .current_dir(ROOT)
+        .args([
+            "sweep",
+            "crates/oversub-cli/tests/data/tiny-sweep.toml",
+            "--out",
+        ])
         .arg(&dir)
         .output()
         .unwrap();
@@ -155,10 +164,11 @@ fn sweep_cli_writes_files_and_rejects_bad_values() {
     .unwrap();
     std::fs::write(
         dir.join("../x.toml"),
-        std::fs::read_to_string("scenarios/yield/cg-pair.toml").unwrap(),
+        std::fs::read_to_string(Path::new(ROOT).join("scenarios/yield/cg-pair.toml")).unwrap(),
     )
     .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .current_dir(ROOT)
         .args(["sweep"])
         .arg(&bad)
         .arg("--out")
@@ -176,11 +186,12 @@ fn sweep_cli_writes_files_and_rejects_bad_values() {
 fn reproduce_writes_csv_summary_and_report() {
     let dir = std::env::temp_dir().join(format!("oversub-repro-{}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .current_dir(ROOT)
         .args([
             "reproduce",
             "--quick",
             "--manifest",
-            "tests/data/tiny-reproduce.toml",
+            "crates/oversub-cli/tests/data/tiny-reproduce.toml",
             "--out",
         ])
         .arg(&dir)

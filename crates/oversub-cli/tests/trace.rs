@@ -4,6 +4,9 @@
 
 use std::process::Command;
 
+/// The workspace root: the scenario paths below are relative to it.
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
 fn trace(args: &[&str]) -> (serde_json::Value, String) {
     let out = std::env::temp_dir().join(format!(
         "oversub-trace-{}-{}.json",
@@ -11,6 +14,7 @@ fn trace(args: &[&str]) -> (serde_json::Value, String) {
         args.len()
     ));
     let o = Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .current_dir(ROOT)
         .arg("run")
         .args(args)
         .arg("--json")
@@ -82,6 +86,7 @@ fn debooster_event_and_window() {
     assert!(names(&v, "i").iter().any(|x| x == "sched_vcpu_deboost"));
     // Tracing does not change the results.
     let plain = Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .current_dir(ROOT)
         .arg("run")
         .args(args)
         .arg("--json")
@@ -114,6 +119,7 @@ fn debooster_event_and_window() {
 #[test]
 fn bad_window_is_rejected() {
     let o = Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .current_dir(ROOT)
         .args([
             "run",
             "scenarios/yield/cg-pair.toml",

@@ -1,4 +1,6 @@
-//! oversub: a deterministic simulator of an oversubscribed KVM host.
+//! oversub: a deterministic simulator of an oversubscribed KVM host (the
+//! `oversub-core` crate; the command line and the Python bindings are leaves
+//! over it). No side effects beyond reading scenario text.
 //!
 //! * `engine`: virtual time, the event queue, seeded randomness;
 //! * `sched`: the host scheduler (Linux EEVDF fair class, cgroups, SMP, yield_to);
@@ -8,16 +10,13 @@
 //! * `sim`: the simulation loop; `report`: the record of a run (tables, JSON);
 //!   `invariants`: self-checks;
 //! * `trace`: tracepoint-named events and sinks; `stats`: CIs, paired deltas;
-//!   `sweep`: parallel sweeps and their metrics; `reproduce`: the seeds'
-//!   evaluation and its report.
+//!   `sweep`: parallel sweeps in memory, their metrics and summaries.
 
-pub mod conform;
 pub mod engine;
 pub mod guest;
 pub mod invariants;
 pub mod kvm;
 pub mod report;
-pub mod reproduce;
 pub mod scenario;
 pub mod sched;
 pub mod sim;

@@ -131,10 +131,10 @@ fn host_only(path: &str) -> Report {
 #[test]
 fn an_undercommitted_vm_gives_a_program_its_host_only_shares() {
     // Issue 12 item 5b: 2 vCPUs on 2 otherwise idle CPUs.
-    let conform = format!("{}/conform", env!("CARGO_MANIFEST_DIR"));
+    let conform = format!("{}/../../conform", env!("CARGO_MANIFEST_DIR"));
     let progs = [
         format!(
-            "{}/scenarios/conform-open/rtapp_mutex.json",
+            "{}/../../scenarios/conform-open/rtapp_mutex.json",
             env!("CARGO_MANIFEST_DIR")
         ),
         format!("{conform}/rtapp_nice.json"),
@@ -208,7 +208,7 @@ fn the_guest_kernel_has_its_own_features() {
     // on wakeup, unless the guest kernel (not the host) runs without
     // WAKEUP_PREEMPTION, when it waits for the hog's tick.
     let p = format!(
-        "{}/conform/rtapp_timer_vs_hog.json",
+        "{}/../../conform/rtapp_timer_vs_hog.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let run = |extra: &str| {
@@ -241,7 +241,7 @@ fn the_guest_kernel_has_its_own_features() {
 
 #[test]
 fn shipped_nested_scenarios_run() {
-    let d = format!("{}/scenarios/nested", env!("CARGO_MANIFEST_DIR"));
+    let d = format!("{}/../../scenarios/nested", env!("CARGO_MANIFEST_DIR"));
     for entry in std::fs::read_dir(&d).unwrap() {
         let p = entry.unwrap().path();
         if p.extension().is_some_and(|e| e == "toml") {

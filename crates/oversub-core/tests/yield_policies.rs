@@ -8,7 +8,9 @@ use oversub::scenario::Scenario;
 use std::path::Path;
 
 fn run(file: &str, sets: &[&str]) -> Report {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(file);
     // 2 s unless a test sets its own duration (later overrides win).
     let mut o = vec![parse_override("host.duration=2s").unwrap()];
     o.extend(sets.iter().map(|s| parse_override(s).unwrap()));

@@ -99,7 +99,7 @@ fn run_case(file: &str, c: &Value) -> (Value, Value) {
 
 #[test]
 fn every_vector_case_passes_by_name() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../vectors");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("vectors/")
         .map(|e| e.unwrap().path())

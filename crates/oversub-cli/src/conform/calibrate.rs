@@ -19,7 +19,7 @@
 //! cache refill depends on the working set); it keeps its default.
 
 use super::worker::{mono_now, sleep_until};
-use crate::sched::HostCosts;
+use oversub::sched::HostCosts;
 use rustix::thread::CpuSet;
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
@@ -316,7 +316,7 @@ mod tests {
             },
         };
         let src = format!("{}[[task]]\nname = \"a\"\nkind = \"hog\"\n", cal.table());
-        let sc = crate::scenario::Scenario::parse("cal.toml", &src).unwrap();
+        let sc = oversub::scenario::Scenario::parse("cal.toml", &src).unwrap();
         assert_eq!(sc.host.costs, cal.costs);
         assert_eq!(median(vec![5, 1, 3, 2]), 2);
         assert_eq!(fmt_ns(4_000), "4us");

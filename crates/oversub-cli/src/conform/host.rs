@@ -1,7 +1,7 @@
 //! What the running machine is: CPU count, HZ, kernel release, and where its
 //! cpu controller lives (cgroup v2 `cpu.weight` or v1 `cpu.shares`).
 
-use crate::sched::features::KernelPreset;
+use oversub::sched::features::KernelPreset;
 use std::path::{Path, PathBuf};
 
 /// How HZ was found.

@@ -37,10 +37,10 @@ pub mod real;
 pub mod rtapp;
 pub mod worker;
 
-use crate::engine::Nanos;
-use crate::scenario::{Scenario, TaskKind};
-use crate::sched::HostCosts;
 use host::{CpuController, HostInfo};
+use oversub::engine::Nanos;
+use oversub::scenario::{Scenario, TaskKind};
+use oversub::sched::HostCosts;
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -447,14 +447,14 @@ fn sim_figures(
     duration: Option<u64>,
 ) -> RunFigures {
     let s = simulated(sc, h, costs);
-    let r = crate::run_scenario(&s, None, duration.map(crate::engine::Nanos));
+    let r = oversub::run_scenario(&s, None, duration.map(oversub::engine::Nanos));
     r.tasks
         .iter()
         .map(|t| {
             let lat = t.wakeup_latency_ns.clone();
             let periodic = sc.tasks.iter().any(|ts| {
                 matches!(ts.kind, TaskKind::Periodic { .. })
-                    && crate::scenario::expanded_names(ts).contains(&t.name)
+                    && oversub::scenario::expanded_names(ts).contains(&t.name)
             });
             (
                 t.name.clone(),
@@ -603,7 +603,7 @@ fn rate_row(name: &str, metric: &str, real: &[f64], sim: f64, tol: Option<f64>) 
 pub fn program_rows(
     names: &[String],
     real: &[Vec<rtapp::ThreadFigures>],
-    sim: &crate::report::Report,
+    sim: &oversub::report::Report,
     window_ns: u64,
 ) -> Vec<Row> {
     let secs = window_ns as f64 / 1e9;
@@ -683,7 +683,7 @@ fn run_program_file(
     if let Some(p) = simsc.program.as_mut() {
         p.scale_runs(scale);
     }
-    let simr = crate::run_scenario(&simsc, None, Some(crate::engine::Nanos(duration)));
+    let simr = oversub::run_scenario(&simsc, None, Some(oversub::engine::Nanos(duration)));
     let sim: RunFigures = simr
         .tasks
         .iter()
@@ -803,7 +803,7 @@ mod tests {
     fn program_rows_judge_voluntary_switch_rates_only() {
         // A thread that sleeps 1 ms after every 1 ms run: ~500 voluntary
         // switches per second in the simulator.
-        let mut sc = crate::scenario::rtapp::scenario(
+        let mut sc = oversub::scenario::rtapp::scenario(
             "p.json",
             r#"{"global": {"duration": 1, "log_size": 0}, "tasks": {"t": {"run": 1000, "sleep": 1000}}}"#,
         )
@@ -811,7 +811,7 @@ mod tests {
         // A free wake path, so that the period is exactly 2 ms (the host
         // costs would add ~35 us to each sleep's wakeup on an idle CPU).
         sc.host.costs = HostCosts::ZERO;
-        let sim = crate::run_scenario(&sc, None, None);
+        let sim = oversub::run_scenario(&sc, None, None);
         let names = vec!["t".to_string()];
         let real = |vol: u64| {
             vec![rtapp::ThreadFigures {
@@ -903,13 +903,17 @@ mod tests {
 
     #[test]
     fn simulated_side_uses_the_calibrated_costs() {
-        let sc = Scenario::load(std::path::Path::new("conform/periodic_vs_hog.toml")).unwrap();
+        let sc = Scenario::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../conform/periodic_vs_hog.toml"),
+        )
+        .unwrap();
         let h = HostInfo {
             cpus: 2,
             hz: 250,
             hz_source: host::HzSource::Default,
             release: "6.18.0".into(),
-            preset: crate::sched::KernelPreset::V6_12_117,
+            preset: oversub::sched::KernelPreset::V6_12_117,
         };
         let costs = HostCosts {
             timer_wake: 15_000,
@@ -959,9 +963,10 @@ mod tests {
 
     #[test]
     fn rejects_vm_scenarios() {
-        let sc = Scenario::load(std::path::Path::new(
-            "scenarios/kvm-lock-holder-preemption.toml",
-        ))
+        let sc = Scenario::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../scenarios/kvm-lock-holder-preemption.toml"),
+        )
         .unwrap();
         let e = host_only_check(&sc, 16).unwrap_err();
         assert!(e.contains("[[vm]]") && e.contains("not host-only"), "{e}");

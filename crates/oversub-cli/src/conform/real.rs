@@ -4,8 +4,8 @@
 
 use super::host::CpuController;
 use super::worker::{self, mono_now, GRACE_NS};
-use crate::report::Percentiles;
-use crate::scenario::{expanded_names, Scenario, TaskKind};
+use oversub::report::Percentiles;
+use oversub::scenario::{expanded_names, Scenario, TaskKind};
 use rustix::process::{Pid, Signal};
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -10,8 +10,8 @@
 use super::host::CpuController;
 use super::real::CgroupTree;
 use super::worker::mono_now;
-use crate::scenario::Scenario;
-use crate::workload::json::{self, Json};
+use oversub::scenario::Scenario;
+use oversub::workload::json::{self, Json};
 use rustix::process::{Pid, Signal};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};

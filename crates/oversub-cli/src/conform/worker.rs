@@ -5,7 +5,7 @@
 //! (timer expiry to running, cyclictest-style) on stderr as one line
 //! `latency samples=N p50=NS p99=NS max=NS mean=NS`.
 
-use crate::report::Percentiles;
+use oversub::report::Percentiles;
 use rustix::thread::{clock_nanosleep_absolute, ClockId};
 use rustix::time::{clock_gettime, ClockId as TClock, Timespec};
 use std::collections::BTreeMap;

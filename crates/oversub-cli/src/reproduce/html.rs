@@ -4,7 +4,7 @@
 
 use super::plot::{hex, lines, Series};
 use super::{cell, pct_cell, Published, Section, COMPARE};
-use crate::sweep::summary::to_markdown;
+use oversub::sweep::summary::to_markdown;
 use std::fmt::Write as _;
 
 fn esc(s: &str) -> String {

@@ -10,11 +10,12 @@
 pub mod html;
 pub mod plot;
 
-use crate::engine::Nanos;
-use crate::scenario::parse_duration;
-use crate::sweep::spec::SweepSpec;
-use crate::sweep::summary::{Cell, PointSummary};
-use crate::sweep::{self, Point, Row};
+use crate::sweep_files;
+use oversub::engine::Nanos;
+use oversub::scenario::parse_duration;
+use oversub::sweep::spec::SweepSpec;
+use oversub::sweep::summary::{Cell, PointSummary};
+use oversub::sweep::{self, Row};
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -57,6 +58,8 @@ pub struct PublishedV1 {
 #[derive(Deserialize, Clone, Debug)]
 pub struct PublishedRow {
     pub workload: String,
+    /// What the published row measures: part of the file's schema, not printed.
+    #[allow(dead_code)]
     pub what: String,
     pub credited: String,
     pub vms: Vec<usize>,
@@ -68,7 +71,6 @@ pub struct Section {
     pub name: String,
     pub title: String,
     pub spec: SweepSpec,
-    pub points: Vec<Point>,
     pub rows: Vec<Row>,
     pub summary: Vec<PointSummary>,
 }
@@ -139,14 +141,13 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         }
         spec.seeds = seeds.clone();
         spec.duration = Some(dur(&format!("{mf}: section {}: {df}", s.name), d)?);
-        let (points, rows) = sweep::run(&spec, progress)?;
-        sweep::write_outputs(&spec, &points, &rows, &out.join(&s.name))?;
+        let (points, rows) = sweep_files::run(&spec, progress)?;
+        sweep_files::write_outputs(&spec, &points, &rows, &out.join(&s.name))?;
         let summary = sweep::summary::summarise(&spec, &points, &rows);
         sections.push(Section {
             name: s.name.clone(),
             title: s.title.clone(),
             spec,
-            points,
             rows,
             summary,
         });

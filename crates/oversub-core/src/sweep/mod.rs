@@ -1,7 +1,8 @@
-//! `oversub sweep`: runs a scenario over the cartesian product of its axes
-//! and a seed list, in parallel (rayon), and writes one row per run
-//! (`results.csv`, `results.jsonl`) and a summary over seeds (mean, 95% CI,
+//! Sweeps: run a scenario over the cartesian product of its axes and a seed
+//! list, in parallel (rayon), giving one row per run (rendered as
+//! `results.csv`, `results.jsonl`) and a summary over seeds (mean, 95% CI,
 //! paired delta against a baseline) per point, per VM and per host task.
+//! Writing them to files is the CLI's (`oversub sweep`).
 //!
 //! Runs are independent and each is deterministic, and rows are written in
 //! the order of the expansion, so the outputs are byte-identical for the same
@@ -18,7 +19,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use spec::SweepSpec;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// One point of the product: a value per axis.
 #[derive(Clone, Debug)]
@@ -96,62 +97,70 @@ fn load(p: &Point, seed: u64, spec: &SweepSpec) -> Result<Scenario, String> {
     })
 }
 
-/// Validates every point (so a bad value fails before any run), then runs
-/// them all; `progress` shows a bar on a terminal.
-pub fn run(spec: &SweepSpec, progress: bool) -> Result<(Vec<Point>, Vec<Row>), String> {
+/// Expands the axes and loads every point with the first seed, so that a
+/// bad value fails before any run.
+pub fn validated_points(spec: &SweepSpec) -> Result<Vec<Point>, String> {
     let pts = points(spec);
     for p in &pts {
         load(p, spec.seeds[0], spec)?;
     }
+    Ok(pts)
+}
+
+/// Runs point `i` of `pts` (from [`validated_points`]) with `seed`: one
+/// row. Each run is independent and deterministic, so rows may be computed
+/// anywhere (threads here, Ray tasks in the Python package) and put back in
+/// expansion order.
+pub fn run_one(spec: &SweepSpec, pts: &[Point], i: usize, seed: u64) -> Result<Row, String> {
+    let sc = load(&pts[i], seed, spec)?;
+    let r = crate::run_scenario(&sc, None, None);
+    let m = metrics::metrics(&sc, &r);
+    let mut wl: Vec<&str> = sc.vms.iter().map(|v| v.workload.name.as_str()).collect();
+    wl.dedup();
+    Ok(Row {
+        point: i,
+        file: pts[i].file.display().to_string(),
+        workload: if wl.is_empty() {
+            "host".into()
+        } else {
+            wl.join("+")
+        },
+        vms: sc.vms.len(),
+        labels: pts[i].labels.clone(),
+        seed,
+        metrics: m,
+        scenario: r.scenario,
+    })
+}
+
+/// Validates every point (so a bad value fails before any run), then runs
+/// them all in parallel (rayon); rows come back in expansion order (points,
+/// then seeds).
+pub fn run(spec: &SweepSpec) -> Result<(Vec<Point>, Vec<Row>), String> {
+    run_observed(spec, &|_| {}, &|| {})
+}
+
+/// Like [`run`], calling `started(n)` once with the number of runs before
+/// the first starts and `done()` after each run, from the worker threads (a
+/// progress bar is the caller's business).
+pub fn run_observed(
+    spec: &SweepSpec,
+    started: &dyn Fn(usize),
+    done: &(dyn Fn() + Sync),
+) -> Result<(Vec<Point>, Vec<Row>), String> {
+    let pts = validated_points(spec)?;
     let jobs: Vec<(usize, u64)> = (0..pts.len())
         .flat_map(|i| spec.seeds.iter().map(move |&s| (i, s)))
         .collect();
-    let bar = if progress {
-        let b = indicatif::ProgressBar::with_draw_target(
-            Some(jobs.len() as u64),
-            indicatif::ProgressDrawTarget::stderr(),
-        );
-        if let Ok(st) = indicatif::ProgressStyle::with_template(
-            "{prefix} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}",
-        ) {
-            b.set_style(st.progress_chars("=> "));
-        }
-        b.set_prefix(
-            Path::new(&spec.file)
-                .file_name()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        );
-        b
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
+    started(jobs.len());
     let rows: Result<Vec<Row>, String> = jobs
         .par_iter()
         .map(|&(i, seed)| {
-            let sc = load(&pts[i], seed, spec)?;
-            let r = crate::run_scenario(&sc, None, None);
-            let m = metrics::metrics(&sc, &r);
-            let mut wl: Vec<&str> = sc.vms.iter().map(|v| v.workload.name.as_str()).collect();
-            wl.dedup();
-            bar.inc(1);
-            Ok(Row {
-                point: i,
-                file: pts[i].file.display().to_string(),
-                workload: if wl.is_empty() {
-                    "host".into()
-                } else {
-                    wl.join("+")
-                },
-                vms: sc.vms.len(),
-                labels: pts[i].labels.clone(),
-                seed,
-                metrics: m,
-                scenario: r.scenario,
-            })
+            let row = run_one(spec, &pts, i, seed);
+            done();
+            row
         })
         .collect();
-    bar.finish_and_clear();
     Ok((pts, rows?))
 }
 
@@ -259,32 +268,4 @@ pub fn to_jsonl(rows: &[Row]) -> String {
         let _ = writeln!(o, "{}", serde_json::Value::Object(obj));
     }
     o
-}
-
-/// Runs a sweep file and writes `DIR/results.csv`, `DIR/results.jsonl`,
-/// `DIR/summary.csv` and `DIR/summary.md`. Returns the summary text.
-pub fn sweep_to_dir(spec: &SweepSpec, out: &Path, progress: bool) -> Result<String, String> {
-    let (pts, rows) = run(spec, progress)?;
-    write_outputs(spec, &pts, &rows, out)
-}
-
-pub fn write_outputs(
-    spec: &SweepSpec,
-    pts: &[Point],
-    rows: &[Row],
-    out: &Path,
-) -> Result<String, String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: cannot create: {e}", out.display()))?;
-    let axes: Vec<String> = spec.axes.iter().map(|a| a.name.clone()).collect();
-    let w = |name: &str, text: &str| {
-        let p = out.join(name);
-        std::fs::write(&p, text).map_err(|e| format!("{}: cannot write: {e}", p.display()))
-    };
-    w("results.csv", &to_csv(&axes, rows))?;
-    w("results.jsonl", &to_jsonl(rows))?;
-    let s = summary::summarise(spec, pts, rows);
-    w("summary.csv", &summary::to_csv(&axes, &s))?;
-    let md = summary::to_markdown(spec, &s);
-    w("summary.md", &md)?;
-    Ok(md)
 }

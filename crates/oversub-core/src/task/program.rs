@@ -166,7 +166,7 @@ impl ProgramRt {
         th.stats.phase_loops += 1;
         if spec.phases[th.phase]
             .loops
-            .map_or(true, |n| th.phase_loop < n)
+            .is_none_or(|n| th.phase_loop < n)
         {
             return;
         }

@@ -1,0 +1,169 @@
+//! `oversub._oversub`: the native half of the `oversub` Python package
+//! (python/oversub), a thin PyO3 layer over the core crate's public API. It
+//! knows nothing of pandas or Ray; the Python half builds frames and submits
+//! tasks. Every entry point turns the core's one-line error into
+//! `oversub.ScenarioError` with the same text the CLI prints.
+
+use oversub::scenario::overrides::{parse_override, Override};
+use oversub::scenario::{parse_cli_duration, Scenario};
+use oversub::sweep::spec::SweepSpec;
+use oversub::sweep::{self, Row};
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use std::path::Path;
+
+create_exception!(
+    _oversub,
+    ScenarioError,
+    PyValueError,
+    "A scenario, override or sweep the model refuses; the message is the \
+     one line the `oversub` CLI prints (file, field, value, what is allowed)."
+);
+
+fn refuse(m: impl std::fmt::Display) -> PyErr {
+    ScenarioError::new_err(m.to_string())
+}
+
+/// JSON text (from `json.dumps`) to TOML text: how a Python dict becomes a
+/// scenario or a sweep file without a second parser. TOML has no null.
+fn json_to_toml(file: &str, json: &str) -> Result<String, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("{file}: not a JSON-like dict: {e}"))?;
+    if !v.is_object() {
+        return Err(format!("{file}: allowed a dict at the top level"));
+    }
+    let t = toml::Table::try_from(&v).map_err(|e| {
+        format!("{file}: cannot be TOML ({e}): allowed str, int, float, bool, list and dict values, no None")
+    })?;
+    toml::to_string(&t).map_err(|e| format!("{file}: cannot be TOML: {e}"))
+}
+
+/// `--set` arguments, with the CLI's error form (`FILE: message`).
+fn overrides(file: &str, sets: &[String]) -> PyResult<Vec<Override>> {
+    sets.iter()
+        .map(|s| parse_override(s).map_err(|m| refuse(format!("{file}: {m}"))))
+        .collect()
+}
+
+/// Loads a scenario: the file at `path`, or, with `source` (JSON text of a
+/// dict), that text under the name `path`; then the overrides.
+fn scenario(path: &str, source: Option<&str>, sets: &[String]) -> PyResult<Scenario> {
+    let sets = overrides(path, sets)?;
+    match source {
+        None => Scenario::load_with(Path::new(path), &sets).map_err(refuse),
+        Some(json) => {
+            let text = json_to_toml(path, json).map_err(refuse)?;
+            Scenario::parse_with(path, &text, &sets).map_err(refuse)
+        }
+    }
+}
+
+/// Runs one scenario and returns the report as the JSON text `oversub run
+/// --json` prints (without its newline). The GIL is released while the
+/// model runs.
+#[pyfunction]
+#[pyo3(signature = (path, source=None, sets=Vec::new(), seed=None, duration=None))]
+fn run_json(
+    py: Python<'_>,
+    path: &str,
+    source: Option<&str>,
+    sets: Vec<String>,
+    seed: Option<u64>,
+    duration: Option<&str>,
+) -> PyResult<String> {
+    let sc = scenario(path, source, &sets)?;
+    let d = match duration {
+        None => None,
+        Some(v) => Some(parse_cli_duration(v).map_err(|m| refuse(format!("--duration: {m}")))?),
+    };
+    Ok(py.detach(|| oversub::run_scenario(&sc, seed, d).to_json()))
+}
+
+/// Checks a scenario as `oversub check` does; returns nothing or raises.
+#[pyfunction]
+#[pyo3(signature = (path, source=None, sets=Vec::new()))]
+fn check(path: &str, source: Option<&str>, sets: Vec<String>) -> PyResult<()> {
+    scenario(path, source, &sets).map(|_| ())
+}
+
+/// A sweep spec from the JSON text of a sweep-file dict; relative paths are
+/// resolved against `dir`.
+fn spec(json: &str, dir: &str) -> PyResult<SweepSpec> {
+    let name = "<sweep>";
+    let text = json_to_toml(name, json).map_err(refuse)?;
+    SweepSpec::parse(name, &text, Path::new(dir)).map_err(refuse)
+}
+
+/// One row as plain Python values: (point, file, workload, vms, [(axis,
+/// label)], seed, [(metric, value)]). Plain tuples pickle, so Ray tasks can
+/// return them.
+type PyRow = (
+    usize,
+    String,
+    String,
+    usize,
+    Vec<(String, String)>,
+    u64,
+    Vec<(String, f64)>,
+);
+
+fn py_row(r: Row) -> PyRow {
+    (
+        r.point, r.file, r.workload, r.vms, r.labels, r.seed, r.metrics,
+    )
+}
+
+/// Validates the sweep (every point is loaded with the first seed) and
+/// returns its runs as (point, seed) in expansion order.
+#[pyfunction]
+fn sweep_jobs(py: Python<'_>, spec_json: &str, dir: &str) -> PyResult<Vec<(usize, u64)>> {
+    let s = spec(spec_json, dir)?;
+    let pts = py.detach(|| sweep::validated_points(&s)).map_err(refuse)?;
+    Ok((0..pts.len())
+        .flat_map(|i| s.seeds.iter().map(move |&seed| (i, seed)))
+        .collect())
+}
+
+/// Runs every run of the sweep with the core's parallel runner (rayon, all
+/// cores), the GIL released; rows in expansion order.
+#[pyfunction]
+fn sweep_local(py: Python<'_>, spec_json: &str, dir: &str) -> PyResult<Vec<PyRow>> {
+    let s = spec(spec_json, dir)?;
+    let (_, rows) = py.detach(|| sweep::run(&s)).map_err(refuse)?;
+    Ok(rows.into_iter().map(py_row).collect())
+}
+
+/// Runs one (point, seed) of the sweep: the unit of work of a Ray task.
+#[pyfunction]
+fn sweep_one(
+    py: Python<'_>,
+    spec_json: &str,
+    dir: &str,
+    point: usize,
+    seed: u64,
+) -> PyResult<PyRow> {
+    let s = spec(spec_json, dir)?;
+    let pts = sweep::points(&s);
+    if point >= pts.len() {
+        return Err(refuse(format!(
+            "<sweep>: point {point}: allowed 0..{}",
+            pts.len()
+        )));
+    }
+    let row = py
+        .detach(|| sweep::run_one(&s, &pts, point, seed))
+        .map_err(refuse)?;
+    Ok(py_row(row))
+}
+
+#[pymodule]
+fn _oversub(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add_function(wrap_pyfunction!(run_json, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_jobs, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_local, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_one, m)?)?;
+    Ok(())
+}
