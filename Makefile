@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 OVERSUB := target/release/oversub
 
-.PHONY: run test deps build test-sim lint bench
+.PHONY: run test deps build test-sim lint bench python test-python
 
 ## make run: install what is missing, build release, run the quick reproduction
 ## of the seeds' evaluation (README "make run"); the report is out/reproduce-quick/report.html.
@@ -25,7 +25,7 @@ EXTRA_TESTS += test-conform
 -include kernel/functional/functional.mk
 
 ## make test: every test in the repository.
-test: test-sim $(EXTRA_TESTS)
+test: test-sim test-python $(EXTRA_TESTS)
 
 lint: deps
 	$(CARGO) fmt --all -- --check
@@ -37,3 +37,20 @@ test-sim: lint
 ## make bench: events/s against a lean event loop, scaling, peak memory (docs/performance.md).
 bench: build
 	nice -n 10 target/release/oversub-bench
+
+## make python: the project's .venv with the `oversub` Python package built
+## from crates/oversub-python and python/ (docs/python.md).
+PYTHON ?= python3
+VENV := .venv
+PY_DEPS := maturin pandas ray pytest matplotlib
+python: deps
+	@scripts/install-deps.sh python
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@$(VENV)/bin/python -c "import maturin, pandas, ray, pytest, matplotlib" 2>/dev/null || \
+		$(VENV)/bin/pip install -q --disable-pip-version-check $(PY_DEPS)
+	$(CARGO) clippy --release --locked -p oversub-python -- -D warnings
+	cd python && VIRTUAL_ENV=$(CURDIR)/$(VENV) $(CURDIR)/$(VENV)/bin/maturin develop --release --locked
+
+## The Python package's tests against the CLI (run, errors, sweep local == Ray).
+test-python: python build
+	$(VENV)/bin/python -m pytest -q python/tests

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what `make run` / `make test` need on a fresh Debian 12 machine.
-# Idempotent: installs only what is missing.  Usage: install-deps.sh [rust|kernel|conform|all]
+# Idempotent: installs only what is missing.  Usage: install-deps.sh [rust|kernel|conform|python|all]
 set -euo pipefail
 what=${1:-all}
 
@@ -9,6 +9,14 @@ need_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok
 
 if [[ $what == rust || $what == all ]]; then
 	need_pkg build-essential
+fi
+if [[ $what == python || $what == all ]]; then
+	# `make python`: a venv for the `oversub` package (python3-venv) and the
+	# headers PyO3 builds against (python3-dev). Debian 12's Python is 3.11,
+	# for which ray, pandas and maturin publish wheels on PyPI.
+	for p in python3 python3-venv python3-dev python3-pip; do
+		need_pkg "$p"
+	done
 fi
 if [[ $what == conform || $what == all ]]; then
 	# `oversub conform FILE.json` runs rt-app programs with the real rt-app.

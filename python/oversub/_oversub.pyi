@@ -1,0 +1,20 @@
+"""Type hints of the native module (crates/oversub-python)."""
+
+from typing import List, Optional, Tuple
+
+Row = Tuple[int, str, str, int, List[Tuple[str, str]], int, List[Tuple[str, float]]]
+
+class ScenarioError(ValueError):
+    """A scenario, override or sweep the model refuses (the CLI's one line)."""
+
+def run_json(
+    path: str,
+    source: Optional[str] = None,
+    sets: List[str] = ...,
+    seed: Optional[int] = None,
+    duration: Optional[str] = None,
+) -> str: ...
+def check(path: str, source: Optional[str] = None, sets: List[str] = ...) -> None: ...
+def sweep_jobs(spec_json: str, dir: str) -> List[Tuple[int, int]]: ...
+def sweep_local(spec_json: str, dir: str) -> List[Row]: ...
+def sweep_one(spec_json: str, dir: str, point: int, seed: int) -> Row: ...

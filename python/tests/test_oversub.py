@@ -1,0 +1,138 @@
+"""The oversub Python package against the CLI it wraps: same report, same
+one-line errors; a sweep's frame columns; the local and Ray backends agree."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import oversub
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = Path(os.environ.get("OVERSUB_CLI", ROOT / "target" / "release" / "oversub"))
+PAIR = ROOT / "scenarios" / "yield" / "cg-pair.toml"
+
+
+def cli(*args):
+    return subprocess.run([str(CLI), *map(str, args)], capture_output=True, text=True, cwd=ROOT)
+
+
+def without_wall(report):
+    report = dict(report)
+    report.pop("wall_ns")
+    return report
+
+
+def test_run_is_the_cli_json_report():
+    out = cli("run", PAIR, "--json", "--seed", "3", "--duration", "200ms",
+              "--set", "host.yield.yield_to=borrow")
+    assert out.returncode == 0, out.stderr
+    py = oversub.run(PAIR, set={"host.yield.yield_to": "borrow"}, seed=3, duration="200ms")
+    assert without_wall(py) == without_wall(json.loads(out.stdout))
+    # The override took effect: a different policy gives a different run.
+    other = oversub.run(PAIR, set={"host.yield.yield_to": "upstream"}, seed=3, duration="200ms")
+    assert without_wall(other) != without_wall(py)
+
+
+def test_a_dict_scenario_runs_like_its_file():
+    import tomllib
+
+    with open(PAIR, "rb") as f:
+        as_dict = tomllib.load(f)
+    a = oversub.run(PAIR, seed=5, duration="100ms")
+    b = oversub.run(as_dict, seed=5, duration="100ms")
+    assert a["tasks"] == b["tasks"]
+
+
+@pytest.mark.parametrize(
+    "args,kw",
+    [
+        (["--set", "host.yield.yield_to=nope"], {"set": {"host.yield.yield_to": "nope"}}),
+        (["--set", "host.nope=1"], {"set": {"host.nope": 1}}),
+        (["--set", "host.cpus=many"], {"set": {"host.cpus": "many"}}),
+        (["--seed", "1", "--set", "vm.5.vcpus=2"], {"seed": 1, "set": {"vm.5.vcpus": 2}}),
+        (["--duration", "0ns"], {"duration": "0ns"}),
+    ],
+)
+def test_bad_input_raises_the_cli_one_line_message(args, kw):
+    out = cli("run", PAIR, *args)
+    assert out.returncode == 2
+    with pytest.raises(oversub.ScenarioError) as e:
+        oversub.run(PAIR, **kw)
+    assert str(e.value) == out.stderr.strip()
+
+
+def test_a_bad_file_raises_the_cli_message(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[host]\ncpus = 0\n")
+    out = cli("run", bad)
+    assert out.returncode == 2
+    with pytest.raises(oversub.ScenarioError) as e:
+        oversub.run(bad)
+    assert str(e.value) == out.stderr.strip()
+    assert isinstance(e.value, ValueError)
+    with pytest.raises(oversub.ScenarioError, match="<dict>"):
+        oversub.run({"host": {"cpus": 0}})
+
+
+SWEEP = dict(
+    base=PAIR,
+    axes={"host.yield.yield_to": ["upstream", "borrow"]},
+    seeds=[1, 2],
+    duration="100ms",
+)
+
+
+@pytest.fixture(scope="module")
+def local_frame():
+    return oversub.sweep(**SWEEP)
+
+
+def test_sweep_frame_has_a_row_per_run_and_a_column_per_axis_and_metric(local_frame):
+    df = local_frame
+    assert isinstance(df, pd.DataFrame)
+    assert len(df) == 4
+    assert list(df.columns[:5]) == ["file", "workload", "vms", "host.yield.yield_to", "seed"]
+    assert list(df["host.yield.yield_to"]) == ["upstream", "upstream", "borrow", "borrow"]
+    assert list(df["seed"]) == [1, 2, 1, 2]
+    metrics = list(df.columns[5:])
+    assert metrics and all(pd.api.types.is_float_dtype(df[m]) for m in metrics)
+
+
+def test_sweep_frame_is_the_cli_results_csv(local_frame, tmp_path):
+    """`oversub sweep` on the same sweep file writes the same rows (to the
+    CSV's 6 decimals)."""
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        f'base = "{PAIR}"\nseeds = [1, 2]\nduration = "100ms"\n'
+        '[[axis]]\nkey = "host.yield.yield_to"\nvalues = ["upstream", "borrow"]\n'
+    )
+    out = cli("sweep", spec, "--out", tmp_path / "out")
+    assert out.returncode == 0, out.stderr
+    csv = pd.read_csv(tmp_path / "out" / "results.csv", keep_default_na=False)
+    assert list(csv.columns) == list(local_frame.columns)
+    assert list(csv["file"]) == list(local_frame["file"])
+    for m in local_frame.columns[5:]:
+        assert list(csv[m]) == pytest.approx(list(local_frame[m]), abs=1e-6), m
+
+
+def test_bad_sweep_value_fails_before_any_run():
+    with pytest.raises(oversub.ScenarioError, match='unknown policy "nope"'):
+        oversub.sweep(base=PAIR, axes={"host.yield.yield_to": ["upstream", "nope"]}, seeds=[1])
+    with pytest.raises(oversub.ScenarioError, match="seeds"):
+        oversub.sweep(base=PAIR, seeds=[])
+    with pytest.raises(ValueError, match="backend"):
+        oversub.sweep(base=PAIR, backend="spark")
+
+
+def test_sweep_on_ray_is_identical_to_local(local_frame):
+    import ray
+
+    try:
+        df = oversub.sweep(**SWEEP, backend="ray")
+    finally:
+        ray.shutdown()
+    pd.testing.assert_frame_equal(df, local_frame, check_exact=True)
