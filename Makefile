@@ -42,15 +42,15 @@ bench: build
 ## from crates/oversub-python and python/ (docs/python.md).
 PYTHON ?= python3
 VENV := .venv
-PY_DEPS := maturin pandas ray pytest matplotlib
+PY_DEPS := maturin pandas ray pytest
 python: deps
 	@scripts/install-deps.sh python
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	@$(VENV)/bin/python -c "import maturin, pandas, ray, pytest, matplotlib" 2>/dev/null || \
+	@$(VENV)/bin/python -c "import maturin, pandas, ray, pytest" 2>/dev/null || \
 		$(VENV)/bin/pip install -q --disable-pip-version-check $(PY_DEPS)
-	$(CARGO) clippy --release --locked -p oversub-python -- -D warnings
 	cd python && VIRTUAL_ENV=$(CURDIR)/$(VENV) $(CURDIR)/$(VENV)/bin/maturin develop --release --locked
 
 ## The Python package's tests against the CLI (run, errors, sweep local == Ray).
 test-python: python build
+	$(CARGO) clippy --release --locked -p oversub-python --all-targets -- -D warnings
 	$(VENV)/bin/python -m pytest -q python/tests

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _oversub
 from ._oversub import ScenarioError
+
+if TYPE_CHECKING:
+    import pandas
 
 __all__ = ["run", "check", "sweep", "ScenarioError"]
 
@@ -125,7 +128,7 @@ def _spec(
     return json.dumps(spec)
 
 
-def _frame(rows: Sequence[Tuple[Any, ...]], axes: Sequence[str]):
+def _frame(rows: Sequence[Tuple[Any, ...]], axes: Sequence[str]) -> "pandas.DataFrame":
     """Rows from the native module to a DataFrame with results.csv's columns."""
     import pandas as pd
 
@@ -148,7 +151,7 @@ def _frame(rows: Sequence[Tuple[Any, ...]], axes: Sequence[str]):
     return pd.DataFrame.from_records(records, columns=cols)
 
 
-def _ray_rows(spec_json: str, cwd: str, jobs: Sequence[Tuple[int, int]]):
+def _ray_rows(spec_json: str, cwd: str, jobs: Sequence[Tuple[int, int]]) -> List[Tuple[Any, ...]]:
     import ray
 
     if not ray.is_initialized():
@@ -173,7 +176,7 @@ def sweep(
     duration: Optional[str] = None,
     baseline: Optional[Mapping[str, Value]] = None,
     backend: str = "local",
-):
+) -> "pandas.DataFrame":
     """Run a scenario over the product of ``axes`` and ``seeds``.
 
     This is ``oversub sweep`` without files: the arguments are the sweep
