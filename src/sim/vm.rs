@@ -179,6 +179,29 @@ struct VmStats {
     ipi_latency: Hist,
 }
 
+impl VGuest {
+    /// The part of the current burst (`plan_exit + plan_work`) used when
+    /// `left` of it remains, split into (exit overhead, work): the overhead
+    /// is paid first.
+    fn split_burst(&self, left: Nanos) -> (Nanos, Nanos) {
+        let consumed = (self.plan_exit + self.plan_work) - left;
+        let ex = consumed.min(self.plan_exit);
+        (ex, consumed - ex)
+    }
+}
+
+impl VmStats {
+    /// Accounts a burst's exit overhead and its work as `cat`.
+    fn account(&mut self, cat: Cat, ex: Nanos, work: Nanos) {
+        self.exit += ex.0;
+        match cat {
+            Cat::Useful => self.useful += work.0,
+            Cat::Spin => self.spin += work.0,
+            Cat::Poll => self.poll += work.0,
+        }
+    }
+}
+
 /// One VM at run time.
 pub(super) struct VmRt {
     name: String,
@@ -354,15 +377,8 @@ impl VmRt {
     ) -> VmReport {
         let mut s = self.stats.clone();
         for (g, &left) in self.g.iter().zip(lefts) {
-            let consumed = (g.plan_exit + g.plan_work) - left;
-            let ex = consumed.min(g.plan_exit);
-            let work = (consumed - ex).0;
-            s.exit += ex.0;
-            match g.cat {
-                Cat::Useful => s.useful += work,
-                Cat::Spin => s.spin += work,
-                Cat::Poll => s.poll += work,
-            }
+            let (ex, work) = g.split_burst(left);
+            s.account(g.cat, ex, work);
         }
         let s = &s;
         VmReport {
@@ -618,17 +634,10 @@ impl Simulator {
         {
             let vm = &mut self.vms[vi];
             let g = &mut vm.g[i];
-            let consumed = (g.plan_exit + g.plan_work) - left;
-            let ex = consumed.min(g.plan_exit);
-            let work = consumed - ex;
-            vm.stats.exit += ex.0;
+            let (ex, work) = g.split_burst(left);
+            vm.stats.account(g.cat, ex, work);
             // Exit overhead not yet paid when the burst was cut short stays owed.
             g.pending_exit += g.plan_exit - ex;
-            match g.cat {
-                Cat::Useful => vm.stats.useful += work.0,
-                Cat::Spin => vm.stats.spin += work.0,
-                Cat::Poll => vm.stats.poll += work.0,
-            }
             match &mut g.phase {
                 Phase::Compute { left, .. }
                 | Phase::Hold { left, .. }

@@ -223,19 +223,23 @@ impl Simulator {
     fn guest_send_resched(&mut self, cpu: CpuId, vi: usize, from: usize) {
         let now = self.now;
         let exit = self.kvm.round_trip();
-        let running = if self.kvm.avic {
-            self.vcpus_running(vi)
-        } else {
-            Vec::new()
-        };
         let g = self.guest(vi);
-        let _ = std::mem::take(&mut g.sched.hrtick_requests);
+        g.sched.hrtick_requests.clear();
+        // Most steps mark no other CPU: no allocation then.
         let mut targets = Vec::new();
         while let Some(c) = g.sched.take_resched() {
             if c.idx() != from && g.sched.rqs[c.idx()].need_resched {
                 targets.push(c.idx());
             }
         }
+        if targets.is_empty() {
+            return;
+        }
+        let running = if self.kvm.avic {
+            self.vcpus_running(vi)
+        } else {
+            Vec::new()
+        };
         for t in targets {
             let vm = &mut self.vms[vi];
             if vm.g[t].irqs.iter().any(|q| q.vector == RESCHEDULE_VECTOR) {
