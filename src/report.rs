@@ -182,6 +182,10 @@ pub struct VmReport {
     pub lock_hold_ns: Percentiles,
     /// From delivery to the start of the guest handler.
     pub ipi_latency_ns: Percentiles,
+    /// Time vCPUs spent in `csd_lock_wait` (synchronous cross-CPU calls,
+    /// TLB shootdowns: send to the last handler's end), and how many.
+    pub csd_wait_ns: u64,
+    pub csd_waits: u64,
     /// A program VM's guest threads, as its own scheduler accounted them
     /// (empty, and absent from the output, for the phase generator).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -206,6 +210,10 @@ pub struct GuestThreadReport {
     pub finished_ns: Option<u64>,
     pub lock_waits: u64,
     pub lock_wait_ns: u64,
+    /// Kernel sleeping locks (`syscall` with `kind` mutex/rwsem) found
+    /// taken, and the time from then to acquisition (spinning and sleeping).
+    pub sleeping_lock_waits: u64,
+    pub sleeping_lock_wait_ns: u64,
 }
 
 #[derive(Serialize, Debug, Clone)]
