@@ -189,6 +189,10 @@ fn bad_programs_are_one_line_errors() {
             "program = \"bad_lock_kind.json\"",
             "tasks.t.phases.p.syscall.kind: \"semaphore\": allowed spin, mutex, rwsem_read, rwsem_write",
         ),
+        (
+            "program = \"mixed_lock_kind.json\"",
+            "kernel lock \"k\" is used as a spin and as a mutex",
+        ),
     ] {
         let src = format!("[host]\ncpus = 2\n[[vm]]\nname = \"g\"\n{vm}\n");
         let src = if src.contains("vcpus") {

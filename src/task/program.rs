@@ -620,6 +620,68 @@ mod tests {
     }
 
     #[test]
+    fn rwsem_readers_share_a_writer_waits_and_a_mutex_reports_its_owner() {
+        let mut p = rt(r#"{"global": {"duration": 1}, "tasks": {
+              "r": {"instance": 2, "syscall": {"lock": "sem", "kind": "rwsem_read", "hold": 10}},
+              "w": {"syscall": {"lock": "sem", "kind": "rwsem_write", "hold": 5}}}}"#);
+        let t0 = Time::ZERO;
+        let hold = |us| Action::Run(Nanos::from_us(us));
+        assert_eq!(p.step(0, t0).1, hold(10));
+        assert_eq!(p.step(1, t0).1, hold(10), "readers share");
+        let busy = Action::Kernel(KernelOp::SleepingLockBusy {
+            lock: KlockId(0),
+            mode: SleepMode::Write,
+            owner: None,
+        });
+        assert_eq!(p.step(2, t0).1, busy, "reader-owned: no owner to spin on");
+        p.sleeping_lock_wait(2);
+        // The first reader leaves: the second still holds it.
+        let t1 = Time(10_000);
+        let (w, _) = p.step(0, t1);
+        assert!(w.is_empty() && !p.sleeping_lock_free(2));
+        // The last reader wakes the writer, which takes it.
+        let (w, _) = p.step(1, t1);
+        assert_eq!(w, vec![2]);
+        assert!(p.take_released());
+        assert_eq!(p.step(2, t1).1, hold(5));
+        assert_eq!(p.stats(2).sleeping_lock_waits, 1);
+        assert_eq!(p.stats(2).sleeping_lock_wait_ns, 10_000);
+        // A reader behind the writer owner sees it as the owner.
+        assert_eq!(
+            p.step(0, t1).1,
+            Action::Kernel(KernelOp::SleepingLockBusy {
+                lock: KlockId(0),
+                mode: SleepMode::Read,
+                owner: Some(2),
+            })
+        );
+        assert_eq!(p.sleeping_lock_owner(0), Some(2));
+    }
+
+    #[test]
+    fn munmap_and_smp_call_ask_the_guest_kernel() {
+        let mut p = rt(r#"{"global": {"duration": 1}, "tasks": {"t": {
+              "munmap": {"run": 3, "pages": 4}, "smp_call": {"targets": 2, "handler": 1, "wait": false}}}}"#);
+        let t0 = Time::ZERO;
+        assert_eq!(p.step(0, t0).1, Action::Run(Nanos::from_us(3)));
+        assert_eq!(
+            p.step(0, t0).1,
+            Action::Kernel(KernelOp::TlbShootdown { pages: 4 })
+        );
+        assert_eq!(
+            p.step(0, t0).1,
+            Action::Kernel(KernelOp::SmpCall {
+                targets: 2,
+                handler: Nanos::from_us(1),
+                wait: false
+            })
+        );
+        assert_eq!(p.stats(0).phase_loops, 0);
+        assert_eq!(p.step(0, t0).1, Action::Run(Nanos::from_us(3)));
+        assert_eq!(p.stats(0).phase_loops, 1);
+    }
+
+    #[test]
     fn run_sleep_loop_and_exit() {
         let mut p = rt(
             r#"{"tasks": {"t": {"loop": 2, "phases": {"a": {"loop": 2, "run": 10, "sleep": 5}}}}}"#,

@@ -355,10 +355,12 @@ impl Program {
                 _ => continue,
             };
             match kinds[lock.idx()] {
-                Some(k) if k != kind => return Err(format!(
+                Some(k) if k != kind => {
+                    return Err(format!(
                     "kernel lock \"{}\" is used as a {k} and as a {kind}: one lock has one kind",
                     self.klocks[lock.idx()]
-                )),
+                ))
+                }
                 _ => kinds[lock.idx()] = Some(kind),
             }
         }

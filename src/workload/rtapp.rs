@@ -499,12 +499,14 @@ impl Builder {
                                 "mutex" => Some(SleepMode::Mutex),
                                 "rwsem_read" => Some(SleepMode::Read),
                                 "rwsem_write" => Some(SleepMode::Write),
-                                other => return Err(InputError::new(
-                                    &a,
-                                    format!(
+                                other => {
+                                    return Err(InputError::new(
+                                        &a,
+                                        format!(
                                         "\"{other}\": allowed spin, mutex, rwsem_read, rwsem_write"
                                     ),
-                                )),
+                                    ))
+                                }
                             }
                         }
                         _ => hold = micros(x, &a)?,
