@@ -278,6 +278,17 @@ fn a_syscall_kernel_lock_serialises_and_its_waiter_spins() {
     // The waiter burns its vCPU in the PAUSE loop.
     assert!(v.spinning_ns > 300_000_000, "spin {}", v.spinning_ns);
     assert!(v.lock_wait_ns.p50 > 0, "{:?}", v.lock_wait_ns);
+    // The total behind the percentiles: at least half the sections waited
+    // at least the median.
+    assert!(
+        v.spinlock_wait_total_ns >= v.lock_wait_ns.p50 * (v.ops / 2),
+        "{} {:?}",
+        v.spinlock_wait_total_ns,
+        v.lock_wait_ns
+    );
+    let p = v.program.as_ref().expect("a program VM has a summary");
+    assert_eq!(p.phase_loops, loops);
+    assert_eq!(p.finished_ns, None, "the threads loop until the end");
 }
 
 /// Two vCPUs pinned to CPUs 0 and 1 with a host hog on CPU 1, running
@@ -303,6 +314,11 @@ fn a_mutex_waiter_spins_on_a_running_owner_and_sleeps_on_a_preempted_one() {
     assert!(b.sleeping_lock_waits > 1_000, "{b:?}");
     assert!(v.spinning_ns > 200_000_000, "spin {}", v.spinning_ns);
     assert!(v.halts * 20 < a.phase_loops, "halts {} {a:?}", v.halts);
+    let p = v.program.as_ref().unwrap();
+    assert_eq!(
+        p.sleeping_lock_wait_ns,
+        a.sleeping_lock_wait_ns + b.sleeping_lock_wait_ns
+    );
     // vCPU 1 shares CPU 1 with a host hog. With PV steal time the guest
     // sees the owner's vCPU preempted (vcpu_is_preempted) and the waiter
     // sleeps, halting its vCPU; without it the waiter spins on.

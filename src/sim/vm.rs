@@ -188,6 +188,7 @@ struct VmStats {
     /// and TLB shootdowns), from the send to the last handler's end.
     csd_wait_ns: u64,
     csd_waits: u64,
+    lock_wait_total_ns: u64,
 }
 
 impl VGuest {
@@ -438,6 +439,8 @@ impl VmRt {
             ipi_latency_ns: s.ipi_latency.percentiles(),
             csd_wait_ns: s.csd_wait_ns,
             csd_waits: s.csd_waits,
+            spinlock_wait_total_ns: s.lock_wait_total_ns,
+            program: None,
             threads: Vec::new(),
         }
     }
@@ -1607,6 +1610,7 @@ impl Simulator {
         let now = self.now;
         let vm = &mut self.vms[vi];
         vm.stats.lock_wait.add((now - vm.g[i].wait_start).0);
+        vm.stats.lock_wait_total_ns += (now - vm.g[i].wait_start).0;
         vm.g[i].hold_start = now;
         let cs = match vm.g[i].hold_next.take() {
             Some(hold) => hold,

@@ -333,16 +333,16 @@ impl ProgramRt {
 
     /// `t` goes to sleep on the sleeping lock it found busy (the slow path
     /// after optimistic spinning): it joins the wait list, unless already
-    /// on it.
-    pub fn sleeping_lock_wait(&mut self, t: usize) {
+    /// on it. False (nothing done) if `t` wants no sleeping lock.
+    pub fn sleeping_lock_wait(&mut self, t: usize) -> bool {
         let Pending::SleepingWant(l, mode, _) = self.threads[t].pending else {
-            debug_assert!(false, "thread {t} does not want a sleeping lock");
-            return;
+            return false;
         };
         let s = &mut self.sleeping[l.idx()];
         if !s.waiters.iter().any(|(w, _)| *w == t) {
             s.waiters.push_back((t, mode));
         }
+        true
     }
 
     /// Whether the sleeping lock `t` wants could be taken now.
@@ -634,7 +634,11 @@ mod tests {
             owner: None,
         });
         assert_eq!(p.step(2, t0).1, busy, "reader-owned: no owner to spin on");
-        p.sleeping_lock_wait(2);
+        assert!(p.sleeping_lock_wait(2));
+        assert!(
+            !p.sleeping_lock_wait(0),
+            "a reader that holds it waits for nothing"
+        );
         // The first reader leaves: the second still holds it.
         let t1 = Time(10_000);
         let (w, _) = p.step(0, t1);
@@ -644,6 +648,7 @@ mod tests {
         assert_eq!(w, vec![2]);
         assert!(p.take_released());
         assert_eq!(p.step(2, t1).1, hold(5));
+        assert!(!p.sleeping_lock_wait(2), "the holder waits for nothing");
         assert_eq!(p.stats(2).sleeping_lock_waits, 1);
         assert_eq!(p.stats(2).sleeping_lock_wait_ns, 10_000);
         // A reader behind the writer owner sees it as the owner.

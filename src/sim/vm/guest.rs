@@ -233,8 +233,9 @@ impl Simulator {
     pub(crate) fn guest_sleep_on_lock(&mut self, vi: usize, i: usize) {
         let g = self.guest(vi);
         if let Some(t) = g.sched.rqs[i].curr {
-            g.prog.sleeping_lock_wait(t.idx());
-            let _ = g.sched.block_current(gcpu(i));
+            if g.prog.sleeping_lock_wait(t.idx()) {
+                let _ = g.sched.block_current(gcpu(i));
+            }
         }
     }
 
