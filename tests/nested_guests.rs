@@ -414,3 +414,28 @@ fn pv_tlb_flush_skips_a_preempted_vcpu_and_native_shootdowns_wait_for_it() {
     assert_eq!(alone.vms[0].csd_waits, 0);
     assert_eq!(alone.vms[0].ipis_sent, 0);
 }
+
+#[test]
+fn cross_cpu_call_ipis_go_through_the_lapic_tracker() {
+    // The calls' unicast ICR writes reach the series' IPI tracker, so the
+    // IPI-aware directed yield knows the spinning caller's receiver; with
+    // 6.12's on_spin nothing is tracked.
+    let run = |on_spin: &str| {
+        run_toml(&format!(
+            "[host]\ncpus = 2\nduration = \"1s\"\n\
+             [[task]]\nname = \"hog\"\nkind = \"hog\"\ncpus = [1]\n\
+             [kvm]\non_spin = \"{on_spin}\"\n\
+             [[vm]]\nname = \"g\"\nvcpus = 2\npin = [0, 1]\nprogram = \"smp_call.json\"\n"
+        ))
+    };
+    let (base, aware) = (run("6.12"), run("ipi_aware"));
+    let (b, a) = (&base.vms[0], &aware.vms[0]);
+    assert_eq!(b.ipis_tracked, 0);
+    assert!(
+        a.ipis_tracked >= a.csd_waits,
+        "{} {}",
+        a.ipis_tracked,
+        a.csd_waits
+    );
+    assert!(a.csd_waits > 1_000, "{}", a.csd_waits);
+}
