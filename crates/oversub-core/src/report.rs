@@ -182,10 +182,50 @@ pub struct VmReport {
     pub lock_hold_ns: Percentiles,
     /// From delivery to the start of the guest handler.
     pub ipi_latency_ns: Percentiles,
+    /// Time vCPUs spent in `csd_lock_wait` (synchronous cross-CPU calls,
+    /// TLB shootdowns: send to the last handler's end), and how many.
+    pub csd_wait_ns: u64,
+    pub csd_waits: u64,
+    /// Total wait for guest kernel spinlocks (the sum behind
+    /// `lock_wait_ns`'s percentiles).
+    pub spinlock_wait_total_ns: u64,
+    /// A program VM's program as a whole (absent for the phase generator).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<ProgramSummary>,
     /// A program VM's guest threads, as its own scheduler accounted them
     /// (empty, and absent from the output, for the phase generator).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<GuestThreadReport>,
+}
+
+/// A program VM's program (`vms[].program`): completions and the time the
+/// threads waited, summed over its threads.
+#[derive(Serialize, Debug, Clone, Default)]
+pub struct ProgramSummary {
+    /// Phase iterations completed by all threads.
+    pub phase_loops: u64,
+    /// When the last thread finished (None: some thread still runs, or
+    /// runs until the end by construction).
+    pub finished_ns: Option<u64>,
+    /// Futex-mutex (rt-app `lock`) and kernel sleeping-lock waits, in ns.
+    pub lock_wait_ns: u64,
+    pub sleeping_lock_wait_ns: u64,
+}
+
+impl ProgramSummary {
+    /// The summary of a program's threads.
+    pub fn of(threads: &[GuestThreadReport]) -> ProgramSummary {
+        let finished = threads
+            .iter()
+            .map(|t| t.finished_ns)
+            .collect::<Option<Vec<_>>>();
+        ProgramSummary {
+            phase_loops: threads.iter().map(|t| t.phase_loops).sum(),
+            finished_ns: finished.and_then(|f| f.into_iter().max()),
+            lock_wait_ns: threads.iter().map(|t| t.lock_wait_ns).sum(),
+            sleeping_lock_wait_ns: threads.iter().map(|t| t.sleeping_lock_wait_ns).sum(),
+        }
+    }
 }
 
 /// One guest thread of a program VM (`vms[].threads[]`).
@@ -206,6 +246,10 @@ pub struct GuestThreadReport {
     pub finished_ns: Option<u64>,
     pub lock_waits: u64,
     pub lock_wait_ns: u64,
+    /// Kernel sleeping locks (`syscall` with `kind` mutex/rwsem) found
+    /// taken, and the time from then to acquisition (spinning and sleeping).
+    pub sleeping_lock_waits: u64,
+    pub sleeping_lock_wait_ns: u64,
 }
 
 #[derive(Serialize, Debug, Clone)]

@@ -799,25 +799,6 @@ fn guest_program(
         ));
     }
     let prog = r.program;
-    if let Some(t) = prog.threads.iter().find(|t| {
-        t.phases.iter().flat_map(|p| &p.events).any(|e| {
-            matches!(
-                e,
-                crate::workload::ir::Event::Munmap { .. }
-                    | crate::workload::ir::Event::SmpCall { .. }
-            )
-        })
-    }) {
-        // These guest primitives (issue 12 item 2) are not modelled yet.
-        return Err(cx.err(
-            field,
-            format!(
-                "{}: tasks.{}: munmap and smp_call are not run by the nested guest yet: allowed rt-app events and syscall",
-                full.display(),
-                t.task
-            ),
-        ));
-    }
     for t in &prog.threads {
         if let Some(c) = t
             .cpus

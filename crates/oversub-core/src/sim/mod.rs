@@ -740,6 +740,9 @@ impl Simulator {
                 }
                 let mut r = v.report(duration, cpu_ns, steal, &lefts);
                 r.threads = self.guest_threads(vi);
+                if self.vms[vi].guest.is_some() {
+                    r.program = Some(crate::report::ProgramSummary::of(&r.threads));
+                }
                 r
             })
             .collect()

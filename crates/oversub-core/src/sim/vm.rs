@@ -65,6 +65,9 @@ enum Wait {
     Csd,
     /// pingpong: the other vCPU's turn to end.
     Turn,
+    /// A program VM: the guest task spins on the owner of a kernel sleeping
+    /// lock (`mutex_spin_on_owner`).
+    Owner,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,6 +122,8 @@ struct Irq {
     vector: Vector,
     from: u32,
     sync: bool,
+    /// Handler work after the interrupt entry (`smp_call` handlers).
+    extra: Nanos,
 }
 
 /// Guest-side state of one vCPU.
@@ -148,6 +153,8 @@ struct VGuest {
     hold_start: Time,
     /// A program's syscall: the hold time of the lock it is taking.
     hold_next: Option<Nanos>,
+    /// Since when it waits in `csd_lock_wait`.
+    csd_since: Time,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -177,6 +184,34 @@ struct VmStats {
     lock_wait: Hist,
     lock_hold: Hist,
     ipi_latency: Hist,
+    /// Time vCPUs waited in `csd_lock_wait` (synchronous cross-CPU calls
+    /// and TLB shootdowns), from the send to the last handler's end.
+    csd_wait_ns: u64,
+    csd_waits: u64,
+    lock_wait_total_ns: u64,
+}
+
+impl VGuest {
+    /// The part of the current burst (`plan_exit + plan_work`) used when
+    /// `left` of it remains, split into (exit overhead, work): the overhead
+    /// is paid first.
+    fn split_burst(&self, left: Nanos) -> (Nanos, Nanos) {
+        let consumed = (self.plan_exit + self.plan_work) - left;
+        let ex = consumed.min(self.plan_exit);
+        (ex, consumed - ex)
+    }
+}
+
+impl VmStats {
+    /// Accounts a burst's exit overhead and its work as `cat`.
+    fn account(&mut self, cat: Cat, ex: Nanos, work: Nanos) {
+        self.exit += ex.0;
+        match cat {
+            Cat::Useful => self.useful += work.0,
+            Cat::Spin => self.spin += work.0,
+            Cat::Poll => self.poll += work.0,
+        }
+    }
 }
 
 /// One VM at run time.
@@ -279,6 +314,7 @@ impl VmRt {
                 hold_start: Time::ZERO,
                 last_turn_yield: None,
                 hold_next: None,
+                csd_since: Time::ZERO,
             })
             .collect();
         let ipi_aware = matches!(
@@ -343,6 +379,17 @@ impl VmRt {
         TaskId(self.task_base + i as u32)
     }
 
+    /// Whether vCPU `j` spins on a sleeping lock's owner.
+    fn owner_spinning(&self, j: usize) -> bool {
+        matches!(
+            self.g[j].phase,
+            Phase::Spin {
+                wait: Wait::Owner,
+                ..
+            }
+        )
+    }
+
     /// `lefts[i]`: the unused part of vCPU i's current burst, so bursts in
     /// progress at the end of the run are split too.
     pub(super) fn report(
@@ -354,15 +401,8 @@ impl VmRt {
     ) -> VmReport {
         let mut s = self.stats.clone();
         for (g, &left) in self.g.iter().zip(lefts) {
-            let consumed = (g.plan_exit + g.plan_work) - left;
-            let ex = consumed.min(g.plan_exit);
-            let work = (consumed - ex).0;
-            s.exit += ex.0;
-            match g.cat {
-                Cat::Useful => s.useful += work,
-                Cat::Spin => s.spin += work,
-                Cat::Poll => s.poll += work,
-            }
+            let (ex, work) = g.split_burst(left);
+            s.account(g.cat, ex, work);
         }
         let s = &s;
         VmReport {
@@ -397,6 +437,10 @@ impl VmRt {
             lock_wait_ns: s.lock_wait.percentiles(),
             lock_hold_ns: s.lock_hold.percentiles(),
             ipi_latency_ns: s.ipi_latency.percentiles(),
+            csd_wait_ns: s.csd_wait_ns,
+            csd_waits: s.csd_waits,
+            spinlock_wait_total_ns: s.lock_wait_total_ns,
+            program: None,
             threads: Vec::new(),
         }
     }
@@ -439,6 +483,17 @@ impl Simulator {
     pub(super) fn vcpu_sched_out(&mut self, vi: usize, i: usize, runnable: bool) {
         let protected = self.vms[vi].protected;
         self.vms[vi].vcpus[i].kvm_sched_out(runnable, protected);
+        // vcpu_is_preempted() of this vCPU may now be true: the optimistic
+        // spinners of its guest look at their owners again.
+        if self.pv.steal_time
+            && runnable
+            && self.vms[vi]
+                .guest
+                .as_ref()
+                .is_some_and(|g| g.has_sleeping_locks)
+        {
+            self.poke_owner_spinners(vi);
+        }
     }
 
     /// `kvm_sched_in` + `vmx_vcpu_load`/`svm_vcpu_load`: shrink the PLE
@@ -528,6 +583,7 @@ impl Simulator {
             vector: LOCAL_TIMER_VECTOR,
             from: i as u32,
             sync: false,
+            extra: Nanos::ZERO,
         });
         vm.stats.guest_ticks += 1;
         let st = &self.sched.tasks[task.idx()];
@@ -578,6 +634,22 @@ impl Simulator {
         sync: bool,
         cpu: CpuId,
     ) {
+        self.deliver_call(vi, from, t, vector, sync, Nanos::ZERO, cpu);
+    }
+
+    /// `deliver` of an interrupt whose handler does `extra` of work after
+    /// the entry (a cross-CPU call's function).
+    #[allow(clippy::too_many_arguments)]
+    fn deliver_call(
+        &mut self,
+        vi: usize,
+        from: usize,
+        t: usize,
+        vector: Vector,
+        sync: bool,
+        extra: Nanos,
+        cpu: CpuId,
+    ) {
         let now = self.now;
         let apicv = self.kvm.apicv;
         let exit = self.kvm.round_trip();
@@ -588,6 +660,7 @@ impl Simulator {
             vector,
             from: from as u32,
             sync,
+            extra,
         });
         if vm.vcpus[t].blocking {
             // kvm_vcpu_kick -> kvm_vcpu_wake_up -> rcuwait_wake_up.
@@ -618,17 +691,10 @@ impl Simulator {
         {
             let vm = &mut self.vms[vi];
             let g = &mut vm.g[i];
-            let consumed = (g.plan_exit + g.plan_work) - left;
-            let ex = consumed.min(g.plan_exit);
-            let work = consumed - ex;
-            vm.stats.exit += ex.0;
+            let (ex, work) = g.split_burst(left);
+            vm.stats.account(g.cat, ex, work);
             // Exit overhead not yet paid when the burst was cut short stays owed.
             g.pending_exit += g.plan_exit - ex;
-            match g.cat {
-                Cat::Useful => vm.stats.useful += work.0,
-                Cat::Spin => vm.stats.spin += work.0,
-                Cat::Poll => vm.stats.poll += work.0,
-            }
             match &mut g.phase {
                 Phase::Compute { left, .. }
                 | Phase::Hold { left, .. }
@@ -761,7 +827,7 @@ impl Simulator {
                     vm.g[i].resume = Some(resume);
                 }
                 vm.g[i].phase = Phase::Handler {
-                    left: self.kvm.irq_handler,
+                    left: self.kvm.irq_handler + irq.extra,
                     vector: irq.vector,
                     sync_from: irq.sync.then_some(irq.from),
                 };
@@ -777,6 +843,38 @@ impl Simulator {
                             // release.
                             self.vms[vi].g[i].hold_next = Some(hold);
                             self.lock_start(vi, i, l);
+                            continue;
+                        }
+                        GuestNext::Call {
+                            targets,
+                            handler,
+                            wait,
+                        } => {
+                            let running = if self.kvm.avic {
+                                self.vcpus_running(vi)
+                            } else {
+                                Vec::new()
+                            };
+                            let then = wait.then_some(Phase::Spin {
+                                wait: Wait::Csd,
+                                ple: false,
+                                then: 0,
+                                len: Nanos::ZERO,
+                            });
+                            if let Some(sw) = self.smp_call_function_many(
+                                cpu, vi, i, &targets, handler, then, &running,
+                            ) {
+                                return Act::Switched(sw);
+                            }
+                            continue;
+                        }
+                        GuestNext::OwnerSpin => {
+                            self.vms[vi].g[i].phase = Phase::Spin {
+                                wait: Wait::Owner,
+                                ple: false,
+                                then: 0,
+                                len: Nanos::ZERO,
+                            };
                             continue;
                         }
                         GuestNext::Idle => {}
@@ -848,7 +946,27 @@ impl Simulator {
                         }
                         Wait::Csd => {
                             if vm.g[i].csd_pending == 0 {
-                                vm.g[i].phase = Phase::After { stage: then, len };
+                                vm.stats.csd_wait_ns += (now - vm.g[i].csd_since).0;
+                                vm.stats.csd_waits += 1;
+                                vm.g[i].phase = if vm.guest.is_some() {
+                                    Phase::Guest
+                                } else {
+                                    Phase::After { stage: then, len }
+                                };
+                                continue;
+                            }
+                        }
+                        // mutex_spin_on_owner: the lock came free (take it
+                        // through the program), or the owner left its CPU
+                        // or was preempted, or need_resched: sleep.
+                        Wait::Owner => {
+                            if self.guest_spun_lock_free(vi, i) {
+                                self.vms[vi].g[i].phase = Phase::Guest;
+                                continue;
+                            }
+                            if !self.guest_keeps_spinning(vi, i) {
+                                self.guest_sleep_on_lock(vi, i);
+                                self.vms[vi].g[i].phase = Phase::Guest;
                                 continue;
                             }
                         }
@@ -1312,91 +1430,22 @@ impl Simulator {
                     if targets.is_empty() {
                         return None;
                     }
-                    vm.stats.ipis_sent += targets.len() as u64;
-                    // smp_call_function_many_cond(): one target goes through
-                    // send_call_function_single_ipi() -> the native unicast
-                    // ICR write (PV send-IPI and kvm_smp_send_call_func_ipi
-                    // only override the mask paths, so no hypercall and no
-                    // PV sched_yield): issue 11 bug 3.
-                    let single = targets.len() == 1;
-                    if single {
-                        let w = vm.icr_write(
-                            me,
-                            &LapicIrq::unicast(
-                                VcpuIdx(targets[0] as u32),
-                                CALL_FUNCTION_SINGLE_VECTOR,
-                            ),
-                            now,
-                            &running,
-                        );
-                        if w.exited {
-                            vm.stats.ipi_exits += 1;
-                            vm.g[i].pending_exit += exit;
-                        }
-                        if w.tracked {
-                            vm.stats.ipis_tracked += 1;
-                        }
-                    } else if pv.send_ipi {
-                        // KVM_HC_SEND_IPI: one hypercall exit, never tracked.
-                        vm.stats.ipi_exits += 1;
-                        vm.g[i].pending_exit += exit;
-                    } else if targets.len() + 1 == vm.n as usize {
-                        // native_send_call_func_ipi: the mask is every other
-                        // online CPU -> one ICR write with the all-but-self
-                        // shorthand (broadcast; never tracked).
-                        let irq = LapicIrq {
-                            shorthand: Shorthand::AllButSelf,
-                            ..LapicIrq::unicast(me, CALL_FUNCTION_VECTOR)
-                        };
-                        let w = vm.icr_write(me, &irq, now, &running);
-                        debug_assert_eq!(w.targets.len(), targets.len());
-                        if w.exited {
-                            vm.stats.ipi_exits += 1;
-                            vm.g[i].pending_exit += exit;
-                        }
-                    } else {
-                        for &t in &targets {
-                            let w = vm.icr_write(
-                                me,
-                                &LapicIrq::unicast(VcpuIdx(t as u32), CALL_FUNCTION_VECTOR),
-                                now,
-                                &running,
-                            );
-                            if w.exited {
-                                vm.stats.ipi_exits += 1;
-                                vm.g[i].pending_exit += exit;
-                            }
-                            if w.tracked {
-                                vm.stats.ipis_tracked += 1;
-                            }
-                        }
-                    }
-                    vm.g[i].csd_pending += targets.len() as u32;
-                    vm.g[i].phase = Phase::Spin {
+                    let then = Phase::Spin {
                         wait: Wait::Csd,
                         ple: false,
                         then: 2,
                         len,
                     };
-                    // kvm_smp_send_call_func_ipi: yield to the first preempted target.
-                    let yield_to = if pv.sched_yield && pv.steal_time && !single {
-                        targets.iter().copied().find(|&t| vm.vcpus[t].preempted)
-                    } else {
-                        None
-                    };
-                    let vector = if single {
-                        CALL_FUNCTION_SINGLE_VECTOR
-                    } else {
-                        CALL_FUNCTION_VECTOR
-                    };
-                    for &t in &targets {
-                        self.deliver(vi, i, t, vector, true, cpu);
-                    }
-                    if let Some(t) = yield_to {
-                        self.vms[vi].g[i].pending_exit += exit;
-                        if let Some(sw) = self.pv_sched_yield(cpu, vi, i, t) {
-                            return Some(Act::Switched(sw));
-                        }
+                    if let Some(sw) = self.smp_call_function_many(
+                        cpu,
+                        vi,
+                        i,
+                        &targets,
+                        Nanos::ZERO,
+                        Some(then),
+                        &running,
+                    ) {
+                        return Some(Act::Switched(sw));
                     }
                 }
                 None
@@ -1433,6 +1482,113 @@ impl Simulator {
         }
     }
 
+    /// `smp_call_function_many_cond` from vCPU `i` to `targets` (6.12
+    /// kernel/smp.c with x86's IPI senders): the ICR writes (a unicast
+    /// CALL_FUNCTION_SINGLE for one target, else PV send-IPI, the
+    /// all-but-self shorthand or one unicast per target), each handler doing
+    /// `handler` of work after its entry. With `then` (`wait`) the sender
+    /// enters it (a `csd_lock_wait` spin) and counts the handlers left;
+    /// `kvm_smp_send_call_func_ipi` then yields to the first preempted
+    /// target. Some(switch) if the sender yielded.
+    #[allow(clippy::too_many_arguments)]
+    fn smp_call_function_many(
+        &mut self,
+        cpu: CpuId,
+        vi: usize,
+        i: usize,
+        targets: &[usize],
+        handler: Nanos,
+        then: Option<Phase>,
+        running: &[bool],
+    ) -> Option<Option<Switch>> {
+        let now = self.now;
+        let exit = self.kvm.round_trip();
+        let pv = self.pv;
+        let me = VcpuIdx(i as u32);
+        let sync = then.is_some();
+        let vm = &mut self.vms[vi];
+        vm.stats.ipis_sent += targets.len() as u64;
+        // smp_call_function_many_cond(): one target goes through
+        // send_call_function_single_ipi() -> the native unicast
+        // ICR write (PV send-IPI and kvm_smp_send_call_func_ipi
+        // only override the mask paths, so no hypercall and no
+        // PV sched_yield): issue 11 bug 3.
+        let single = targets.len() == 1;
+        if single {
+            let w = vm.icr_write(
+                me,
+                &LapicIrq::unicast(VcpuIdx(targets[0] as u32), CALL_FUNCTION_SINGLE_VECTOR),
+                now,
+                running,
+            );
+            if w.exited {
+                vm.stats.ipi_exits += 1;
+                vm.g[i].pending_exit += exit;
+            }
+            if w.tracked {
+                vm.stats.ipis_tracked += 1;
+            }
+        } else if pv.send_ipi {
+            // KVM_HC_SEND_IPI: one hypercall exit, never tracked.
+            vm.stats.ipi_exits += 1;
+            vm.g[i].pending_exit += exit;
+        } else if targets.len() + 1 == vm.n as usize {
+            // native_send_call_func_ipi: the mask is every other
+            // online CPU -> one ICR write with the all-but-self
+            // shorthand (broadcast; never tracked).
+            let irq = LapicIrq {
+                shorthand: Shorthand::AllButSelf,
+                ..LapicIrq::unicast(me, CALL_FUNCTION_VECTOR)
+            };
+            let w = vm.icr_write(me, &irq, now, running);
+            debug_assert_eq!(w.targets.len(), targets.len());
+            if w.exited {
+                vm.stats.ipi_exits += 1;
+                vm.g[i].pending_exit += exit;
+            }
+        } else {
+            for &t in targets {
+                let w = vm.icr_write(
+                    me,
+                    &LapicIrq::unicast(VcpuIdx(t as u32), CALL_FUNCTION_VECTOR),
+                    now,
+                    running,
+                );
+                if w.exited {
+                    vm.stats.ipi_exits += 1;
+                    vm.g[i].pending_exit += exit;
+                }
+                if w.tracked {
+                    vm.stats.ipis_tracked += 1;
+                }
+            }
+        }
+        if let Some(then) = then {
+            vm.g[i].csd_pending += targets.len() as u32;
+            vm.g[i].csd_since = now;
+            vm.g[i].phase = then;
+        }
+        // kvm_smp_send_call_func_ipi: yield to the first preempted target.
+        let yield_to = if pv.sched_yield && pv.steal_time && !single {
+            targets.iter().copied().find(|&t| vm.vcpus[t].preempted)
+        } else {
+            None
+        };
+        let vector = if single {
+            CALL_FUNCTION_SINGLE_VECTOR
+        } else {
+            CALL_FUNCTION_VECTOR
+        };
+        for &t in targets {
+            self.deliver_call(vi, i, t, vector, sync, handler, cpu);
+        }
+        if let Some(t) = yield_to {
+            self.vms[vi].g[i].pending_exit += exit;
+            return self.pv_sched_yield(cpu, vi, i, t);
+        }
+        None
+    }
+
     fn lock_start(&mut self, vi: usize, i: usize, l: usize) {
         let now = self.now;
         let vm = &mut self.vms[vi];
@@ -1454,6 +1610,7 @@ impl Simulator {
         let now = self.now;
         let vm = &mut self.vms[vi];
         vm.stats.lock_wait.add((now - vm.g[i].wait_start).0);
+        vm.stats.lock_wait_total_ns += (now - vm.g[i].wait_start).0;
         vm.g[i].hold_start = now;
         let cs = match vm.g[i].hold_next.take() {
             Some(hold) => hold,

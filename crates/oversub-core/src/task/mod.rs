@@ -236,8 +236,8 @@ impl Behaviour {
                     program::Action::Yield => Next::Yield(Nanos::ZERO),
                     program::Action::Exit => Next::Sleep(None),
                     // Refused for host tasks when the scenario is built.
-                    program::Action::KernelLock { .. } => {
-                        unreachable!("syscall events need the guest kernel model")
+                    program::Action::KernelLock { .. } | program::Action::Kernel(_) => {
+                        unreachable!("kernel extension events need the guest kernel model")
                     }
                 };
                 Step { wake, next }

@@ -24,7 +24,9 @@
 //! * `yield`: `sched_yield()`.
 
 use crate::engine::{Nanos, Time};
-use crate::workload::ir::{BarrierId, CondId, Event, KlockId, MutexId, Program, TimerId};
+use crate::workload::ir::{
+    BarrierId, CondId, Event, KlockId, MutexId, Program, SleepMode, TimerId,
+};
 use std::collections::VecDeque;
 
 /// What the stepping thread does next.
@@ -40,8 +42,35 @@ pub enum Action {
     /// release it, then step again (the `syscall` extension; only a guest
     /// kernel runs it).
     KernelLock { lock: KlockId, hold: Nanos },
+    /// Guest kernel work only a guest kernel model runs (extensions).
+    Kernel(KernelOp),
     /// The thread has finished.
     Exit,
+}
+
+/// Guest kernel operations of the extension events (docs/workloads.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelOp {
+    /// `smp_call_function_single` (one target) or `_many`: interrupt
+    /// `targets` other CPUs to run a `handler`; with `wait`, spin in
+    /// `csd_lock_wait` until every handler ran. Step again afterwards.
+    SmpCall {
+        targets: u32,
+        handler: Nanos,
+        wait: bool,
+    },
+    /// `flush_tlb_mm_range` -> `flush_tlb_multi` of the mm's other CPUs
+    /// (synchronous). Step again afterwards.
+    TlbShootdown { pages: u32 },
+    /// The sleeping lock `lock` is taken (by `owner` when a task owns it; a
+    /// reader-owned rwsem has none). The caller either spins and steps
+    /// again (optimistic spinning), or calls `sleeping_lock_wait` and
+    /// blocks until woken; stepping again retries.
+    SleepingLockBusy {
+        lock: KlockId,
+        mode: SleepMode,
+        owner: Option<usize>,
+    },
 }
 
 /// Why a thread is not at the start of an event.
@@ -59,6 +88,12 @@ enum Pending {
     Barrier(BarrierId),
     /// A syscall's kernel work ran: its locked part comes next.
     KernelLock(KlockId, Nanos),
+    /// munmap's kernel work ran: its TLB shootdown comes next.
+    Shootdown(u32),
+    /// Wants the sleeping lock, then holds it for the CPU time.
+    SleepingWant(KlockId, SleepMode, Nanos),
+    /// Holds the sleeping lock (its hold time ran): release it.
+    SleepingHeld(KlockId, SleepMode),
 }
 
 /// Per-thread counters.
@@ -71,6 +106,10 @@ pub struct ThreadStats {
     /// Time from a `lock` that found the mutex taken to its acquisition.
     pub lock_wait_ns: u64,
     pub lock_waits: u64,
+    /// Time from a kernel sleeping lock found taken to its acquisition
+    /// (spinning and sleeping), and how often it was found taken.
+    pub sleeping_lock_wait_ns: u64,
+    pub sleeping_lock_waits: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -84,7 +123,20 @@ struct ThreadRt {
     done: bool,
     /// Since when the thread waits for a mutex.
     lock_wait_since: Option<Time>,
+    /// Since when it waits for a kernel sleeping lock.
+    sleeping_wait_since: Option<Time>,
     stats: ThreadStats,
+}
+
+/// A guest kernel sleeping lock (`struct mutex` / `rw_semaphore`).
+#[derive(Clone, Debug, Default)]
+struct SleepingLockRt {
+    /// The mutex owner or rwsem writer.
+    owner: Option<usize>,
+    readers: u32,
+    /// Sleeping waiters in FIFO order; a woken waiter stays queued until it
+    /// takes the lock (as on the kernel's wait list).
+    waiters: VecDeque<(usize, SleepMode)>,
 }
 
 /// A program being run.
@@ -98,6 +150,9 @@ pub struct ProgramRt {
     barrier_waiting: Vec<i64>,
     barrier_waiters: Vec<Vec<usize>>,
     timer_next: Vec<Option<Time>>,
+    sleeping: Vec<SleepingLockRt>,
+    /// A sleeping lock was released since the last `take_released`.
+    released: bool,
 }
 
 impl ProgramRt {
@@ -116,6 +171,7 @@ impl ProgramRt {
                     started: false,
                     done: false,
                     lock_wait_since: None,
+                    sleeping_wait_since: None,
                     stats: ThreadStats::default(),
                 };
                 n
@@ -130,6 +186,8 @@ impl ProgramRt {
                 .collect(),
             barrier_waiters: vec![Vec::new(); prog.barriers.len()],
             timer_next: vec![None; prog.timers.len()],
+            sleeping: vec![SleepingLockRt::default(); prog.klocks.len()],
+            released: false,
             prog,
         }
     }
@@ -209,6 +267,107 @@ impl ProgramRt {
         }
     }
 
+    /// `mutex_trylock` / `down_write_trylock` / `down_read_trylock` for
+    /// `t`. A reader is refused while a writer waits ahead of it (6.12's
+    /// `rwsem_read_trylock` fails with waiters queued); a mutex or writer
+    /// may steal the lock from woken waiters (no handoff, a simplification).
+    fn sleeping_try(&mut self, t: usize, l: KlockId, mode: SleepMode, now: Time) -> bool {
+        let s = &mut self.sleeping[l.idx()];
+        let ok = s.owner.is_none()
+            && match mode {
+                SleepMode::Mutex | SleepMode::Write => s.readers == 0,
+                SleepMode::Read => s
+                    .waiters
+                    .iter()
+                    .take_while(|(w, _)| *w != t)
+                    .all(|(_, m)| *m == SleepMode::Read),
+            };
+        let th = &mut self.threads[t];
+        if !ok {
+            th.sleeping_wait_since.get_or_insert(now);
+            return false;
+        }
+        match mode {
+            SleepMode::Read => s.readers += 1,
+            _ => s.owner = Some(t),
+        }
+        s.waiters.retain(|(w, _)| *w != t);
+        if let Some(since) = th.sleeping_wait_since.take() {
+            th.stats.sleeping_lock_wait_ns += (now - since).0;
+            th.stats.sleeping_lock_waits += 1;
+        }
+        true
+    }
+
+    /// `mutex_unlock` / `up_write` / `up_read`: release, and wake the first
+    /// waiter (readers at the head of the queue all at once) when the lock
+    /// became free.
+    fn sleeping_release(&mut self, t: usize, l: KlockId, mode: SleepMode, wake: &mut Vec<usize>) {
+        let s = &mut self.sleeping[l.idx()];
+        match mode {
+            SleepMode::Read => s.readers -= 1,
+            _ => {
+                debug_assert_eq!(s.owner, Some(t));
+                s.owner = None;
+            }
+        }
+        self.released = true;
+        if s.readers > 0 {
+            return;
+        }
+        match s.waiters.front() {
+            Some(&(w, SleepMode::Read)) => {
+                wake.push(w);
+                wake.extend(
+                    s.waiters
+                        .iter()
+                        .skip(1)
+                        .take_while(|(_, m)| *m == SleepMode::Read)
+                        .map(|(w, _)| *w),
+                );
+            }
+            Some(&(w, _)) => wake.push(w),
+            None => {}
+        }
+    }
+
+    /// `t` goes to sleep on the sleeping lock it found busy (the slow path
+    /// after optimistic spinning): it joins the wait list, unless already
+    /// on it. False (nothing done) if `t` wants no sleeping lock.
+    pub fn sleeping_lock_wait(&mut self, t: usize) -> bool {
+        let Pending::SleepingWant(l, mode, _) = self.threads[t].pending else {
+            return false;
+        };
+        let s = &mut self.sleeping[l.idx()];
+        if !s.waiters.iter().any(|(w, _)| *w == t) {
+            s.waiters.push_back((t, mode));
+        }
+        true
+    }
+
+    /// Whether the sleeping lock `t` wants could be taken now.
+    pub fn sleeping_lock_free(&self, t: usize) -> bool {
+        let Pending::SleepingWant(l, mode, _) = self.threads[t].pending else {
+            return false;
+        };
+        let s = &self.sleeping[l.idx()];
+        s.owner.is_none() && (mode == SleepMode::Read || s.readers == 0)
+    }
+
+    /// The owner of the sleeping lock `t` wants (None: free or
+    /// reader-owned).
+    pub fn sleeping_lock_owner(&self, t: usize) -> Option<usize> {
+        match self.threads[t].pending {
+            Pending::SleepingWant(l, ..) => self.sleeping[l.idx()].owner,
+            _ => None,
+        }
+    }
+
+    /// Whether a sleeping lock was released since the last call.
+    pub fn take_released(&mut self) -> bool {
+        std::mem::take(&mut self.released)
+    }
+
     fn signal(&mut self, c: CondId, wake: &mut Vec<usize>) {
         if let Some(w) = self.cond_waiters[c.idx()].pop_front() {
             wake.push(w);
@@ -280,6 +439,29 @@ impl ProgramRt {
                 Pending::KernelLock(lock, hold) => {
                     self.threads[t].pending = Pending::Done;
                     return (wake, Action::KernelLock { lock, hold });
+                }
+                Pending::Shootdown(pages) => {
+                    self.threads[t].pending = Pending::Done;
+                    return (wake, Action::Kernel(KernelOp::TlbShootdown { pages }));
+                }
+                Pending::SleepingWant(lock, mode, hold) => {
+                    if !self.sleeping_try(t, lock, mode, now) {
+                        let owner = self.sleeping[lock.idx()].owner;
+                        return (
+                            wake,
+                            Action::Kernel(KernelOp::SleepingLockBusy { lock, mode, owner }),
+                        );
+                    }
+                    self.threads[t].pending = Pending::SleepingHeld(lock, mode);
+                    if hold > Nanos::ZERO {
+                        return (wake, Action::Run(hold));
+                    }
+                    continue;
+                }
+                Pending::SleepingHeld(lock, mode) => {
+                    self.sleeping_release(t, lock, mode, &mut wake);
+                    self.advance(t, now);
+                    continue;
                 }
             }
             match self.event(t).clone() {
@@ -362,10 +544,39 @@ impl ProgramRt {
                     self.threads[t].pending = Pending::Done;
                     return (wake, Action::KernelLock { lock, hold });
                 }
-                Event::Munmap { .. } | Event::SmpCall { .. } => {
-                    // Refused for host tasks when the scenario is built; the
-                    // guest kernel model runs them.
-                    unreachable!("kernel extension events need the guest kernel model")
+                // Kernel work, then the lock (the lock is taken at the end).
+                Event::SleepingLock {
+                    lock,
+                    mode,
+                    run,
+                    hold,
+                } => {
+                    self.threads[t].pending = Pending::SleepingWant(lock, mode, hold);
+                    let pre = Nanos(run.0.saturating_sub(hold.0));
+                    if pre > Nanos::ZERO {
+                        return (wake, Action::Run(pre));
+                    }
+                }
+                Event::Munmap { run, pages } => {
+                    self.threads[t].pending = Pending::Shootdown(pages);
+                    if run > Nanos::ZERO {
+                        return (wake, Action::Run(run));
+                    }
+                }
+                Event::SmpCall {
+                    targets,
+                    handler,
+                    wait,
+                } => {
+                    self.threads[t].pending = Pending::Done;
+                    return (
+                        wake,
+                        Action::Kernel(KernelOp::SmpCall {
+                            targets,
+                            handler,
+                            wait,
+                        }),
+                    );
                 }
             }
         }
@@ -406,6 +617,73 @@ mod tests {
             }
         );
         assert_eq!(p.step(0, t).1, Action::Exit);
+    }
+
+    #[test]
+    fn rwsem_readers_share_a_writer_waits_and_a_mutex_reports_its_owner() {
+        let mut p = rt(r#"{"global": {"duration": 1}, "tasks": {
+              "r": {"instance": 2, "syscall": {"lock": "sem", "kind": "rwsem_read", "hold": 10}},
+              "w": {"syscall": {"lock": "sem", "kind": "rwsem_write", "hold": 5}}}}"#);
+        let t0 = Time::ZERO;
+        let hold = |us| Action::Run(Nanos::from_us(us));
+        assert_eq!(p.step(0, t0).1, hold(10));
+        assert_eq!(p.step(1, t0).1, hold(10), "readers share");
+        let busy = Action::Kernel(KernelOp::SleepingLockBusy {
+            lock: KlockId(0),
+            mode: SleepMode::Write,
+            owner: None,
+        });
+        assert_eq!(p.step(2, t0).1, busy, "reader-owned: no owner to spin on");
+        assert!(p.sleeping_lock_wait(2));
+        assert!(
+            !p.sleeping_lock_wait(0),
+            "a reader that holds it waits for nothing"
+        );
+        // The first reader leaves: the second still holds it.
+        let t1 = Time(10_000);
+        let (w, _) = p.step(0, t1);
+        assert!(w.is_empty() && !p.sleeping_lock_free(2));
+        // The last reader wakes the writer, which takes it.
+        let (w, _) = p.step(1, t1);
+        assert_eq!(w, vec![2]);
+        assert!(p.take_released());
+        assert_eq!(p.step(2, t1).1, hold(5));
+        assert!(!p.sleeping_lock_wait(2), "the holder waits for nothing");
+        assert_eq!(p.stats(2).sleeping_lock_waits, 1);
+        assert_eq!(p.stats(2).sleeping_lock_wait_ns, 10_000);
+        // A reader behind the writer owner sees it as the owner.
+        assert_eq!(
+            p.step(0, t1).1,
+            Action::Kernel(KernelOp::SleepingLockBusy {
+                lock: KlockId(0),
+                mode: SleepMode::Read,
+                owner: Some(2),
+            })
+        );
+        assert_eq!(p.sleeping_lock_owner(0), Some(2));
+    }
+
+    #[test]
+    fn munmap_and_smp_call_ask_the_guest_kernel() {
+        let mut p = rt(r#"{"global": {"duration": 1}, "tasks": {"t": {
+              "munmap": {"run": 3, "pages": 4}, "smp_call": {"targets": 2, "handler": 1, "wait": false}}}}"#);
+        let t0 = Time::ZERO;
+        assert_eq!(p.step(0, t0).1, Action::Run(Nanos::from_us(3)));
+        assert_eq!(
+            p.step(0, t0).1,
+            Action::Kernel(KernelOp::TlbShootdown { pages: 4 })
+        );
+        assert_eq!(
+            p.step(0, t0).1,
+            Action::Kernel(KernelOp::SmpCall {
+                targets: 2,
+                handler: Nanos::from_us(1),
+                wait: false
+            })
+        );
+        assert_eq!(p.stats(0).phase_loops, 0);
+        assert_eq!(p.step(0, t0).1, Action::Run(Nanos::from_us(3)));
+        assert_eq!(p.stats(0).phase_loops, 1);
     }
 
     #[test]

@@ -93,6 +93,16 @@ pub enum Event {
         run: Nanos,
         hold: Nanos,
     },
+    /// Extension: a syscall that runs `run` in the kernel, of which `hold`
+    /// (at the end) under the kernel sleeping lock `lock` (a `struct mutex`
+    /// or an `rw_semaphore`, by `mode`): a waiter spins optimistically while
+    /// the owner runs, else sleeps (`syscall` with `kind`).
+    SleepingLock {
+        lock: KlockId,
+        mode: SleepMode,
+        run: Nanos,
+        hold: Nanos,
+    },
     /// Extension: `munmap` of `pages` pages: `run` of kernel work, then a
     /// TLB shootdown of every other CPU the process's threads ran on
     /// (`flush_tlb_multi`, synchronous).
@@ -109,12 +119,27 @@ pub enum Event {
     },
 }
 
+/// How a `SleepingLock` event takes its kernel lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SleepMode {
+    /// `mutex_lock` (kernel/locking/mutex.c).
+    Mutex,
+    /// `down_read` (kernel/locking/rwsem.c): shared with other readers.
+    Read,
+    /// `down_write`.
+    Write,
+}
+
 impl Event {
     /// Whether the event needs the guest kernel model (an extension).
     pub fn is_kernel_extension(&self) -> bool {
         matches!(
             self,
-            Event::Syscall { .. } | Event::Munmap { .. } | Event::SmpCall { .. }
+            Event::Syscall { .. }
+                | Event::SleepingLock { .. }
+                | Event::Munmap { .. }
+                | Event::SmpCall { .. }
         )
     }
 }
@@ -260,7 +285,7 @@ impl Program {
                         }
                         Event::Barrier(b) => bad(b.idx(), self.barriers.len(), "barrier"),
                         Event::Timer { timer, .. } => bad(timer.idx(), self.timers.len(), "timer"),
-                        Event::Syscall { lock, .. } => {
+                        Event::Syscall { lock, .. } | Event::SleepingLock { lock, .. } => {
                             bad(lock.idx(), self.klocks.len(), "kernel lock")
                         }
                         _ => None,
@@ -309,6 +334,34 @@ impl Program {
                         self.mutexes[m.idx()]
                     ));
                 }
+            }
+        }
+        // A kernel lock is one kind: a spinlock, a mutex or an rwsem.
+        let mut kinds: Vec<Option<&str>> = vec![None; self.klocks.len()];
+        for e in self
+            .threads
+            .iter()
+            .flat_map(|t| &t.phases)
+            .flat_map(|p| &p.events)
+        {
+            let (lock, kind) = match e {
+                Event::Syscall { lock, .. } => (lock, "spin"),
+                Event::SleepingLock {
+                    lock,
+                    mode: SleepMode::Mutex,
+                    ..
+                } => (lock, "mutex"),
+                Event::SleepingLock { lock, .. } => (lock, "rwsem"),
+                _ => continue,
+            };
+            match kinds[lock.idx()] {
+                Some(k) if k != kind => {
+                    return Err(format!(
+                    "kernel lock \"{}\" is used as a {k} and as a {kind}: one lock has one kind",
+                    self.klocks[lock.idx()]
+                ))
+                }
+                _ => kinds[lock.idx()] = Some(kind),
             }
         }
         for (name, users) in &self.barriers {

@@ -26,8 +26,8 @@
 //! behaviour (docs/workloads.md, "Extensions").
 
 use super::ir::{
-    BarrierId, CondId, Event, Fidelity, FidelityNote, KlockId, MutexId, Phase, Program, Thread,
-    TimerId,
+    BarrierId, CondId, Event, Fidelity, FidelityNote, KlockId, MutexId, Phase, Program, SleepMode,
+    Thread, TimerId,
 };
 use super::json::{self, Json};
 use super::InputError;
@@ -484,18 +484,43 @@ impl Builder {
                 "mem and iorun are not modelled (no memory-bandwidth or I/O device model): use run",
             )),
             "syscall" => {
-                let f = fields(v, at, &["lock", "run", "hold"], &["lock", "hold"])?;
+                let f = fields(v, at, &["lock", "run", "hold", "kind"], &["lock", "hold"])?;
                 let mut lock = KlockId(0);
                 let (mut run, mut hold) = (Nanos::ZERO, Nanos::ZERO);
+                let mut mode = None;
                 for (k, x) in f {
                     let a = format!("{at}.{k}");
                     match k {
                         "lock" => lock = KlockId(intern(&mut self.klocks, string(x, &a)?)),
                         "run" => run = micros(x, &a)?,
+                        "kind" => {
+                            mode = match string(x, &a)? {
+                                "spin" => None,
+                                "mutex" => Some(SleepMode::Mutex),
+                                "rwsem_read" => Some(SleepMode::Read),
+                                "rwsem_write" => Some(SleepMode::Write),
+                                other => {
+                                    return Err(InputError::new(
+                                        &a,
+                                        format!(
+                                        "\"{other}\": allowed spin, mutex, rwsem_read, rwsem_write"
+                                    ),
+                                    ))
+                                }
+                            }
+                        }
                         _ => hold = micros(x, &a)?,
                     }
                 }
-                out.push(Event::Syscall { lock, run, hold });
+                out.push(match mode {
+                    None => Event::Syscall { lock, run, hold },
+                    Some(mode) => Event::SleepingLock {
+                        lock,
+                        mode,
+                        run,
+                        hold,
+                    },
+                });
             }
             "munmap" => {
                 let f = fields(v, at, &["run", "pages"], &["run"])?;

@@ -27,8 +27,8 @@ use crate::kvm::lapic::LapicIrq;
 use crate::kvm::VcpuIdx;
 use crate::sched::features::KernelPreset;
 use crate::sched::{CpuId, SchedConfig, SchedFeatures, Scheduler, TaskId, ROOT_GROUP};
-use crate::task::program::{Action, ProgramRt};
-use crate::workload::ir::Program;
+use crate::task::program::{Action, KernelOp, ProgramRt};
+use crate::workload::ir::{Program, SleepMode};
 
 /// A guest thread: a task of the guest scheduler (its own id space).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -43,6 +43,17 @@ pub(crate) enum GuestNext {
     /// The task's syscall takes guest kernel spinlock (index) and holds it
     /// for this long (`syscall` extension).
     KernelLock(usize, Nanos),
+    /// The task interrupts these vCPUs to run a handler (`handler` of work
+    /// each after the interrupt entry) and, with `wait`, spins in
+    /// `csd_lock_wait` until all ran (`smp_call`, munmap's shootdown).
+    Call {
+        targets: Vec<usize>,
+        handler: Nanos,
+        wait: bool,
+    },
+    /// The task spins on the owner of the sleeping lock it wants
+    /// (`mutex_optimistic_spin` / `rwsem_optimistic_spin`).
+    OwnerSpin,
 }
 
 /// Guest CPU = vCPU index.
@@ -69,6 +80,12 @@ pub(crate) struct GuestLevel {
     steal_seen: Vec<u64>,
     pub(crate) steal_ns: u64,
     pub(crate) resched_ipis: u64,
+    /// The program has kernel sleeping locks (their spinners need pokes).
+    pub(crate) has_sleeping_locks: bool,
+    /// TLB shootdown targets left out because preempted (PV TLB flush:
+    /// they flush on their next entry).
+    pub(crate) tlb_flush_deferred: u64,
+    pub(crate) tlb_shootdowns: u64,
 }
 
 impl GuestLevel {
@@ -131,6 +148,14 @@ impl GuestLevel {
             steal_seen: vec![0; n],
             steal_ns: 0,
             resched_ipis: 0,
+            has_sleeping_locks: prog
+                .threads
+                .iter()
+                .flat_map(|t| &t.phases)
+                .flat_map(|p| &p.events)
+                .any(|e| matches!(e, crate::workload::ir::Event::SleepingLock { .. })),
+            tlb_flush_deferred: 0,
+            tlb_shootdowns: 0,
         }
     }
 
@@ -157,6 +182,64 @@ impl Simulator {
     /// HLT when the guest CPU is idle. Returns the work to run, or None for
     /// a halt.
     pub(crate) fn guest_run(&mut self, cpu: CpuId, vi: usize, i: usize) -> GuestNext {
+        let before = self.guest(vi).sched.rqs[i].curr;
+        let next = self.guest_run_inner(cpu, vi, i);
+        let g = self.guest(vi);
+        // A sleeping lock was released, or a task left this guest CPU (an
+        // owner's `on_cpu` went false): optimistic spinners look again.
+        if g.has_sleeping_locks && (g.prog.take_released() || g.sched.rqs[i].curr != before) {
+            self.poke_owner_spinners(vi);
+        }
+        next
+    }
+
+    /// `owner_on_cpu(owner)` (include/linux/sched.h, 6.12): the owner is
+    /// current on a guest CPU whose vCPU `vcpu_is_preempted()` does not
+    /// report preempted. That is KVM's steal-time `preempted` flag with PV
+    /// steal time, and always false without it (the guest cannot tell).
+    pub(crate) fn guest_owner_on_cpu(&self, vi: usize, owner: usize) -> bool {
+        let vm = &self.vms[vi];
+        let g = vm.guest.as_ref().expect("a program VM");
+        let c = g.sched.tasks[owner].cpu.idx();
+        g.sched.rqs[c].curr == Some(TaskId(owner as u32))
+            && !(self.pv.steal_time && vm.vcpus[c].preempted)
+    }
+
+    /// Whether guest CPU `i`'s current task keeps spinning on the owner of
+    /// the sleeping lock it wants (`mutex_spin_on_owner`'s loop condition:
+    /// the owner is on a CPU and this CPU needs no reschedule).
+    pub(crate) fn guest_keeps_spinning(&self, vi: usize, i: usize) -> bool {
+        let g = self.vms[vi].guest.as_ref().expect("a program VM");
+        let Some(t) = g.sched.rqs[i].curr else {
+            return false;
+        };
+        !g.sched.rqs[i].need_resched
+            && g.prog
+                .sleeping_lock_owner(t.idx())
+                .is_some_and(|o| o != t.idx() && self.guest_owner_on_cpu(vi, o))
+    }
+
+    /// Whether the sleeping lock guest CPU `i`'s current task spins for is
+    /// free now (the spinner then steps and takes it).
+    pub(crate) fn guest_spun_lock_free(&self, vi: usize, i: usize) -> bool {
+        let g = self.vms[vi].guest.as_ref().expect("a program VM");
+        g.sched.rqs[i]
+            .curr
+            .is_some_and(|t| g.prog.sleeping_lock_free(t.idx()))
+    }
+
+    /// The spinner gives up (owner off CPU or preempted, or need_resched):
+    /// the slow path queues it on the wait list and it sleeps.
+    pub(crate) fn guest_sleep_on_lock(&mut self, vi: usize, i: usize) {
+        let g = self.guest(vi);
+        if let Some(t) = g.sched.rqs[i].curr {
+            if g.prog.sleeping_lock_wait(t.idx()) {
+                let _ = g.sched.block_current(gcpu(i));
+            }
+        }
+    }
+
+    fn guest_run_inner(&mut self, cpu: CpuId, vi: usize, i: usize) -> GuestNext {
         let now = self.now;
         loop {
             let g = self.guest(vi);
@@ -210,10 +293,88 @@ impl Simulator {
                 Action::KernelLock { lock, hold } => {
                     return GuestNext::KernelLock(lock.idx(), hold);
                 }
+                // smp_call_function_single/many: the next `targets` other
+                // CPUs in order (a fixed choice; the IR names no CPUs).
+                Action::Kernel(KernelOp::SmpCall {
+                    targets,
+                    handler,
+                    wait,
+                }) => {
+                    let n = g.sched.rqs.len();
+                    let k = (targets as usize).min(n - 1);
+                    let targets: Vec<usize> = (1..=k).map(|d| (i + d) % n).collect();
+                    if !targets.is_empty() {
+                        return GuestNext::Call {
+                            targets,
+                            handler,
+                            wait,
+                        };
+                    }
+                }
+                Action::Kernel(KernelOp::TlbShootdown { .. }) => {
+                    if let Some(next) = self.guest_tlb_shootdown(vi, i) {
+                        return next;
+                    }
+                }
+                // mutex_optimistic_spin / rwsem_optimistic_spin: a mutex or
+                // writer spins while the owner (a task) is on a CPU; readers
+                // and waiters of a reader-owned rwsem go to sleep (6.12
+                // readers do not spin; its time-bounded writer spin on
+                // readers is not modelled).
+                Action::Kernel(KernelOp::SleepingLockBusy { mode, owner, .. }) => {
+                    let spin = mode != SleepMode::Read
+                        && !g.sched.rqs[i].need_resched
+                        && owner.is_some_and(|o| o != t.0.idx())
+                        && self.guest_owner_on_cpu(vi, owner.unwrap_or(0));
+                    if spin {
+                        return GuestNext::OwnerSpin;
+                    }
+                    self.guest_sleep_on_lock(vi, i);
+                }
                 Action::Exit => {
                     g.exited[t.0.idx()] = true;
                     let _ = g.sched.block_current(gcpu(i));
                 }
+            }
+        }
+    }
+
+    /// `flush_tlb_mm_range` -> `flush_tlb_multi` from vCPU `i` (6.12,
+    /// arch/x86/mm/tlb.c): the other CPUs of the mm (the one process's
+    /// threads) minus those in lazy TLB mode, i.e. the vCPUs whose guest CPU
+    /// runs a thread (`should_flush_tlb`; munmap is taken as freeing no page
+    /// tables). With PV TLB flush (`kvm_flush_tlb_multi`, needs steal time)
+    /// preempted vCPUs are dropped and flush on their next entry. None:
+    /// nobody to interrupt.
+    fn guest_tlb_shootdown(&mut self, vi: usize, i: usize) -> Option<GuestNext> {
+        let pv = self.pv.tlb_flush && self.pv.steal_time;
+        let vm = &mut self.vms[vi];
+        let g = vm.guest.as_mut().expect("a program VM");
+        g.tlb_shootdowns += 1;
+        let mut targets = Vec::new();
+        for t in (0..g.sched.rqs.len()).filter(|&t| t != i) {
+            if g.sched.rqs[t].curr.is_none() {
+                continue;
+            }
+            if pv && vm.vcpus[t].preempted {
+                g.tlb_flush_deferred += 1;
+                continue;
+            }
+            targets.push(t);
+        }
+        (!targets.is_empty()).then_some(GuestNext::Call {
+            targets,
+            handler: Nanos::ZERO,
+            wait: true,
+        })
+    }
+
+    /// Pokes every vCPU of VM `vi` spinning on a sleeping lock's owner so it
+    /// looks at the lock and the owner again.
+    pub(crate) fn poke_owner_spinners(&mut self, vi: usize) {
+        for j in 0..self.vms[vi].n as usize {
+            if self.vms[vi].owner_spinning(j) {
+                self.poke(vi, j);
             }
         }
     }
@@ -223,19 +384,23 @@ impl Simulator {
     fn guest_send_resched(&mut self, cpu: CpuId, vi: usize, from: usize) {
         let now = self.now;
         let exit = self.kvm.round_trip();
-        let running = if self.kvm.avic {
-            self.vcpus_running(vi)
-        } else {
-            Vec::new()
-        };
         let g = self.guest(vi);
-        let _ = std::mem::take(&mut g.sched.hrtick_requests);
+        g.sched.hrtick_requests.clear();
+        // Most steps mark no other CPU: no allocation then.
         let mut targets = Vec::new();
         while let Some(c) = g.sched.take_resched() {
             if c.idx() != from && g.sched.rqs[c.idx()].need_resched {
                 targets.push(c.idx());
             }
         }
+        if targets.is_empty() {
+            return;
+        }
+        let running = if self.kvm.avic {
+            self.vcpus_running(vi)
+        } else {
+            Vec::new()
+        };
         for t in targets {
             let vm = &mut self.vms[vi];
             if vm.g[t].irqs.iter().any(|q| q.vector == RESCHEDULE_VECTOR) {
@@ -340,6 +505,8 @@ impl Simulator {
                     finished_ns: s.finished_at.map(|f: Time| f.0),
                     lock_waits: s.lock_waits,
                     lock_wait_ns: s.lock_wait_ns,
+                    sleeping_lock_waits: s.sleeping_lock_waits,
+                    sleeping_lock_wait_ns: s.sleeping_lock_wait_ns,
                 }
             })
             .collect()
