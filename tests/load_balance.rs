@@ -2,32 +2,17 @@
 //! placement by load (not by task count), the departure of a migrated
 //! group's per-CPU load from `tg->load_avg`, wakeup placement.
 
+mod common;
+
+use common::{cpu_ns, task};
 use oversub::report::Report;
-use oversub::scenario::Scenario;
-use oversub::sim::Simulator;
 
 fn run_for(src: &str, duration: &str) -> Report {
-    let src = src.replace("DURATION", duration);
-    let sc = Scenario::parse("test.toml", &src).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulator::new(&sc);
-    sim.set_check_invariants(true);
-    sim.run(sc.host.duration)
-}
-
-fn cpu_ns(r: &Report, name: &str) -> u64 {
-    r.tasks
-        .iter()
-        .find(|t| t.name == name)
-        .unwrap_or_else(|| panic!("no task {name}"))
-        .cpu_ns
+    common::run(&src.replace("DURATION", duration))
 }
 
 fn migrations(r: &Report, name: &str) -> u64 {
-    r.tasks
-        .iter()
-        .find(|t| t.name == name)
-        .unwrap_or_else(|| panic!("no task {name}"))
-        .nr_migrations
+    task(r, name).nr_migrations
 }
 
 /// Issue 11, bug 1: CPU 0 has hog H0, CPU 1 hogs H1 and H1b; T in /g may run
