@@ -498,6 +498,19 @@ pub fn run(opts: &Options) -> i32 {
         }
     }
     let _ = writeln!(out, "{}", tolerance_line());
+    // Two conform runs at once would each give their workers weight 10000
+    // and take half the machine from the other: real runs are serialised
+    // by an exclusive lock held until the end.
+    let _lock = match &ctl {
+        Ok(_) => match machine_lock() {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("conform: {e}");
+                return 1;
+            }
+        },
+        Err(_) => None,
+    };
     // The machine's own costs, measured now, drive the simulated side.
     let cal = match &ctl {
         Ok(c) => {
@@ -553,6 +566,24 @@ pub fn run(opts: &Options) -> i32 {
     } else {
         0
     }
+}
+
+/// The machine-wide lock of real conform runs; waits for another run to end.
+pub const LOCK_FILE: &str = "/tmp/oversub-conform.lock";
+
+fn machine_lock() -> Result<std::fs::File, String> {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(LOCK_FILE)
+        .map_err(|e| format!("{LOCK_FILE}: cannot open: {e}"))?;
+    if f.try_lock().is_err() {
+        eprintln!("conform: waiting for another oversub conform run to finish ({LOCK_FILE})");
+        f.lock()
+            .map_err(|e| format!("{LOCK_FILE}: cannot lock: {e}"))?;
+    }
+    Ok(f)
 }
 
 fn print_result(r: &ScenarioResult) {
