@@ -81,7 +81,7 @@ fn migrated_group_load_leaves_the_old_cpu() {
 /// hogs, /b (weight 300) with one, a periodic task in the root. Balancing by
 /// PELT load (`avg_load`, `task_h_load()`) gives b's heavy group entity a CPU
 /// of its own; a.0, a.1 and p share the other, as on the real kernel
-/// (scenarios/conform-open/smp_weights.toml). Balancing by task count pairs b with an a.
+/// (conform/smp_weights.toml). Balancing by task count pairs b with an a.
 #[test]
 fn heavy_group_gets_a_cpu_of_its_own() {
     let r = run_for(
