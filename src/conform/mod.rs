@@ -568,6 +568,14 @@ pub fn run(opts: &Options) -> i32 {
     }
 }
 
+/// The CPU time periodic tasks skipped in one real run, as a fraction of the
+/// scenario's CPU time.
+fn skipped_fraction(tasks: &[real::RealTask]) -> f64 {
+    let total: u64 = tasks.iter().map(|t| t.cpu_ns).sum();
+    let skipped: u64 = tasks.iter().filter_map(|t| t.skipped_ns).sum();
+    skipped as f64 / total.max(1) as f64
+}
+
 /// The machine-wide lock of real conform runs; waits for another run to end.
 pub const LOCK_FILE: &str = "/tmp/oversub-conform.lock";
 
@@ -793,22 +801,31 @@ fn run_file(
     }
     let sim = sim_figures(&sc, h, costs, Some(duration));
     let mut real_runs = Vec::new();
+    let mut skipped_share: f64 = 0.0;
     for i in 0..opts.runs.max(1) {
         let tag = format!("oversub-conform-{}-{i}", std::process::id());
         match real::run_once(&sc, ctl, &tag, duration, stop) {
-            Ok(tasks) => real_runs.push(
+            Ok(tasks) => real_runs.push({
+                skipped_share = skipped_share.max(skipped_fraction(&tasks));
                 tasks
                     .into_iter()
                     .map(|t| {
                         let lat = t.latency.map(|p| (p.p50, p.p99));
                         (t.name, t.cgroup, t.cpu_ns, lat, t.nr_migrations)
                     })
-                    .collect::<RunFigures>(),
-            ),
+                    .collect::<RunFigures>()
+            }),
             Err(e) => return res("error", format!("real run {}: {e}", i + 1), vec![]),
         }
     }
     let mut rows = compare(&sc, &real_runs, &sim, share_floor(h.hz, duration), duration);
+    // A periodic activation that the machine delayed past the next expiry
+    // is skipped, and its `run` of CPU goes to the other tasks: the share
+    // so moved, measured in the run, widens every share tolerance.
+    for r in rows.iter_mut().filter(|r| r.metric == "share") {
+        r.tolerance += skipped_share;
+        r.pass = Some((r.sim - r.real_mean).abs() <= r.tolerance + 1e-12);
+    }
     apply_known(&mut rows, &known);
     let ok = !rows.iter().any(row_fails);
     let nknown = rows
@@ -822,6 +839,13 @@ fn run_file(
     );
     if nknown > 0 {
         let _ = write!(msg, "; {nknown} known disagreements, not counted");
+    }
+    if skipped_share > 0.0 {
+        let _ = write!(
+            msg,
+            "; periodic tasks skipped up to {:.2}% of the CPU time, added to the share tolerances",
+            skipped_share * 100.0
+        );
     }
     res(if ok { "pass" } else { "fail" }, msg, rows)
 }
