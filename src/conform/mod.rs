@@ -586,9 +586,10 @@ fn machine_lock() -> Result<std::fs::File, String> {
         .write(true)
         .open(LOCK_FILE)
         .map_err(|e| format!("{LOCK_FILE}: cannot open: {e}"))?;
-    if f.try_lock().is_err() {
+    use rustix::fs::{flock, FlockOperation};
+    if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
         eprintln!("conform: waiting for another oversub conform run to finish ({LOCK_FILE})");
-        f.lock()
+        flock(&f, FlockOperation::LockExclusive)
             .map_err(|e| format!("{LOCK_FILE}: cannot lock: {e}"))?;
     }
     Ok(f)
