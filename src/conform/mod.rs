@@ -59,6 +59,9 @@ pub fn share_floor(hz: u32, duration_ns: u64) -> f64 {
     let tick = 1e9 / hz.max(1) as f64;
     SHARE_ABS_TOL.max(tick / duration_ns.max(1) as f64)
 }
+/// Above this fraction of CPU time skipped by periodic tasks in a real run
+/// (foreign load delaying their wakeups), a scenario is not judged.
+pub const SKIPPED_LIMIT: f64 = 0.02;
 /// Relative tolerance of migration rates.
 pub const MIGR_REL_TOL: f64 = 0.5;
 /// Absolute floor of the migration-rate tolerance, per second.
@@ -820,6 +823,14 @@ fn run_file(
         }
     }
     let mut rows = compare(&sc, &real_runs, &sim, share_floor(h.hz, duration), duration);
+    if skipped_share > SKIPPED_LIMIT {
+        let msg = format!(
+            "machine too busy to judge: periodic tasks skipped {:.2}% of the CPU time in a real run (limit {:.0}%)",
+            skipped_share * 100.0,
+            SKIPPED_LIMIT * 100.0
+        );
+        return res("skip", msg, rows);
+    }
     // A periodic activation that the machine delayed past the next expiry
     // is skipped, and its `run` of CPU goes to the other tasks: the share
     // so moved, measured in the run, widens every share tolerance.
