@@ -5,7 +5,8 @@
 # emulated host and requires at least one functional effect test to fail there.
 #
 # The mutant is built from the patched source tree (edited in place under the build lock,
-# restored afterwards) into its own O= directory, so ccache serves every unchanged object.
+# restored afterwards) into its own O= directory under that tree, so ccache serves every
+# unchanged object.
 # Not part of `make test`: it costs one more kernel link and one more boot (~5-10 min).
 source "$(dirname "$0")/common.sh"
 
@@ -14,7 +15,7 @@ TESTS=${MUTATION_TESTS:-deboost_switches_to_target,deboost_fresh_cgroup}
 
 ensure_deps
 tree=$(tree_of patched)
-out=$BUILD/mutant
+out=$(out_of "$tree" mutant)
 mkdir -p "$BUILD"
 exec 8>"$BUILD/.lock-patched"
 flock 8
