@@ -112,7 +112,7 @@ def build_ftest():
     srcs = [os.path.join(HERE, "vmm", f) for f in ("ftest.c", "guest.S")]
     if not os.path.exists(out) or any(os.path.getmtime(s) > os.path.getmtime(out) for s in srcs):
         os.makedirs(CACHE, exist_ok=True)
-        sh(["gcc", "-O2", "-Wall", "-Werror", "-static", "-o", out + ".tmp"] + srcs + ["-lpthread"])
+        sh(["gcc", "-O2", "-Wall", "-Werror", "-static", "-o", out + ".tmp"] + srcs + ["-lpthread", "-lm"])
         os.replace(out + ".tmp", out)
     return out
 
