@@ -150,7 +150,7 @@ def boot(variant, bz, initrd, suites, tests, timeout, smp):
         while True:
             left = t0 + timeout - time.time()
             if not booted:
-                left = min(left, t0 + 120 - time.time())  # boot timeout: @@BEGIN within 120 s
+                left = min(left, t0 + 300 - time.time())  # boot timeout: @@BEGIN within 300 s (hang guard)
             if left <= 0:
                 status = "timeout" if booted else "boot timeout"
                 p.kill()
@@ -221,7 +221,7 @@ def main():
     ap.add_argument("--variants", default="unpatched,patched", help="kernels to boot (default unpatched,patched)")
     ap.add_argument("--suites", default="selftests,functional")
     ap.add_argument("--tests", default="", help="comma-separated selftest/functional test names (default all)")
-    ap.add_argument("--timeout", type=int, default=int(os.environ.get("FT_BOOT_TIMEOUT", 420)),
+    ap.add_argument("--timeout", type=int, default=int(os.environ.get("FT_BOOT_TIMEOUT", 1200)),
                     help="whole-boot timeout per kernel, seconds")
     ap.add_argument("--smp", type=int, default=2)
     a = ap.parse_args()
