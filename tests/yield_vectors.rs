@@ -74,7 +74,12 @@ fn run_case(file: &str, c: &Value) -> (Value, Value) {
                         None => "rate_limited".into(),
                         Some(reverse) => {
                             yield_penalty_commit(&mut s, src, dst, now, reverse);
-                            if reverse { "applied_reverse" } else { "applied" }.into()
+                            if reverse {
+                                "applied_reverse"
+                            } else {
+                                "applied"
+                            }
+                            .into()
                         }
                     }
                 })
