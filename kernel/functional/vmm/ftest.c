@@ -1059,7 +1059,7 @@ static void t_deboost_fresh_cgroup(struct result *r)
 {
 	static const char *pols[] = { "off", "penalty", "borrow" };
 	struct vm_opts o = { .nr = 2, .pin_cpu = SPIN_CPU };
-	struct fresh_arg fa = { .rounds = 16 };
+	struct fresh_arg fa = { .rounds = 32 };
 	int hits[3] = { 0 }, seen[3] = { 0 };
 	int k, i;
 
