@@ -3,8 +3,8 @@
 # Kernel command line:
 #   ft.suites=selftests,functional   which suites to run (default both)
 #   ft.tests=a,b                     only these selftests / functional tests (names; default all)
-#   ft.st_timeout=SECS               per-selftest timeout (default 120)
-#   ft.ft_timeout=SECS               whole functional suite timeout (default 480)
+#   ft.st_timeout=SECS               per-selftest timeout (default 300)
+#   ft.ft_timeout=SECS               whole functional suite timeout (default 1200)
 #   ft.verbose=1                     ftest prints every trace line it reads
 # Output markers parsed by kernel/functional/run.py (one per line, at line start):
 #   @@BEGIN, @@ST_BEGIN name, @@ST_END name rc=N, @@FT_BEGIN, @@FT_END rc=N, @@DMESG_BEGIN/END, @@DONE
@@ -19,8 +19,8 @@ mount -t cgroup2 cgroup2 /sys/fs/cgroup
 
 suites=selftests,functional
 tests=
-st_timeout=120
-ft_timeout=480
+st_timeout=300
+ft_timeout=1200
 for a in $(cat /proc/cmdline); do
 	case $a in
 	ft.suites=*) suites=${a#ft.suites=} ;;

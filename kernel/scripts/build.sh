@@ -4,7 +4,8 @@
 #   build.sh patched|unpatched        -> prints the absolute bzImage path last
 #   build.sh --print-tree patched|unpatched  -> prints the source tree path
 #
-# Cache: ${OVERSUB_CACHE:-~/.cache/oversub} (src/, build/, ccache/).
+# Cache: ${OVERSUB_CACHE:-~/.cache/oversub} (src/, build/, ccache/); the bzImage is built in
+# TREE/oversub-build (see out_of in common.sh).
 source "$(dirname "$0")/common.sh"
 
 usage() { die "usage: build.sh [--print-tree] patched|unpatched"; }
@@ -21,7 +22,7 @@ if ((print_tree)); then
 	exit 0
 fi
 
-out=$BUILD/$variant
+out=$(out_of "$tree")
 # One build per O= directory at a time (make test-kernel and the functional
 # stage may both ask for the patched kernel).
 mkdir -p "$BUILD"

@@ -9,12 +9,21 @@ SRC=$CACHE/src                  # git repo: main worktree = unpatched (tag base)
 TREE_UNPATCHED=$SRC/unpatched
 TREE_PATCHED=$SRC/patched       # git worktree, branch oversub-patched = base + series
 BUILD=$CACHE/build
+# The O= directory of a kernel build is a direct subdirectory of its source tree
+# (out_of TREE [SUFFIX]).  Kbuild then uses the relative srctree "..", so the
+# compiler command lines of the patched, unpatched, bisect and mutant trees are
+# the same and ccache serves, from any of them, every object the series does not
+# change: a cold run compiles the kernel once, not twice.
+OUT_SUBDIR=oversub-build
+out_of() { echo "$1/$OUT_SUBDIR${2:+-$2}"; }
 JOBS=${OVERSUB_JOBS:-2}
 export CCACHE_DIR=${CCACHE_DIR:-$CACHE/ccache}
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
 # Stable paths in debug info/macros so ccache hits across worktrees.
 export CCACHE_BASEDIR=$CACHE
 export CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime
+# The working directory differs between trees; nothing compiled here uses it.
+export CCACHE_NOHASHDIR=1
 export KBUILD_BUILD_TIMESTAMP='Thu Jan  1 00:00:00 UTC 2026'
 export KBUILD_BUILD_USER=oversub KBUILD_BUILD_HOST=oversub
 GIT_ID=(-c user.name="oversub developers" -c user.email="dev@oversub.invalid" -c commit.gpgsign=false)
@@ -85,7 +94,7 @@ prepare_patched() {
 		cd "$TREE_PATCHED"
 		git am --abort >/dev/null 2>&1 || true
 		git reset -q --hard base
-		git clean -q -fdx -e '*.orig'
+		git clean -q -fdx -e '*.orig' -e "/$OUT_SUBDIR*"
 		local p
 		for p in "$KDIR"/patches/[0-9]*.patch; do
 			[[ $(basename "$p") == 0000-* ]] && continue

@@ -52,7 +52,8 @@ def name(case):
     return '"%s"' % n
 
 
-RESULTS = {"applied": "YT_SEQ_APPLIED", "rate_limited": "YT_SEQ_RATE_LIMITED", "skipped": "YT_SEQ_SKIPPED"}
+RESULTS = {"applied": "YT_SEQ_APPLIED", "applied_reverse": "YT_SEQ_APPLIED_REVERSE",
+           "rate_limited": "YT_SEQ_RATE_LIMITED"}
 
 
 def seq_row(c):
@@ -61,7 +62,7 @@ def seq_row(c):
         fail("case %r: steps and expect must be non-empty lists of equal length" % c.get("name"))
     if len(steps) > 16:
         fail("case %r: at most 16 steps" % c.get("name"))
-    st = ", ".join("{ %s, %s }" % (u64(s, "now_ns"), boolean(c, "other_checks_pass", s)) for s in steps)
+    st = ", ".join("{ %s, %s, %s }" % (u64(s, "now_ns"), pid(s, "src"), pid(s, "dst")) for s in steps)
     for e in expect:
         if e not in RESULTS:
             fail("case %r: expect entries must be one of %s" % (c.get("name"), sorted(RESULTS)))

@@ -1,51 +1,92 @@
 #!/usr/bin/env bash
-# make test-mutation: prove that the functional effect tests can see the series' core
-# assignment.  Rebuilds the patched kernel with the borrow's one assignment removed
-# (`cfs_rq->next_borrow = se;` in yield_to_borrow(), kernel/sched/fair.c), boots it in the
-# emulated host and requires at least one functional effect test to fail there.
+# make test-mutation: prove that the functional effect tests can see what the series does.
+# Each mutant is the patched kernel with one change in kernel/sched/fair.c; it is booted in
+# the emulated host with the functional tests that must catch it, and at least one of them
+# must fail there:
 #
-# The mutant is built from the patched source tree (edited in place under the build lock,
-# restored afterwards) into its own O= directory, so ccache serves every unchanged object.
-# Not part of `make test`: it costs one more kernel link and one more boot (~5-10 min).
+#  borrow  the borrow's one assignment removed (`cfs_rq->next_borrow = se;` in
+#          yield_to_borrow())      -> deboost_switches_to_target, deboost_fresh_cgroup
+#  token   a yield_to() whose target is on another CPU takes the rate-limit token of
+#          every cfs_rq of the yielder's CPU (in yield_to_penalty(), instead of returning
+#          before the token)       -> deboost_cross_cpu_token
+#
+# A mutant is built from the patched source tree (edited in place under the build lock,
+# restored afterwards) into its own O= directory under that tree, so ccache serves every
+# unchanged object.  Not part of `make test`: one kernel link and one boot per mutant
+# (~5-10 min each).  MUTANTS=borrow,token selects them; the default is borrow because
+# deboost_cross_cpu_token does not catch the token mutant yet (kernel/functional/README.md).
 source "$(dirname "$0")/common.sh"
 
-MUTATION='cfs_rq->next_borrow = se;'
-TESTS=${MUTATION_TESTS:-deboost_switches_to_target,deboost_fresh_cgroup}
-
+MUTANTS=${MUTANTS:-borrow}
 ensure_deps
 tree=$(tree_of patched)
-out=$BUILD/mutant
-mkdir -p "$BUILD"
-exec 8>"$BUILD/.lock-patched"
-flock 8
+out=$(out_of "$tree" mutant)
 f=$tree/kernel/sched/fair.c
-n=$(grep -cF "$MUTATION" "$f" || true)
-[[ $n == 1 ]] || die "mutation site '$MUTATION' found $n times in $f (expected 1)"
 restore() { git -C "$tree" checkout -q -- kernel/sched/fair.c; }
-trap restore EXIT
-grep -vF "$MUTATION" "$f" >"$f.mut" && mv "$f.mut" "$f"
-log "mutant: removed '$MUTATION' from kernel/sched/fair.c"
-configure_tree "$tree" "$out"
-t0=$SECONDS
-kmake "$tree" "$out" bzImage >&2
-log "mutant bzImage built in $((SECONDS - t0))s"
-cp "$out/arch/x86/boot/bzImage" "$out/bzImage.mutant"
-restore
-trap - EXIT
-flock -u 8
 
-log "booting the mutant with the functional tests $TESTS"
-rc=0
-FT_BZIMAGE_PATCHED=$out/bzImage.mutant FT_TREE_PATCHED=$tree \
-	python3 "$KDIR/functional/run.py" --variants patched --suites functional --tests "$TESTS" \
-	>"$BUILD/mutant.log" 2>&1 || rc=$?
-grep -E '^functional:' "$BUILD/mutant.log" || true
-if grep -qE '^functional:\S+ .*NOT MET' "$BUILD/mutant.log"; then
-	echo "[kernel] PASS: the mutant (no borrow assignment) fails: $(grep -E '^functional:\S+ .*NOT MET' "$BUILD/mutant.log" | awk '{print $1}' | tr '\n' ' ')"
-	echo "1 passed, 0 failed"
-	exit 0
-fi
-tail -30 "$BUILD/mutant.log"
-echo "[kernel] FAIL: every functional test passed on the mutant (run.py exit $rc): the tests cannot see the borrow"
-echo "0 passed, 1 failed"
-exit 1
+# mutate NAME: edit fair.c in place; prints the functional tests that must catch it.
+mutate() {
+	case $1 in
+	borrow)
+		local m='cfs_rq->next_borrow = se;' n
+		n=$(grep -cF "$m" "$f" || true)
+		[[ $n == 1 ]] || die "mutation site '$m' found $n times in $f (expected 1)"
+		grep -vF "$m" "$f" >"$f.mut" && mv "$f.mut" "$f"
+		echo "deboost_switches_to_target,deboost_fresh_cgroup"
+		;;
+	token)
+		python3 - "$f" <<'PY' || die "token mutation site not found in $f"
+import sys
+p = sys.argv[1]
+s = open(p).read()
+site = "\t/* A target on another CPU must not consume this CPU's token. */\n"
+if s.count(site) != 1:
+    sys.exit(1)
+mut = ("\tif (task_rq(p) != rq) {\n\t\tstruct sched_entity *m;\n\n"
+       "\t\tfor (m = &curr->se; m; m = parent_entity(m))\n"
+       "\t\t\tyield_penalty_commit(&cfs_rq_of(m)->yield_penalty, curr->pid,\n"
+       "\t\t\t\t\t     p->pid, rq_clock(rq), false);\n\t\treturn 0;\n\t}\n")
+open(p, "w").write(s.replace(site, site + mut))
+PY
+		echo "deboost_cross_cpu_token"
+		;;
+	*) die "unknown mutant '$1' (allowed: borrow, token)" ;;
+	esac
+}
+
+pass_n=0
+fail_n=0
+for mut in ${MUTANTS//,/ }; do
+	mkdir -p "$BUILD"
+	exec 8>"$BUILD/.lock-patched"
+	flock 8
+	trap restore EXIT
+	tests=$(mutate "$mut")
+	log "mutant '$mut': kernel/sched/fair.c edited; must be caught by $tests"
+	configure_tree "$tree" "$out"
+	t0=$SECONDS
+	kmake "$tree" "$out" bzImage >&2
+	log "mutant '$mut' bzImage built in $((SECONDS - t0))s"
+	cp "$out/arch/x86/boot/bzImage" "$out/bzImage.$mut"
+	restore
+	trap - EXIT
+	flock -u 8
+
+	log "booting mutant '$mut' with the functional tests $tests"
+	logf=$BUILD/mutant-$mut.log
+	rc=0
+	FT_BZIMAGE_PATCHED=$out/bzImage.$mut FT_TREE_PATCHED=$tree \
+		python3 "$KDIR/functional/run.py" --variants patched --suites functional --tests "$tests" \
+		>"$logf" 2>&1 || rc=$?
+	grep -E '^functional:' "$logf" || true
+	if grep -qE '^functional:\S+ .*NOT MET' "$logf"; then
+		echo "[kernel] PASS: mutant '$mut' is caught by: $(grep -E '^functional:\S+ .*NOT MET' "$logf" | awk '{print $1}' | tr '\n' ' ')"
+		pass_n=$((pass_n + 1))
+	else
+		tail -30 "$logf"
+		echo "[kernel] FAIL: every functional test passed on mutant '$mut' (run.py exit $rc)"
+		fail_n=$((fail_n + 1))
+	fi
+done
+echo "$pass_n passed, $fail_n failed"
+((fail_n == 0))

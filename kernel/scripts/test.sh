@@ -106,8 +106,8 @@ else
 		git -C "$TREE_UNPATCHED" worktree prune
 		git -C "$TREE_UNPATCHED" worktree add -q --detach "$BISECT_TREE" base
 	fi
-	configure_tree "$BISECT_TREE" "$BUILD/bisect"
-	kmake "$BISECT_TREE" "$BUILD/bisect" prepare >/dev/null 2>&1 || true
+	configure_tree "$BISECT_TREE" "$(out_of "$BISECT_TREE")"
+	kmake "$BISECT_TREE" "$(out_of "$BISECT_TREE")" prepare >/dev/null 2>&1 || true
 	for c in $(git -C "$TREE_PATCHED" rev-list --reverse base..HEAD); do
 		subj=$(git -C "$TREE_PATCHED" log -1 --format=%s "$c")
 		git -C "$BISECT_TREE" checkout -q --detach "$c"
@@ -115,7 +115,7 @@ else
 		[[ -n $dirs ]] || dirs="kernel/sched/"
 		t0=$SECONDS
 		# shellcheck disable=SC2086
-		if kmake "$BISECT_TREE" "$BUILD/bisect" $dirs >"$BUILD/bisect.log" 2>&1; then
+		if kmake "$BISECT_TREE" "$(out_of "$BISECT_TREE")" $dirs >"$BUILD/bisect.log" 2>&1; then
 			pass "builds: $subj [$(echo $dirs)] ($((SECONDS - t0))s)"
 		else
 			tail -30 "$BUILD/bisect.log"

@@ -83,7 +83,7 @@ fn debooster_event_and_window() {
         "host.yield.yield_to=deboost-v1",
     ];
     let (v, report) = trace(&args);
-    assert!(names(&v, "i").iter().any(|x| x == "sched_vcpu_deboost"));
+    assert!(names(&v, "i").iter().any(|x| x == "sched_yield_to_tp"));
     // Tracing does not change the results.
     let plain = Command::new(env!("CARGO_BIN_EXE_oversub"))
         .current_dir(ROOT)

@@ -2,24 +2,15 @@
 //! cgroup trees, lag preservation, wakeup preemption features, buddies and
 //! forfeit, each compared with what the kernel's rules predict.
 
+mod common;
+
+use common::run;
 use oversub::report::Report;
-use oversub::scenario::Scenario;
 use oversub::sched::core::Switch;
 use oversub::sched::{CpuId, KernelPreset, SchedConfig, Scheduler, TaskId, ROOT_GROUP};
 
-fn run(src: &str) -> Report {
-    let sc = Scenario::parse("test.toml", src).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = oversub::sim::Simulator::new(&sc);
-    sim.set_check_invariants(true);
-    sim.run(sc.host.duration)
-}
-
 fn cpu(r: &Report, name: &str) -> f64 {
-    r.tasks
-        .iter()
-        .find(|t| t.name == name)
-        .unwrap_or_else(|| panic!("no task {name}"))
-        .cpu_ns as f64
+    common::cpu_ns(r, name) as f64
 }
 
 fn cg(r: &Report, path: &str) -> f64 {

@@ -364,3 +364,44 @@ fn deboost_rate_limit_is_per_common_ancestor() {
     let up = run("scenarios/yield/two-vms.toml", &[&policy("upstream")]);
     assert!(share(&up, "A") > 20.0, "upstream: {:.1}%", share(&up, "A"));
 }
+
+/// `lag-credit` is patch 0005 (YIELD_TO_LAG_CREDIT), not our reading of the
+/// v3 cover letter: the whole credit is rate-limited per common-ancestor
+/// cfs_rq (at most one credited yield per 6 ms window on the one LCA of these
+/// one-CPU scenarios; v3 rate-limits only its forced reschedule and credits
+/// on every yield), and credits only to lag 0, so it gives B less than v3.
+/// Like v3 it charges nothing back: C, beside the yielder, loses service.
+#[test]
+fn lag_credit_follows_patch_0005() {
+    let f = "scenarios/yield/cg-bystander.toml";
+    let up = run(f, &[&policy("upstream")]);
+    let lc = run(f, &[&policy("lag-credit")]);
+    let v3 = run(f, &[&policy("lag-credit-v3")]);
+    let windows = up.duration_ns / 6_000_000 + 1;
+    assert!(
+        lc.yield_stats.credits > 0 && lc.yield_stats.credits <= windows,
+        "one credited yield per 6 ms window: {} credits, {windows} windows",
+        lc.yield_stats.credits
+    );
+    assert!(
+        lc.yield_stats.deboosts_rate_limited > 0,
+        "A's stream of yields meets the token"
+    );
+    assert!(
+        v3.yield_stats.credits > windows,
+        "v3 credits on every yield: {}",
+        v3.yield_stats.credits
+    );
+    let (c_up, c_lc, c_v3) = (share(&up, "C"), share(&lc, "C"), share(&v3, "C"));
+    assert!(
+        c_lc < c_up - 1.0 && c_lc > c_v3,
+        "C loses to the uncharged credit, less than with v3: {c_lc:.1}% (upstream {c_up:.1}%, v3 {c_v3:.1}%)"
+    );
+    assert!(
+        target_ran(&lc) > target_ran(&up) && target_ran(&lc) < target_ran(&v3),
+        "B after A's yields: {:.1}% (upstream {:.1}%, v3 {:.1}%)",
+        target_ran(&lc),
+        target_ran(&up),
+        target_ran(&v3)
+    );
+}

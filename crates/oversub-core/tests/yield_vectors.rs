@@ -63,19 +63,24 @@ fn run_case(file: &str, c: &Value) -> (Value, Value) {
             yield_penalty_reverse_pair(&s, i(c, "src"), i(c, "dst"), u(c, "now_ns")).into()
         }
         "deboost_ratelimit_sequence.json" => {
+            // yield_to_penalty()'s order: admit, then commit what was admitted.
             let mut s = YieldPenaltyState::default();
             let steps = c["steps"].as_array().expect("steps");
             let out: Vec<Value> = steps
                 .iter()
                 .map(|st| {
-                    let now = u(st, "now_ns");
-                    if !b(st, "other_checks_pass") {
-                        "skipped".into()
-                    } else if yield_penalty_rate_limited(&s, now) {
-                        "rate_limited".into()
-                    } else {
-                        yield_penalty_commit(&mut s, 1, 2, now, false);
-                        "applied".into()
+                    let (now, src, dst) = (u(st, "now_ns"), i(st, "src"), i(st, "dst"));
+                    match yield_penalty_admit(&s, src, dst, now) {
+                        None => "rate_limited".into(),
+                        Some(reverse) => {
+                            yield_penalty_commit(&mut s, src, dst, now, reverse);
+                            if reverse {
+                                "applied_reverse"
+                            } else {
+                                "applied"
+                            }
+                            .into()
+                        }
                     }
                 })
                 .collect();

@@ -59,6 +59,9 @@ pub fn share_floor(hz: u32, duration_ns: u64) -> f64 {
     let tick = 1e9 / hz.max(1) as f64;
     SHARE_ABS_TOL.max(tick / duration_ns.max(1) as f64)
 }
+/// Above this fraction of CPU time skipped by periodic tasks in a real run
+/// (foreign load delaying their wakeups), a scenario is not judged.
+pub const SKIPPED_LIMIT: f64 = 0.02;
 /// Relative tolerance of migration rates.
 pub const MIGR_REL_TOL: f64 = 0.5;
 /// Absolute floor of the migration-rate tolerance, per second.
@@ -498,6 +501,19 @@ pub fn run(opts: &Options) -> i32 {
         }
     }
     let _ = writeln!(out, "{}", tolerance_line());
+    // Two conform runs at once would each give their workers weight 10000
+    // and take half the machine from the other: real runs are serialised
+    // by an exclusive lock held until the end.
+    let _lock = match &ctl {
+        Ok(_) => match machine_lock() {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("conform: {e}");
+                return 1;
+            }
+        },
+        Err(_) => None,
+    };
     // The machine's own costs, measured now, drive the simulated side.
     let cal = match &ctl {
         Ok(c) => {
@@ -553,6 +569,33 @@ pub fn run(opts: &Options) -> i32 {
     } else {
         0
     }
+}
+
+/// The CPU time periodic tasks skipped in one real run, as a fraction of the
+/// scenario's CPU time.
+fn skipped_fraction(tasks: &[real::RealTask]) -> f64 {
+    let total: u64 = tasks.iter().map(|t| t.cpu_ns).sum();
+    let skipped: u64 = tasks.iter().filter_map(|t| t.skipped_ns).sum();
+    skipped as f64 / total.max(1) as f64
+}
+
+/// The machine-wide lock of real conform runs; waits for another run to end.
+pub const LOCK_FILE: &str = "/tmp/oversub-conform.lock";
+
+fn machine_lock() -> Result<std::fs::File, String> {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(LOCK_FILE)
+        .map_err(|e| format!("{LOCK_FILE}: cannot open: {e}"))?;
+    use rustix::fs::{flock, FlockOperation};
+    if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
+        eprintln!("conform: waiting for another oversub conform run to finish ({LOCK_FILE})");
+        flock(&f, FlockOperation::LockExclusive)
+            .map_err(|e| format!("{LOCK_FILE}: cannot lock: {e}"))?;
+    }
+    Ok(f)
 }
 
 fn print_result(r: &ScenarioResult) {
@@ -762,22 +805,39 @@ fn run_file(
     }
     let sim = sim_figures(&sc, h, costs, Some(duration));
     let mut real_runs = Vec::new();
+    let mut skipped_share: f64 = 0.0;
     for i in 0..opts.runs.max(1) {
         let tag = format!("oversub-conform-{}-{i}", std::process::id());
         match real::run_once(&sc, ctl, &tag, duration, stop) {
-            Ok(tasks) => real_runs.push(
+            Ok(tasks) => real_runs.push({
+                skipped_share = skipped_share.max(skipped_fraction(&tasks));
                 tasks
                     .into_iter()
                     .map(|t| {
                         let lat = t.latency.map(|p| (p.p50, p.p99));
                         (t.name, t.cgroup, t.cpu_ns, lat, t.nr_migrations)
                     })
-                    .collect::<RunFigures>(),
-            ),
+                    .collect::<RunFigures>()
+            }),
             Err(e) => return res("error", format!("real run {}: {e}", i + 1), vec![]),
         }
     }
     let mut rows = compare(&sc, &real_runs, &sim, share_floor(h.hz, duration), duration);
+    if skipped_share > SKIPPED_LIMIT {
+        let msg = format!(
+            "machine too busy to judge: periodic tasks skipped {:.2}% of the CPU time in a real run (limit {:.0}%)",
+            skipped_share * 100.0,
+            SKIPPED_LIMIT * 100.0
+        );
+        return res("skip", msg, rows);
+    }
+    // A periodic activation that the machine delayed past the next expiry
+    // is skipped, and its `run` of CPU goes to the other tasks: the share
+    // so moved, measured in the run, widens every share tolerance.
+    for r in rows.iter_mut().filter(|r| r.metric == "share") {
+        r.tolerance += skipped_share;
+        r.pass = Some((r.sim - r.real_mean).abs() <= r.tolerance + 1e-12);
+    }
     apply_known(&mut rows, &known);
     let ok = !rows.iter().any(row_fails);
     let nknown = rows
@@ -791,6 +851,13 @@ fn run_file(
     );
     if nknown > 0 {
         let _ = write!(msg, "; {nknown} known disagreements, not counted");
+    }
+    if skipped_share > 0.0 {
+        let _ = write!(
+            msg,
+            "; periodic tasks skipped up to {:.2}% of the CPU time, added to the share tolerances",
+            skipped_share * 100.0
+        );
     }
     res(if ok { "pass" } else { "fail" }, msg, rows)
 }

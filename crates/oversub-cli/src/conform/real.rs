@@ -26,6 +26,10 @@ pub struct RealTask {
     pub latency: Option<Percentiles>,
     /// `se.nr_migrations` over the window (None if /proc/PID/sched lacks it).
     pub nr_migrations: Option<u64>,
+    /// CPU time a periodic task did not ask for in the window because it
+    /// skipped activations whose expiry passed while the previous one ran
+    /// (None for other kinds).
+    pub skipped_ns: Option<u64>,
 }
 
 /// The cgroups of one run, removed (deepest first) when dropped.
@@ -269,6 +273,7 @@ pub fn run_once(
             cgroup: cg.clone(),
             cpu_ns: a.saturating_sub(b),
             latency: worker::parse_latency(&err),
+            skipped_ns: worker::parse_skipped_ns(&err),
             nr_migrations: match (mig_before[i], mig_after[i]) {
                 (Some(b), Some(a)) => Some(a.saturating_sub(b)),
                 _ => None,

@@ -3,7 +3,7 @@
 //! (CLOCK_MONOTONIC, ns), behaves like its simulated kind, and exits at `end`
 //! plus a grace period. Periodic workers print their wakeup-latency summary
 //! (timer expiry to running, cyclictest-style) on stderr as one line
-//! `latency samples=N p50=NS p99=NS max=NS mean=NS`.
+//! `latency samples=N p50=NS p99=NS max=NS mean=NS skipped=N skipped_ns=NS`.
 
 use oversub::report::Percentiles;
 use rustix::thread::{clock_nanosleep_absolute, ClockId};
@@ -121,6 +121,7 @@ fn run(args: &[String]) -> Result<(), String> {
         "periodic" => {
             let (period, burst, phase) = (get("period")?, get("run")?, get("phase")?);
             let mut lat = Vec::new();
+            let mut skipped = 0u64;
             let mut expiry = start + phase;
             loop {
                 sleep_until(expiry);
@@ -133,14 +134,24 @@ fn run(args: &[String]) -> Result<(), String> {
                 }
                 budget.spin(burst);
                 let now = mono_now();
+                expiry += period;
+                // Expiries already past are skipped (their `run` is not done).
                 while expiry <= now {
+                    if expiry < end {
+                        skipped += 1;
+                    }
                     expiry += period;
                 }
             }
             let p = Percentiles::of(&mut lat);
             eprintln!(
-                "latency samples={} p50={} p99={} max={} mean={}",
-                p.samples, p.p50, p.p99, p.max, p.mean
+                "latency samples={} p50={} p99={} max={} mean={} skipped={skipped} skipped_ns={}",
+                p.samples,
+                p.p50,
+                p.p99,
+                p.max,
+                p.mean,
+                skipped * burst
             );
         }
         "pingpong" => {
@@ -188,6 +199,16 @@ pub fn parse_latency(text: &str) -> Option<Percentiles> {
     })
 }
 
+/// The CPU time a periodic worker did not ask for because it skipped
+/// activations in the window (`skipped_ns=` of its summary line).
+pub fn parse_skipped_ns(text: &str) -> Option<u64> {
+    let line = text.lines().find_map(|l| l.strip_prefix("latency "))?;
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("skipped_ns="))?
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,6 +226,11 @@ mod tests {
     #[test]
     fn latency_line() {
         let p = parse_latency("junk\nlatency samples=3 p50=10 p99=20 max=30 mean=12\n").unwrap();
+        assert_eq!(
+            parse_skipped_ns("latency samples=3 p50=10 mean=12 skipped=4 skipped_ns=400\n"),
+            Some(400)
+        );
+        assert_eq!(parse_skipped_ns("latency samples=3 p50=10\n"), None);
         assert_eq!(
             (p.samples, p.p50, p.p99, p.max, p.mean),
             (3, 10, 20, 30, 12)

@@ -4,7 +4,7 @@
 //! ```toml
 //! [host.yield]
 //! yield_to = "deboost"          # upstream (default), deboost-v1, deboost-v2, deboost,
-//!                               # lag-credit-v3, kpn-walk, kpn-charge, borrow
+//!                               # lag-credit-v3, lag-credit, kpn-walk, kpn-charge, borrow
 //! yield_interval = "0ns"        # sched_yield() throttle (Kuba Piecuch's RFC), 0 = off
 //! deboost_ratelimit = "6ms"     # one deboost (v3: forced resched) per rq per window
 //! deboost_debounce = "600us"    # reverse-pair window

@@ -97,7 +97,7 @@ impl Simulator {
         for (n, name) in [
             (
                 now.deboosts_applied - was.deboosts_applied,
-                "sched_vcpu_deboost",
+                "sched_yield_to_tp",
             ),
             (now.credits - was.credits, "sched_yield_to_credit"),
             (now.borrows - was.borrows, "sched_yield_to_borrow"),

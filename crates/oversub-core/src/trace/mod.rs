@@ -52,8 +52,10 @@ pub enum TraceEvent {
         tracked: bool,
     },
     /// The `[host.yield]` policy acted in `yield_to_task_fair()` on `cpu`:
-    /// `sched_vcpu_deboost` (the seeds' debooster), `sched_yield_to_credit`
-    /// (v3 lag credit / kpn-charge), `sched_yield_to_borrow` (borrow).
+    /// `sched_yield_to_tp` (a penalty applied by a debooster; the series'
+    /// DECLARE_TRACE of `yield_to_task_fair()`, which replaced the seeds'
+    /// `sched_vcpu_deboost`), `sched_yield_to_credit` (a level credited by a
+    /// lag credit / kpn-charge), `sched_yield_to_borrow` (borrow).
     YieldPolicy {
         t: u64,
         cpu: u32,

@@ -212,14 +212,17 @@ impl Scheduler {
         let now = self.now;
         let (src, dst) = (Self::deboost_pid(y), Self::deboost_pid(p));
         let state = self.cfs_rqs[cfs.idx()].yield_penalty;
-        let reverse =
-            h::yield_penalty_reverse_pair_within(&state, src, dst, now, self.yield_cfg.debounce_ns);
-        if !reverse
-            && h::yield_penalty_rate_limited_within(&state, now, self.yield_cfg.ratelimit_ns)
-        {
+        let Some(reverse) = h::yield_penalty_admit_within(
+            &state,
+            src,
+            dst,
+            now,
+            self.yield_cfg.ratelimit_ns,
+            self.yield_cfg.debounce_ns,
+        ) else {
             self.yield_stats.deboosts_rate_limited += 1;
             return DeboostResult::RateLimited;
-        }
+        };
         self.update_curr(cfs);
         let avg = self.avg_vruntime(cfs);
         let e = &self.ses[sy.idx()];

@@ -65,6 +65,34 @@ pub fn yield_penalty_reverse_pair(s: &YieldPenaltyState, src: i64, dst: i64, now
     yield_penalty_reverse_pair_within(s, src, dst, now, YIELD_PENALTY_DEBOUNCE_NS)
 }
 
+/// `yield_penalty_admit()` with both windows as knobs: `Some(reverse)` if a
+/// penalty may be applied (`reverse`: a reverse pair within the debounce
+/// window, admitted even while the token is taken), `None` if rate-limited.
+/// The debounce is decided first (series v2, review item M1).
+pub fn yield_penalty_admit_within(
+    s: &YieldPenaltyState,
+    src: i64,
+    dst: i64,
+    now: u64,
+    ratelimit_window: u64,
+    debounce_window: u64,
+) -> Option<bool> {
+    let reverse = yield_penalty_reverse_pair_within(s, src, dst, now, debounce_window);
+    (reverse || !yield_penalty_rate_limited_within(s, now, ratelimit_window)).then_some(reverse)
+}
+
+/// `yield_penalty_admit()`.
+pub fn yield_penalty_admit(s: &YieldPenaltyState, src: i64, dst: i64, now: u64) -> Option<bool> {
+    yield_penalty_admit_within(
+        s,
+        src,
+        dst,
+        now,
+        YIELD_PENALTY_RATELIMIT_NS,
+        YIELD_PENALTY_DEBOUNCE_NS,
+    )
+}
+
 /// `yield_penalty_commit()`: record an applied penalty. The pair and its
 /// timestamp are always recorded; only a non-reverse penalty takes the
 /// rate-limit token (series v2, review item M1).

@@ -5,7 +5,8 @@
 //! Each policy runs where its source hooks it: the seed's deboosters, lag
 //! credit, the charge idea and `borrow` inside `yield_to_task_fair()` after
 //! `set_next_buddy()` and before `yield_task_fair()`; the series' `deboost`
-//! (YIELD_TO_PENALTY) after `yield_task_fair()`; K Prateek Nayak's walk
+//! (YIELD_TO_PENALTY) and `lag-credit` (YIELD_TO_LAG_CREDIT) after
+//! `yield_task_fair()`; K Prateek Nayak's walk
 //! replaces the forfeit of `yield_task_fair()` itself. One file per policy;
 //! the pure decision helpers shared with the kernel series are mirrored in
 //! `deboost_helpers` and `borrow_helpers` (driven by `vectors/*.json`).
@@ -16,6 +17,7 @@ pub mod deboost;
 pub mod deboost_helpers;
 pub mod kpn;
 pub mod lag_credit;
+pub mod lag_credit_series;
 
 use super::ids::{CpuId, TaskId};
 use super::Scheduler;
@@ -34,6 +36,9 @@ pub enum YieldToPolicy {
     Deboost,
     /// Our reading of the v3 cover letter's lag credit (2026-06-12).
     LagCreditV3,
+    /// What `kernel/patches` implements as YIELD_TO_LAG_CREDIT (patch 0005,
+    /// `yield_to_lag_credit()`).
+    LagCredit,
     /// K Prateek Nayak's hierarchical `yield_task_fair()` walk.
     KpnWalk,
     /// K Prateek Nayak's "account the lost time to the target".
@@ -43,12 +48,13 @@ pub enum YieldToPolicy {
 }
 
 impl YieldToPolicy {
-    pub const ALL: [YieldToPolicy; 8] = [
+    pub const ALL: [YieldToPolicy; 9] = [
         YieldToPolicy::Upstream,
         YieldToPolicy::DeboostV1,
         YieldToPolicy::DeboostV2,
         YieldToPolicy::Deboost,
         YieldToPolicy::LagCreditV3,
+        YieldToPolicy::LagCredit,
         YieldToPolicy::KpnWalk,
         YieldToPolicy::KpnCharge,
         YieldToPolicy::Borrow,
@@ -61,6 +67,7 @@ impl YieldToPolicy {
             YieldToPolicy::DeboostV2 => "deboost-v2",
             YieldToPolicy::Deboost => "deboost",
             YieldToPolicy::LagCreditV3 => "lag-credit-v3",
+            YieldToPolicy::LagCredit => "lag-credit",
             YieldToPolicy::KpnWalk => "kpn-walk",
             YieldToPolicy::KpnCharge => "kpn-charge",
             YieldToPolicy::Borrow => "borrow",
@@ -83,7 +90,7 @@ impl YieldToPolicy {
 pub struct YieldConfig {
     pub policy: YieldToPolicy,
     /// Debooster rate limit (ns, inclusive): v1/v2/deboost 6 ms; lag-credit-v3
-    /// uses it for its forced reschedule.
+    /// uses it for its forced reschedule, lag-credit for the whole credit.
     pub ratelimit_ns: u64,
     /// Debooster reverse-pair debounce window (ns): 600 µs.
     pub debounce_ns: u64,
@@ -141,7 +148,7 @@ pub struct YieldStats {
     /// Debooster attempts refused by the rate limit (lag-credit-v3: forced
     /// reschedules refused by it).
     pub deboosts_rate_limited: u64,
-    /// Levels credited by lag-credit-v3 / kpn-charge.
+    /// Levels credited by lag-credit-v3 / lag-credit / kpn-charge.
     pub credits: u64,
     /// Borrows granted (at least one level up to the LCA allowed; the
     /// target may still lose at a level where it was refused).
@@ -162,7 +169,7 @@ impl Scheduler {
             YieldToPolicy::DeboostV2 => self.yield_to_deboost_v2(cpu, p),
             // The series runs its penalty and its borrow after
             // yield_task_fair().
-            YieldToPolicy::Deboost | YieldToPolicy::Borrow => {}
+            YieldToPolicy::Deboost | YieldToPolicy::Borrow | YieldToPolicy::LagCredit => {}
             YieldToPolicy::LagCreditV3 => self.yield_to_lag_credit(cpu, p),
             YieldToPolicy::KpnCharge => self.yield_to_kpn_charge(cpu, p),
         }
@@ -179,6 +186,10 @@ impl Scheduler {
             // Patch 0003: the budget is what __yield_task_fair() found left of
             // the yielder's slice before its forfeit (yield_left_vns).
             YieldToPolicy::Borrow => self.yield_to_borrow(cpu, p),
+            // Patch 0005.
+            YieldToPolicy::LagCredit => {
+                self.yield_to_lag_credit_series(cpu, p);
+            }
             _ => {}
         }
     }

@@ -1,0 +1,31 @@
+//! Helpers shared by the simulator behaviour tests: run a scenario given as
+//! TOML text with the scheduler's invariant checks on, and read one task's
+//! figures out of the report.
+
+#![allow(dead_code)] // each test binary uses its own subset
+
+use oversub::report::{Report, TaskReport};
+use oversub::scenario::Scenario;
+use oversub::sim::Simulator;
+
+/// Parses `src` and simulates it for its `[host].duration` with the
+/// scheduler's invariant checks on.
+pub fn run(src: &str) -> Report {
+    let sc = Scenario::parse("test.toml", src).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = Simulator::new(&sc);
+    sim.set_check_invariants(true);
+    sim.run(sc.host.duration)
+}
+
+/// The report of task `name`.
+pub fn task<'a>(r: &'a Report, name: &str) -> &'a TaskReport {
+    r.tasks
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no task {name}"))
+}
+
+/// CPU time of task `name`, ns.
+pub fn cpu_ns(r: &Report, name: &str) -> u64 {
+    task(r, name).cpu_ns
+}
