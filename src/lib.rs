@@ -9,13 +9,14 @@
 //!   `invariants`: self-checks;
 //! * `trace`: tracepoint-named events and sinks; `stats`: CIs, paired deltas;
 //!   `sweep`: parallel sweeps and their metrics; `reproduce`: the seeds'
-//!   evaluation and its report.
+//!   evaluation and its report; `progress`: progress bars and Ctrl-C.
 
 pub mod conform;
 pub mod engine;
 pub mod guest;
 pub mod invariants;
 pub mod kvm;
+pub mod progress;
 pub mod report;
 pub mod reproduce;
 pub mod scenario;
@@ -45,6 +46,25 @@ pub fn run_scenario(
     r.seed = sc.host.seed;
     r.record_scenario(&sc, duration);
     r
+}
+
+/// [`run_scenario`] that stops (None) when Ctrl-C or SIGTERM arrives
+/// ([`progress::interrupted`]), polled every few thousand events.
+pub fn run_scenario_interruptible(
+    sc: &Scenario,
+    seed: Option<u64>,
+    duration: Option<engine::Nanos>,
+) -> Option<report::Report> {
+    let mut sc = sc.clone();
+    if let Some(s) = seed {
+        sc.host.seed = s;
+    }
+    let d = duration.unwrap_or(sc.host.duration);
+    let mut sim = sim::Simulator::new(&sc);
+    let mut r = sim.run_polled(d, &mut |_| !progress::interrupted())?;
+    r.seed = sc.host.seed;
+    r.record_scenario(&sc, duration);
+    Some(r)
 }
 
 /// Runs `sc` for `d` with a vector sink over `window` and returns the report

@@ -97,7 +97,8 @@ fn load(p: &Point, seed: u64, spec: &SweepSpec) -> Result<Scenario, String> {
 }
 
 /// Validates every point (so a bad value fails before any run), then runs
-/// them all; `progress` shows a bar on a terminal.
+/// them all; `progress` shows a bar (after 2 s). Ctrl-C / SIGTERM
+/// ([`crate::progress::interrupt_flag`]) stops every run with an error.
 pub fn run(spec: &SweepSpec, progress: bool) -> Result<(Vec<Point>, Vec<Row>), String> {
     let pts = points(spec);
     for p in &pts {
@@ -106,35 +107,23 @@ pub fn run(spec: &SweepSpec, progress: bool) -> Result<(Vec<Point>, Vec<Row>), S
     let jobs: Vec<(usize, u64)> = (0..pts.len())
         .flat_map(|i| spec.seeds.iter().map(move |&s| (i, s)))
         .collect();
-    let bar = if progress {
-        let b = indicatif::ProgressBar::with_draw_target(
-            Some(jobs.len() as u64),
-            indicatif::ProgressDrawTarget::stderr(),
-        );
-        if let Ok(st) = indicatif::ProgressStyle::with_template(
-            "{prefix} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}",
-        ) {
-            b.set_style(st.progress_chars("=> "));
-        }
-        b.set_prefix(
-            Path::new(&spec.file)
-                .file_name()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        );
-        b
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
+    let prefix = Path::new(&spec.file)
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let bar = crate::progress::Steps::new(jobs.len() as u64, "runs", &prefix, progress);
     let rows: Result<Vec<Row>, String> = jobs
         .par_iter()
         .map(|&(i, seed)| {
             let sc = load(&pts[i], seed, spec)?;
-            let r = crate::run_scenario(&sc, None, None);
+            let r = (!crate::progress::interrupted())
+                .then(|| crate::run_scenario_interruptible(&sc, None, None))
+                .flatten()
+                .ok_or_else(|| format!("{}: interrupted; no results written", spec.file))?;
             let m = metrics::metrics(&sc, &r);
             let mut wl: Vec<&str> = sc.vms.iter().map(|v| v.workload.name.as_str()).collect();
             wl.dedup();
-            bar.inc(1);
+            bar.inc();
             Ok(Row {
                 point: i,
                 file: pts[i].file.display().to_string(),
@@ -151,7 +140,7 @@ pub fn run(spec: &SweepSpec, progress: bool) -> Result<(Vec<Point>, Vec<Row>), S
             })
         })
         .collect();
-    bar.finish_and_clear();
+    bar.finish();
     Ok((pts, rows?))
 }
 
