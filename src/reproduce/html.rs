@@ -3,7 +3,7 @@
 //! and every section's tables.
 
 use super::plot::{hex, lines, Series};
-use super::{cell, pct_cell, Published, Section, COMPARE};
+use super::{cell, comparison_rows, pct_cell, Published, Section, COMPARE};
 use crate::sweep::summary::to_markdown;
 use std::fmt::Write as _;
 
@@ -140,40 +140,21 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
         let _ = write!(o, "<th>{c} (%)</th>");
     }
     let _ = writeln!(o, "<th>v1 gap (pp)</th><th>upstream (ops/s)</th></tr>");
-    for r in &p.v1.row {
-        for (i, &vms) in r.vms.iter().enumerate() {
-            let pubv = r.gain_pct.get(i).copied().unwrap_or(f64::NAN);
-            let _ = write!(
-                o,
-                "<tr><td>{}</td><td>{vms}</td><td>{}</td><td>{pubv:+.1}</td>",
-                esc(&r.workload),
-                esc(&r.credited)
-            );
-            for c in COMPARE {
-                let cl = s
-                    .find(&r.workload, vms, &[("policy", c), ("pv", "on")])
-                    .and_then(|pt| cell(pt, &p.v1.metric));
-                let _ = write!(o, "<td>{}</td>", pct_cell(cl));
-            }
-            let sim = s
-                .find(&r.workload, vms, &[("policy", &p.v1.policy), ("pv", "on")])
-                .and_then(|pt| cell(pt, &p.v1.metric))
-                .and_then(|c| c.delta)
-                .map(|d| d.pct.mean);
-            let gap = sim
-                .map(|x| format!("{:+.1}", x - pubv))
-                .unwrap_or_else(|| "-".into());
-            let base = s
-                .find(
-                    &r.workload,
-                    vms,
-                    &[("policy", &p.v1.baseline), ("pv", "on")],
-                )
-                .and_then(|pt| cell(pt, &p.v1.metric))
-                .map(|c| c.ci.fmt(0))
-                .unwrap_or_else(|| "-".into());
-            let _ = writeln!(o, "<td>{gap}</td><td>{base}</td></tr>");
+    for r in comparison_rows(s, p) {
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:+.1}</td>",
+            esc(r.workload),
+            r.vms,
+            esc(r.credited),
+            r.published
+        );
+        for c in &r.cells {
+            let _ = write!(o, "<td>{}</td>", pct_cell(*c));
         }
+        let gap = r.gap.map_or("-".into(), |g| format!("{g:+.1}"));
+        let base = r.upstream.map_or("-".into(), |c| c.fmt(0));
+        let _ = writeln!(o, "<td>{gap}</td><td>{base}</td></tr>");
     }
     let _ = writeln!(o, "</table>");
     let _ = writeln!(
