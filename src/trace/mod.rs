@@ -59,6 +59,27 @@ pub enum TraceEvent {
         cpu: u32,
         name: &'static str,
     },
+    /// `sched_yield_to_tp` (the series' bare tracepoint in
+    /// `yield_to_task_fair()`): `yielder` gave the CPU to `target`; the
+    /// `[host.yield]` policy acted `levels` times for it (penalties,
+    /// credits or loans; 0: the plain next buddy).
+    SchedYieldTo {
+        t: u64,
+        cpu: u32,
+        yielder: u32,
+        target: u32,
+        levels: u32,
+    },
+    /// The guest kernel's `sched_switch` inside a nested guest
+    /// (`[[vm]] program`): on host vCPU task `vcpu`, the guest thread
+    /// `next` became current (None: the guest CPU went idle and the vCPU
+    /// halts). Guest threads are named by the program.
+    GuestSwitch {
+        t: u64,
+        vcpu: u32,
+        prev: Option<String>,
+        next: Option<String>,
+    },
 }
 
 impl TraceEvent {
@@ -69,7 +90,9 @@ impl TraceEvent {
             | TraceEvent::KvmExit { t, .. }
             | TraceEvent::KvmVcpuOnSpinTarget { t, .. }
             | TraceEvent::KvmApicIpi { t, .. }
-            | TraceEvent::YieldPolicy { t, .. } => t,
+            | TraceEvent::YieldPolicy { t, .. }
+            | TraceEvent::SchedYieldTo { t, .. }
+            | TraceEvent::GuestSwitch { t, .. } => t,
         }
     }
 }
