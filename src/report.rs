@@ -312,9 +312,11 @@ impl Report {
         if !self.vms.is_empty() {
             let _ = writeln!(
                 o,
-                "{:<12} {:>10} {:>10} {:>7} {:>7} {:>7} {:>7} {:>9} {:>9} {:>10} {:>15}",
+                "{:<12} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7} {:>7} {:>7} {:>9} {:>9} {:>10} {:>15}",
                 "vm",
                 "ops/s",
+                "op_p50_us",
+                "op_p99_us",
                 "cpu%",
                 "useful%",
                 "spin%",
@@ -327,16 +329,24 @@ impl Report {
             );
             let _ = writeln!(
                 o,
-                "(ops/s: the workload's completed operations per second; %: percent of one CPU over the run; \
-                 ple_exits, yield_ok (successful directed yields), ipis: counts over the run)"
+                "(ops/s: the workload's completed operations per second; op_p50/p99_us: per-op latency \
+                 percentiles in us (an op from its start to its end, preemption included); %: percent of one \
+                 CPU over the run; ple_exits, yield_ok (successful directed yields), ipis: counts over the run)"
             );
             for v in &self.vms {
                 let pct = |x: u64| 100.0 * x as f64 / d;
+                let q = |p: f64| {
+                    v.op_latency_ns
+                        .quantile(p)
+                        .map_or("-".into(), |x| format!("{:.1}", x as f64 / 1e3))
+                };
                 let _ = writeln!(
                     o,
-                    "{:<12} {:>10.0} {:>10.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>9} {:>9} {:>10} {:>15.1}",
+                    "{:<12} {:>10.0} {:>10} {:>10} {:>10.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>9} {:>9} {:>10} {:>15.1}",
                     v.name,
                     v.ops_per_s,
+                    q(0.50),
+                    q(0.99),
                     pct(v.cpu_ns),
                     pct(v.guest_useful_ns),
                     pct(v.spinning_ns),
@@ -351,26 +361,30 @@ impl Report {
             for v in self.vms.iter().filter(|v| !v.threads.is_empty()) {
                 let _ = writeln!(
                     o,
-                    "{:<20} {:>7} {:>10} {:>9} {:>8} {:>8} {:>11} {:>11}",
+                    "{:<20} {:>7} {:>10} {:>9} {:>8} {:>8} {:>12} {:>11} {:>11}",
                     format!("{} thread", v.name),
                     "cpu%",
                     "cpu_ms",
                     "wait_ms",
                     "switches",
                     "loops",
+                    "loop_p99_us",
                     "lat_p50_us",
                     "lockwait_ms"
                 );
                 for t in &v.threads {
                     let _ = writeln!(
                         o,
-                        "{:<20} {:>7.2} {:>10.1} {:>9.1} {:>8} {:>8} {:>11.1} {:>11.1}",
+                        "{:<20} {:>7.2} {:>10.1} {:>9.1} {:>8} {:>8} {:>12} {:>11.1} {:>11.1}",
                         t.name,
                         100.0 * t.cpu_ns as f64 / d,
                         t.cpu_ns as f64 / 1e6,
                         t.wait_ns as f64 / 1e6,
                         t.nr_switches,
                         t.phase_loops,
+                        t.loop_ns
+                            .quantile(0.99)
+                            .map_or("-".into(), |x| format!("{:.1}", x as f64 / 1e3)),
                         t.wakeup_latency_ns.p50 as f64 / 1e3,
                         t.lock_wait_ns as f64 / 1e6
                     );
