@@ -88,6 +88,8 @@ pub struct Simulator {
     /// it last saw.
     trace: Option<Box<dyn crate::trace::TraceSink>>,
     trace_yield: crate::sched::yield_to::YieldStats,
+    /// The guest thread last traced as current on each nested guest's vCPU.
+    trace_guest: Vec<Vec<Option<u32>>>,
 }
 
 impl Simulator {
@@ -139,6 +141,7 @@ impl Simulator {
             until_done: false,
             trace: None,
             trace_yield: Default::default(),
+            trace_guest: Vec::new(),
         };
         sim.tick = sim.sched.cfg.tick_nsec();
         // Create tasks; round-robin initial CPUs over each task's allowed set.
@@ -574,7 +577,10 @@ impl Simulator {
             }
             Next::YieldTo(t, d) => {
                 self.tasks[p.idx()].remaining = Some(d);
-                let (_, sw) = self.sched.yield_to(cpu, t, true);
+                let (r, sw) = self.sched.yield_to(cpu, t, true);
+                if r > 0 {
+                    self.trace_yield_to(cpu, p.0, t.0);
+                }
                 self.after_own_switch(cpu, p, sw);
             }
             Next::Sleep(timer) => {
@@ -766,6 +772,7 @@ impl Simulator {
                         finished_ns: s.finished_at.map(|f| f.0),
                         lock_waits: s.lock_waits,
                         lock_wait_ns: s.lock_wait_ns,
+                        loop_ns: s.loop_ns.clone(),
                     }
                 })
                 .collect(),

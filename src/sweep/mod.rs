@@ -42,6 +42,8 @@ pub struct Row {
     pub metrics: Metrics,
     /// The effective scenario (after every override, seed and duration).
     pub scenario: serde_json::Value,
+    /// Per-op latencies of the run, pooled (`metrics::op_latency`).
+    pub op_latency: crate::stats::hist::LogHist,
 }
 
 /// Expands the axes (first axis outermost).
@@ -121,6 +123,7 @@ pub fn run(spec: &SweepSpec, progress: bool) -> Result<(Vec<Point>, Vec<Row>), S
                 .flatten()
                 .ok_or_else(|| format!("{}: interrupted; no results written", spec.file))?;
             let m = metrics::metrics(&sc, &r);
+            let op_latency = metrics::op_latency(&r);
             let mut wl: Vec<&str> = sc.vms.iter().map(|v| v.workload.name.as_str()).collect();
             wl.dedup();
             bar.inc();
@@ -137,6 +140,7 @@ pub fn run(spec: &SweepSpec, progress: bool) -> Result<(Vec<Point>, Vec<Row>), S
                 seed,
                 metrics: m,
                 scenario: r.scenario,
+                op_latency,
             })
         })
         .collect();
@@ -244,6 +248,11 @@ pub fn to_jsonl(rows: &[Row]) -> String {
             })
             .collect();
         obj.insert("metrics".into(), m.into());
+        if r.op_latency.count() > 0 {
+            if let Ok(h) = serde_json::to_value(&r.op_latency) {
+                obj.insert("op_latency_ns".into(), h);
+            }
+        }
         obj.insert("scenario".into(), r.scenario.clone());
         let _ = writeln!(o, "{}", serde_json::Value::Object(obj));
     }
