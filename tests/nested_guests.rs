@@ -133,10 +133,7 @@ fn an_undercommitted_vm_gives_a_program_its_host_only_shares() {
     // Issue 12 item 5b: 2 vCPUs on 2 otherwise idle CPUs.
     let conform = format!("{}/conform", env!("CARGO_MANIFEST_DIR"));
     let progs = [
-        format!(
-            "{}/scenarios/conform-open/rtapp_mutex.json",
-            env!("CARGO_MANIFEST_DIR")
-        ),
+        format!("{}/conform/rtapp_mutex.json", env!("CARGO_MANIFEST_DIR")),
         format!("{conform}/rtapp_nice.json"),
         format!("{conform}/rtapp_timer_vs_hog.json"),
         format!("{}/mutex4.json", dir()),
