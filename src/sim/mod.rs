@@ -59,6 +59,27 @@ struct TaskSim {
     overhead: Nanos,
 }
 
+/// Guest threads are created one after another by the program's main
+/// thread, so they do not start in the same instant: each thread of a
+/// program VM starts after a uniform draw below one host tick from the run's
+/// seed (stream 1000 + VM index). This is also what makes a program VM's
+/// seeds differ, as the phase generator's random bursts do
+/// (docs/workloads.md, "Seeds").
+fn start_jitter(
+    p: &crate::workload::ir::Program,
+    seed: u64,
+    hz: u32,
+    vm: usize,
+) -> crate::workload::ir::Program {
+    let mut p = p.clone();
+    let mut rng = SimRng::new(seed, 1000 + vm as u64);
+    let tick = 1_000_000_000 / u64::from(hz.max(1));
+    for t in &mut p.threads {
+        t.delay = crate::engine::Nanos(t.delay.0 + rng.below(tick));
+    }
+    p
+}
+
 /// A host under simulation.
 pub struct Simulator {
     pub sched: Scheduler,
@@ -80,6 +101,8 @@ pub struct Simulator {
     _rng: SimRng,
     /// The VMs (empty for a host-only scenario).
     vms: Vec<VmRt>,
+    /// Per VM, `[[vm]] ops`: which program threads' loops are its ops.
+    vm_ops: Vec<Option<Vec<usize>>>,
     kvm: crate::scenario::KvmSpec,
     pv: crate::scenario::PvSpec,
     /// Stop as soon as every program thread has finished.
@@ -136,6 +159,7 @@ impl Simulator {
             check_invariants: cfg!(debug_assertions),
             _rng: SimRng::new(sc.host.seed, 0),
             vms: Vec::new(),
+            vm_ops: sc.vms.iter().map(|v| v.ops_threads.clone()).collect(),
             kvm: sc.kvm.clone(),
             pv: sc.pv,
             until_done: false,
@@ -306,6 +330,7 @@ impl Simulator {
                     _ => sc.host.hz,
                 };
                 rt.set_program_locks(p.klocks.len(), sc.pv.spinlock);
+                let p = &start_jitter(p, sc.host.seed, sc.host.hz, vi);
                 rt.guest = Some(vm::GuestLevel::new(
                     p,
                     v.vcpus,
