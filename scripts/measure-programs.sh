@@ -58,6 +58,6 @@ row "stress-ng mmap (ebizzy-like)" "grep -o 'mmap .*' | tail -1 | awk '{print \$
 row "sysbench threads (mutex+yield)" "grep -o 'total number of events: *[0-9]*' | awk '{print \$NF\" events\"}'" \
 	sysbench threads --threads=4 --time="$secs" run
 row "sysbench mutex" "grep -o 'total time: *[0-9.]*s'" sysbench mutex --threads=4 run
-sed "s/\"duration\": 2/\"duration\": $secs/" "$here/scenarios/conform-open/rtapp_mutex.json" >/tmp/oversub-rtapp-mutex.json
-row "rt-app (scenarios/conform-open/rtapp_mutex.json)" "true" rt-app /tmp/oversub-rtapp-mutex.json  # log_size 0: writes no log
+sed "s/\"duration\": 2/\"duration\": $secs/" "$here/conform/rtapp_mutex.json" >/tmp/oversub-rtapp-mutex.json
+row "rt-app (conform/rtapp_mutex.json)" "true" rt-app /tmp/oversub-rtapp-mutex.json  # log_size 0: writes no log
 rm -f /tmp/oversub-rtapp-mutex.json

@@ -4,7 +4,6 @@ use clap::{Parser, Subcommand};
 use oversub::scenario::overrides::parse_override;
 
 mod conform;
-mod progress;
 mod reproduce;
 mod sweep_files;
 use oversub::scenario::{check_cli_seed, parse_cli_duration, Scenario};
@@ -126,6 +125,16 @@ fn load(file: &std::path::Path, sets: &[String]) -> Result<Scenario, ExitCode> {
     })
 }
 
+/// A long command's error: exit 130 after Ctrl-C / SIGTERM, else 2.
+fn failed(m: &str) -> ExitCode {
+    eprintln!("{m}");
+    if oversub::progress::interrupted() {
+        ExitCode::from(oversub::progress::EXIT_INTERRUPTED)
+    } else {
+        ExitCode::from(2)
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
@@ -187,8 +196,8 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-            match sweep_files::sweep_to_dir(&spec, &out, tty) {
+            let _ = oversub::progress::interrupt_flag();
+            match sweep_files::sweep_to_dir(&spec, &out, oversub::progress::wanted(true)) {
                 Ok(md) => {
                     print!("{md}");
                     println!(
@@ -197,10 +206,7 @@ fn main() -> ExitCode {
                     );
                     ExitCode::SUCCESS
                 }
-                Err(m) => {
-                    eprintln!("{m}");
-                    ExitCode::from(2)
-                }
+                Err(m) => failed(&m),
             }
         }
         Cmd::Reproduce {
@@ -208,16 +214,13 @@ fn main() -> ExitCode {
             quick,
             manifest,
         } => {
-            let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-            match reproduce::run(&manifest, &out, quick, tty) {
+            let _ = oversub::progress::interrupt_flag();
+            match reproduce::run(&manifest, &out, quick, oversub::progress::wanted(true)) {
                 Ok(text) => {
                     print!("{text}");
                     ExitCode::SUCCESS
                 }
-                Err(m) => {
-                    eprintln!("{m}");
-                    ExitCode::from(2)
-                }
+                Err(m) => failed(&m),
             }
         }
         Cmd::Check { file, sets } => match load(&file, &sets) {
@@ -302,7 +305,7 @@ fn main() -> ExitCode {
             if check {
                 sim.set_check_invariants(true);
             }
-            let mut progress = progress::Progress::new(d, !json);
+            let mut progress = oversub::progress::SimProgress::new(d, !json);
             let Some(mut report) = sim.run_polled(d, &mut |t| progress.poll(t)) else {
                 progress.finish();
                 eprintln!(
@@ -311,7 +314,7 @@ fn main() -> ExitCode {
                     progress.reached(),
                     d
                 );
-                return ExitCode::from(130);
+                return ExitCode::from(oversub::progress::EXIT_INTERRUPTED);
             };
             progress.finish();
             report.seed = sc.host.seed;

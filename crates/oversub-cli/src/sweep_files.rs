@@ -1,46 +1,13 @@
 //! `oversub sweep` and the reproduction's sections: runs a sweep with the
-//! core's in-memory runner, an indicatif bar of finished runs on a terminal,
-//! and writes `results.csv`, `results.jsonl`, `summary.csv`, `summary.md`.
+//! core's in-memory runner and writes `results.csv`, `results.jsonl`, `summary.csv`, `summary.md`.
 
 use oversub::sweep::spec::SweepSpec;
 use oversub::sweep::{self, summary, Point, Row};
 use std::path::Path;
-use std::sync::OnceLock;
 
-/// Runs every point of `spec`; `progress` shows a bar on stderr.
+/// Runs every point of `spec` (the core's runner); `progress` shows a bar.
 pub fn run(spec: &SweepSpec, progress: bool) -> Result<(Vec<Point>, Vec<Row>), String> {
-    if !progress {
-        return sweep::run(spec);
-    }
-    let bar: OnceLock<indicatif::ProgressBar> = OnceLock::new();
-    let start = |n: usize| {
-        let b = indicatif::ProgressBar::with_draw_target(
-            Some(n as u64),
-            indicatif::ProgressDrawTarget::stderr(),
-        );
-        if let Ok(st) = indicatif::ProgressStyle::with_template(
-            "{prefix} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}",
-        ) {
-            b.set_style(st.progress_chars("=> "));
-        }
-        b.set_prefix(
-            Path::new(&spec.file)
-                .file_name()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        );
-        let _ = bar.set(b);
-    };
-    let done = || {
-        if let Some(b) = bar.get() {
-            b.inc(1);
-        }
-    };
-    let out = sweep::run_observed(spec, &start, &done);
-    if let Some(b) = bar.get() {
-        b.finish_and_clear();
-    }
-    out
+    sweep::run(spec, progress)
 }
 
 /// Runs a sweep file and writes `DIR/results.csv`, `DIR/results.jsonl`,

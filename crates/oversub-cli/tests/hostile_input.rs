@@ -348,6 +348,44 @@ fn ctrl_c_stops_a_long_run_cleanly() {
 }
 
 #[test]
+fn ctrl_c_stops_a_sweep_cleanly() {
+    // Two seeds of an hour of simulated time each: minutes of work.
+    let sc = file(
+        "sweep-long",
+        "[host]\ncpus = 64\nduration = \"3600s\"\n[[task]]\nname = \"h\"\nkind = \"hog\"\ncount = 256\n\
+         [[task]]\nname = \"p\"\nkind = \"pingpong\"\ncount = 64\n",
+    );
+    let spec = file(
+        "sweep-spec",
+        &format!(
+            "base = {:?}\nseeds = [1, 2]\n[[axis]]\nname = \"x\"\nvalues = [{{ label = \"a\", set = [] }}]\n",
+            sc.to_str().unwrap()
+        ),
+    );
+    let out_dir = spec.with_extension("out");
+    let child = Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .args(["sweep", spec.to_str().unwrap(), "--out"])
+        .arg(&out_dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(out.stdout.is_empty(), "no partial results on stdout");
+    assert!(
+        !out_dir.join("results.csv").exists(),
+        "no partial results file"
+    );
+}
+
+#[test]
 fn workload_override_errors_name_the_key_and_value() {
     let src = "[[vm]]\nname = \"v\"\nvcpus = 2\nworkload = \"dbench\"\n[vm.overrides]\nblock_prob = 1.5\n";
     rejected(

@@ -15,7 +15,7 @@ fn tiny() -> SweepSpec {
 }
 
 fn outputs(spec: &SweepSpec) -> (String, String) {
-    let (_, rows) = oversub::sweep::run(spec).expect("sweep runs");
+    let (_, rows) = oversub::sweep::run(spec, false).expect("sweep runs");
     let axes: Vec<String> = spec.axes.iter().map(|a| a.name.clone()).collect();
     (
         oversub::sweep::to_csv(&axes, &rows),
@@ -105,7 +105,7 @@ fn sweep_is_deterministic_across_thread_counts() {
 #[test]
 fn summary_pairs_by_seed_against_the_baseline() {
     let spec = tiny();
-    let (pts, rows) = oversub::sweep::run(&spec).unwrap();
+    let (pts, rows) = oversub::sweep::run(&spec, false).unwrap();
     let s = oversub::sweep::summary::summarise(&spec, &pts, &rows);
     assert_eq!(s.len(), 2);
     assert!(s[0].baseline.is_none(), "upstream is the baseline");
@@ -215,5 +215,49 @@ fn reproduce_writes_csv_summary_and_report() {
     assert!(html.contains("<svg") && html.contains("published v1"));
     assert!(!html.contains("<script") && !html.contains("<link") && !html.contains("src="));
     assert!(dir.join("summary.md").exists());
+    // Per-op latency: percentiles per run, the distribution in the JSONL,
+    // its tail plotted per policy.
+    for c in ["op_p50_us", "op_p99_us"] {
+        assert!(head.contains(&c), "{c} in {head:?}");
+    }
+    assert!(html.contains("Per-op latency") && html.contains("fraction of ops slower"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every op of a VM is timed once, and a vCPU's ops never overlap: the
+/// per-op histogram counts `ops` samples whose sum fits in vCPUs x
+/// duration; every program loop is timed once.
+#[test]
+fn per_op_latency_is_recorded_once_per_op() {
+    let sc = oversub::scenario::Scenario::load_with(
+        &Path::new(ROOT).join("scenarios/overcommit/dbench-2x16.toml"),
+        &[],
+    )
+    .unwrap();
+    let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos(50_000_000)));
+    for v in &r.vms {
+        let h = &v.op_latency_ns;
+        assert!(v.ops > 100, "{}: {} ops", v.name, v.ops);
+        assert_eq!(h.count(), v.ops, "{}", v.name);
+        let sum = h.mean() as f64 * h.count() as f64;
+        assert!(
+            sum <= f64::from(v.vcpus) * r.duration_ns as f64,
+            "{}: {sum} ns of ops",
+            v.name
+        );
+        assert!(h.quantile(0.5).unwrap() <= h.quantile(0.99).unwrap());
+    }
+    let sc = oversub::scenario::Scenario::load_with(
+        &Path::new(ROOT).join("scenarios/nested/2x2-mutex.toml"),
+        &[],
+    )
+    .unwrap();
+    let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos(200_000_000)));
+    let threads: Vec<_> = r.vms.iter().flat_map(|v| v.threads.iter()).collect();
+    assert!(threads.iter().any(|t| t.phase_loops > 0));
+    for t in threads {
+        assert_eq!(t.loop_ns.count(), t.phase_loops, "{}", t.name);
+    }
+    let m = oversub::sweep::metrics::op_latency(&r);
+    assert!(m.count() > 0);
 }

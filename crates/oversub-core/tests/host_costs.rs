@@ -108,3 +108,40 @@ fn a_remote_wakeup_arrives_after_the_ipi_latency() {
     let hops0 = task(&r, "a.0").nr_wakeups + task(&r, "a.1").nr_wakeups;
     assert!(hops0 > 2 * hops, "{hops0} vs {hops}");
 }
+
+/// Two unpinned threads on two CPUs, each holding one mutex for 1 ms and
+/// taking it again `gap_us` after releasing it, with `remote` as the
+/// wakeup's IPI latency (the other costs zero): (cpu_ns, loops) per thread.
+fn mutex_pair(remote: &str, gap_us: u32) -> [(u64, u64); 2] {
+    let json = format!(
+        r#"{{"global": {{"duration": 1}}, "tasks": {{"t": {{"instance": 2,
+            "lock": "m", "run": 1000, "unlock": "m", "run1": {gap_us}}}}}}}"#
+    );
+    let mut sc = oversub::scenario::rtapp::scenario("mutex.json", &json).unwrap();
+    sc.host.costs = oversub::sched::HostCosts::ZERO;
+    sc.host.costs.remote_wakeup = oversub::scenario::parse_duration(remote).unwrap().0;
+    let mut sim = oversub::sim::Simulator::new(&sc);
+    sim.set_check_invariants(true);
+    let r = sim.run(sc.host.duration);
+    let p = r.program.as_ref().unwrap();
+    [0, 1].map(|i| (task(&r, &format!("t.{i}")).cpu_ns, p.threads[i].phase_loops))
+}
+
+#[test]
+fn a_slow_remote_wakeup_loses_the_mutex_to_the_releasing_thread() {
+    // pthread mutexes are not handed over: the releaser wakes the waiter
+    // (on the other, idle CPU, through its wakelist) and takes the lock
+    // again after `gap`. A waiter that needs longer than the gap to run
+    // finds it taken every time and sleeps again (lock barging); this is
+    // the kernel's and glibc's behaviour, not a fairness bug of the model.
+    let [(c0, l0), (c1, l1)] = mutex_pair("24us", 10);
+    assert!(l0 > 900 && l1 == 0, "loops {l0} {l1}");
+    assert!(c1 < c0 / 50, "cpu {c0} {c1}");
+    // The same wakeup beats a longer gap: the lock alternates.
+    let [(c0, l0), (c1, l1)] = mutex_pair("24us", 40);
+    assert!(l0.abs_diff(l1) <= 1 && l0 > 400, "loops {l0} {l1}");
+    assert!(c0 > 400_000_000 && c1 > 400_000_000, "cpu {c0} {c1}");
+    // And a free wakeup beats the short gap.
+    let [(_, l0), (_, l1)] = mutex_pair("0ns", 10);
+    assert!(l0.abs_diff(l1) <= 1 && l0 > 400, "loops {l0} {l1}");
+}

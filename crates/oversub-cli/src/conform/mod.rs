@@ -473,10 +473,7 @@ fn sim_figures(
 /// Runs `oversub conform`; returns the exit code (0 all agreed or skipped,
 /// 1 a disagreement or error).
 pub fn run(opts: &Options) -> i32 {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
-    }
+    let stop = oversub::progress::interrupt_flag();
     let h = HostInfo::detect();
     let ctl = host::detect_cpu_controller();
     let mut out = String::new();
@@ -514,6 +511,14 @@ pub fn run(opts: &Options) -> i32 {
         },
         Err(_) => None,
     };
+    // A bar over the calibration and every real run, after 2 s on a terminal.
+    let steps = 1 + opts.files.len() as u64 * u64::from(opts.runs.max(1));
+    let bar = oversub::progress::Steps::new(
+        steps,
+        "real runs",
+        "conform",
+        ctl.is_ok() && oversub::progress::wanted(!opts.json),
+    );
     // The machine's own costs, measured now, drive the simulated side.
     let cal = match &ctl {
         Ok(c) => {
@@ -521,6 +526,7 @@ pub fn run(opts: &Options) -> i32 {
             match real::calibrate_in_cgroup(c, &tag, CALIBRATION_SAMPLES) {
                 Ok(cal) => Some(cal),
                 Err(e) => {
+                    bar.finish();
                     eprintln!("conform: calibration failed: {e}");
                     return 1;
                 }
@@ -528,26 +534,29 @@ pub fn run(opts: &Options) -> i32 {
         }
         Err(_) => None,
     };
+    bar.inc();
     let costs = cal.as_ref().map_or_else(HostCosts::default, |c| c.costs);
     if let Some(c) = &cal {
         let _ = writeln!(out, "simulated with the costs calibrated in this run:");
         out += &c.table();
     }
     if !opts.json {
-        out!("{out}");
+        bar.suspend(|| out!("{out}"));
     }
     let mut results = Vec::new();
     for f in &opts.files {
-        let r = run_file(f, &h, &ctl, &costs, opts, &stop);
+        let r = run_file(f, &h, &ctl, &costs, opts, &stop, &bar);
         if !opts.json {
-            print_result(&r);
+            bar.suspend(|| print_result(&r));
         }
         results.push(r);
         if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            bar.finish();
             eprintln!("conform: interrupted; workers killed and cgroups removed");
-            return 130;
+            return i32::from(oversub::progress::EXIT_INTERRUPTED);
         }
     }
+    bar.finish();
     let count = |s: &str| results.iter().filter(|r| r.status == s).count();
     let (pass, fail, skip, err) = (count("pass"), count("fail"), count("skip"), count("error"));
     if opts.json {
@@ -699,6 +708,7 @@ fn run_program_file(
     duration: u64,
     opts: &Options,
     stop: &Arc<AtomicBool>,
+    bar: &oversub::progress::Steps,
 ) -> Result<(Vec<Row>, usize, String), String> {
     let src = std::fs::read_to_string(file).map_err(|e| format!("cannot read: {e}"))?;
     let cal = || rtapp::measure_ns_per_loop().map_err(|e| format!("calibration: {e}"));
@@ -710,6 +720,7 @@ fn run_program_file(
         let tag = format!("oversub-conform-{}-{i}", std::process::id());
         let th = rtapp::run_once(sc, &src, ctl, &tag, duration, ns_per_loop, stop)
             .map_err(|e| format!("real run {}: {e}", i + 1))?;
+        bar.inc();
         real_threads.push(th);
         loop_ns.push(cal()?);
     }
@@ -765,6 +776,7 @@ fn run_file(
     costs: &HostCosts,
     opts: &Options,
     stop: &Arc<AtomicBool>,
+    bar: &oversub::progress::Steps,
 ) -> ScenarioResult {
     let file = f.display().to_string();
     let res = |status: &str, message: String, rows: Vec<Row>| ScenarioResult {
@@ -790,7 +802,7 @@ fn run_file(
         if !rtapp::rtapp_available() {
             return res("skip", "rt-app is not installed".into(), vec![]);
         }
-        return match run_program_file(&file, &sc, h, ctl, costs, duration, opts, stop) {
+        return match run_program_file(&file, &sc, h, ctl, costs, duration, opts, stop, bar) {
             Ok((mut rows, n, note)) => {
                 apply_known(&mut rows, &known);
                 let ok = !rows.iter().any(row_fails);
@@ -808,7 +820,9 @@ fn run_file(
     let mut skipped_share: f64 = 0.0;
     for i in 0..opts.runs.max(1) {
         let tag = format!("oversub-conform-{}-{i}", std::process::id());
-        match real::run_once(&sc, ctl, &tag, duration, stop) {
+        let run = real::run_once(&sc, ctl, &tag, duration, stop);
+        bar.inc();
+        match run {
             Ok(tasks) => real_runs.push({
                 skipped_share = skipped_share.max(skipped_fraction(&tasks));
                 tasks

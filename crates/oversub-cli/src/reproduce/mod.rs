@@ -267,6 +267,50 @@ pub const COMPARE: [&str; 6] = [
     "kpn-walk",
 ];
 
+/// One row of the comparison with the published v1 figures: the numbers
+/// both the terminal table and report.html format.
+pub struct ComparisonRow<'a> {
+    pub workload: &'a str,
+    pub credited: &'a str,
+    pub vms: usize,
+    /// Published v1 gain, %.
+    pub published: f64,
+    /// Each `COMPARE` policy's cell (PV on), in `COMPARE` order.
+    pub cells: Vec<Option<&'a Cell>>,
+    /// Simulated v1 gain minus the published one, percentage points.
+    pub gap: Option<f64>,
+    /// The baseline's throughput (ops/s).
+    pub upstream: Option<oversub::stats::Ci>,
+}
+
+/// The comparison rows of the "seeds" section `s` against `p`'s v1 figures.
+pub fn comparison_rows<'a>(s: &'a Section, p: &'a Published) -> Vec<ComparisonRow<'a>> {
+    let metric = p.v1.metric.as_str();
+    let at = |w: &str, vms: usize, pol: &str| {
+        s.find(w, vms, &[("policy", pol), ("pv", "on")])
+            .and_then(|pt| cell(pt, metric))
+    };
+    let mut rows = Vec::new();
+    for r in &p.v1.row {
+        for (i, &vms) in r.vms.iter().enumerate() {
+            let published = r.gain_pct.get(i).copied().unwrap_or(f64::NAN);
+            let gap = at(&r.workload, vms, &p.v1.policy)
+                .and_then(|c| c.delta)
+                .map(|d| d.pct.mean - published);
+            rows.push(ComparisonRow {
+                workload: &r.workload,
+                credited: &r.credited,
+                vms,
+                published,
+                cells: COMPARE.iter().map(|c| at(&r.workload, vms, c)).collect(),
+                gap,
+                upstream: at(&r.workload, vms, &p.v1.baseline).map(|c| c.ci),
+            });
+        }
+    }
+    rows
+}
+
 /// The terminal table: per workload and VM count, the published v1 gain, the
 /// simulated gains (PV on) of each policy over upstream, and v1's gap.
 pub fn comparison(sections: &[Section], p: &Published) -> String {
@@ -289,35 +333,14 @@ pub fn comparison(sections: &[Section], p: &Published) -> String {
         let _ = write!(o, "{:>12} ", "%");
     }
     let _ = writeln!(o, "{:>9} {:>12}", "pp", "ops/s");
-    for r in &p.v1.row {
-        for (i, &vms) in r.vms.iter().enumerate() {
-            let pubv = r.gain_pct.get(i).copied().unwrap_or(f64::NAN);
-            let _ = write!(o, "{:<8} {:>3} {:>9.1} ", r.workload, vms, pubv);
-            for c in COMPARE {
-                let cell_ = s
-                    .find(&r.workload, vms, &[("policy", c), ("pv", "on")])
-                    .and_then(|pt| cell(pt, &p.v1.metric));
-                let _ = write!(o, "{:>12} ", pct(cell_));
-            }
-            let sim = s
-                .find(&r.workload, vms, &[("policy", &p.v1.policy), ("pv", "on")])
-                .and_then(|pt| cell(pt, &p.v1.metric))
-                .and_then(|c| c.delta)
-                .map(|d| d.pct.mean);
-            let gap = sim
-                .map(|x| format!("{:+.1}", x - pubv))
-                .unwrap_or_else(|| "-".into());
-            let base = s
-                .find(
-                    &r.workload,
-                    vms,
-                    &[("policy", &p.v1.baseline), ("pv", "on")],
-                )
-                .and_then(|pt| cell(pt, &p.v1.metric))
-                .map(|c| format!("{:.0}", c.ci.mean))
-                .unwrap_or_else(|| "-".into());
-            let _ = writeln!(o, "{gap:>9} {base:>12}");
+    for r in comparison_rows(s, p) {
+        let _ = write!(o, "{:<8} {:>3} {:>9.1} ", r.workload, r.vms, r.published);
+        for c in &r.cells {
+            let _ = write!(o, "{:>12} ", pct(*c));
         }
+        let gap = r.gap.map_or("-".into(), |g| format!("{g:+.1}"));
+        let base = r.upstream.map_or("-".into(), |c| format!("{:.0}", c.mean));
+        let _ = writeln!(o, "{gap:>9} {base:>12}");
     }
     let _ = writeln!(
         o,

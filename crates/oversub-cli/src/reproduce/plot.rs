@@ -154,3 +154,65 @@ pub fn lines(
     }
     buf
 }
+
+/// Latency tails as an SVG string: for each series, the fraction of
+/// samples slower than x (1 - the empirical CDF), both axes logarithmic, so
+/// the body and a tail of one op in 10^5 are both readable. Each series'
+/// points are its CDF steps, (x > 0, CDF at x, unused).
+pub fn tails(title: &str, xlabel: &str, series: &[Series]) -> String {
+    let mut buf = String::new();
+    {
+        let pts: Vec<(f64, f64)> = series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| (p.0, 1.0 - p.1)))
+            .filter(|p| p.0.is_finite() && p.0 > 0.0 && p.1 > 0.0)
+            .collect();
+        if pts.is_empty() {
+            return String::new();
+        }
+        let x0 = pts.iter().map(|p| p.0).fold(f64::MAX, f64::min) / 1.2;
+        let x1 = (pts.iter().map(|p| p.0).fold(f64::MIN, f64::max) * 1.5).max(x0 * 10.0);
+        let y0 = pts.iter().map(|p| p.1).fold(1.0, f64::min) / 2.0;
+        let root = SVGBackend::with_string(&mut buf, (410, 290)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 15))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d((x0..x1).log_scale(), (y0..1.5).log_scale());
+        let Ok(mut chart) = chart else {
+            return String::new();
+        };
+        let _ = chart
+            .configure_mesh()
+            .x_desc(xlabel)
+            .y_desc("fraction of ops slower")
+            .x_label_formatter(&|x| tick(*x, *x * 8.0))
+            .y_label_formatter(&|y| format!("{y:.0e}"))
+            .light_line_style(WHITE.mix(0.0))
+            .draw();
+        for s in series {
+            let c = match s.color {
+                Some(k) => COLORS[k % COLORS.len()],
+                None => BLACK,
+            };
+            let style = ShapeStyle::from(&c).stroke_width(2);
+            // Steps: the tail holds until the next bucket's bound.
+            let mut line: Vec<(f64, f64)> = Vec::new();
+            let mut last = 1.0;
+            for p in s.points.iter().filter(|p| p.0 > 0.0 && p.1.is_finite()) {
+                let tail = 1.0 - p.1;
+                line.push((p.0, last));
+                if tail <= 0.0 {
+                    break;
+                }
+                line.push((p.0, tail));
+                last = tail;
+            }
+            let _ = chart.draw_series(LineSeries::new(line, style));
+        }
+        let _ = root.present();
+    }
+    buf
+}

@@ -28,6 +28,9 @@ pub(super) struct RawVm {
     workload: Option<String>,
     /// An rt-app JSON file (relative to the scenario) run as guest threads.
     program: Option<String>,
+    /// Which program threads count as the VM's ops: a task name, or a
+    /// prefix ending in `*` (program VMs only).
+    ops: Option<String>,
     /// The guest kernel of a program VM (default: the host's preset).
     kernel: Option<String>,
     /// `[vm.features]`: the guest kernel's sched features.
@@ -109,6 +112,10 @@ pub struct VmSpec {
     /// Guest threads: a thread program run by the guest's own scheduler on
     /// the vCPUs (`program = "FILE.json"`); None: the phase generator.
     pub program: Option<crate::workload::ir::Program>,
+    /// `ops = "TASK"` (program VMs): the VM's ops are the phase loops its
+    /// threads of these indices completed, instead of its guest kernel
+    /// lock sections (docs/workloads.md, "ops").
+    pub ops_threads: Option<Vec<usize>>,
     /// The guest kernel's preset and sched features (program VMs; default
     /// the host's, `[vm] kernel` and `[vm.features]` override).
     pub guest_kernel: crate::sched::features::KernelPreset,
@@ -642,6 +649,16 @@ pub(super) fn vm(
         }
         Some(p) => Some(guest_program(cx, &format!("{f}.program"), p, vcpus)?),
     };
+    let ops_threads = match (&v.ops, &program) {
+        (None, _) => None,
+        (Some(_), None) => {
+            return Err(cx.err(
+                format!("{f}.ops"),
+                "ops names program threads: allowed only with program = \"FILE.json\"",
+            ))
+        }
+        (Some(o), Some(p)) => Some(ops_threads(cx, &format!("{f}.ops"), o, p)?),
+    };
     let (guest_kernel, guest_features) = guest_kernel(cx, &f, v, host)?;
     let wname = v.workload.as_deref().unwrap_or("idle");
     let mut workload = WorkloadProfile::named(wname).map_err(|_| {
@@ -703,6 +720,13 @@ pub(super) fn vm(
             ));
         }
     }
+    if let Some(p) = &v.program {
+        // A program VM is named after its file ("dedup" for
+        // workloads/dedup.json) in reports and sweeps.
+        workload.name = std::path::Path::new(p)
+            .file_stem()
+            .map_or_else(|| p.clone(), |s| s.to_string_lossy().into_owned());
+    }
     Ok(VmSpec {
         name: v.name.clone(),
         vcpus,
@@ -713,6 +737,7 @@ pub(super) fn vm(
         cpus,
         workload,
         program,
+        ops_threads,
         guest_kernel,
         guest_features,
         protected: v.protected.unwrap_or(false),
@@ -767,6 +792,35 @@ fn guest_kernel(
         }
     }
     Ok((kernel, features))
+}
+
+/// `[[vm]] ops`: the indices of the program threads whose task is `o` (or
+/// starts with `o` minus its trailing `*`).
+fn ops_threads(
+    cx: &Ctx,
+    field: &str,
+    o: &str,
+    p: &crate::workload::ir::Program,
+) -> Result<Vec<usize>, ScenarioError> {
+    let hit = |task: &str| match o.strip_suffix('*') {
+        Some(prefix) => task.starts_with(prefix),
+        None => task == o,
+    };
+    let v: Vec<usize> = (0..p.threads.len())
+        .filter(|&i| hit(&p.threads[i].task))
+        .collect();
+    if v.is_empty() {
+        let mut tasks: Vec<&str> = p.threads.iter().map(|t| t.task.as_str()).collect();
+        tasks.dedup();
+        return Err(cx.err(
+            field,
+            format!(
+                "\"{o}\" names no task of the program: allowed a task name or a prefix ending in *: {}",
+                tasks.join(", ")
+            ),
+        ));
+    }
+    Ok(v)
 }
 
 /// Reads `[[vm]] program`: an rt-app file, its path relative to the

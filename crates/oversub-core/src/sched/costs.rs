@@ -90,8 +90,9 @@ impl Default for HostCosts {
             idle_exit: 18_000,
             context_switch: 2_700,
             // Measured 24 us (cross-CPU wakeup 25.6-29.4 us), but 0 by
-            // default for now: with it, an rt-app mutex program
-            // (tests/programs.rs) starves one thread; not yet understood.
+            // default so that existing results do not move; with it, the
+            // rt-app mutex pair of tests/programs.rs shows lock barging
+            // (docs/model.md, "Host costs"), as the kernel does.
             remote_wakeup: 0,
             migration: 0,
         }

@@ -59,6 +59,27 @@ struct TaskSim {
     overhead: Nanos,
 }
 
+/// Guest threads are created one after another by the program's main
+/// thread, so they do not start in the same instant: each thread of a
+/// program VM starts after a uniform draw below one host tick from the run's
+/// seed (stream 1000 + VM index). This is also what makes a program VM's
+/// seeds differ, as the phase generator's random bursts do
+/// (docs/workloads.md, "Seeds").
+fn start_jitter(
+    p: &crate::workload::ir::Program,
+    seed: u64,
+    hz: u32,
+    vm: usize,
+) -> crate::workload::ir::Program {
+    let mut p = p.clone();
+    let mut rng = SimRng::new(seed, 1000 + vm as u64);
+    let tick = 1_000_000_000 / u64::from(hz.max(1));
+    for t in &mut p.threads {
+        t.delay = crate::engine::Nanos(t.delay.0 + rng.below(tick));
+    }
+    p
+}
+
 /// A host under simulation.
 pub struct Simulator {
     pub sched: Scheduler,
@@ -80,6 +101,8 @@ pub struct Simulator {
     _rng: SimRng,
     /// The VMs (empty for a host-only scenario).
     vms: Vec<VmRt>,
+    /// Per VM, `[[vm]] ops`: which program threads' loops are its ops.
+    vm_ops: Vec<Option<Vec<usize>>>,
     kvm: crate::scenario::KvmSpec,
     pv: crate::scenario::PvSpec,
     /// Stop as soon as every program thread has finished.
@@ -88,6 +111,8 @@ pub struct Simulator {
     /// it last saw.
     trace: Option<Box<dyn crate::trace::TraceSink>>,
     trace_yield: crate::sched::yield_to::YieldStats,
+    /// The guest thread last traced as current on each nested guest's vCPU.
+    trace_guest: Vec<Vec<Option<u32>>>,
 }
 
 impl Simulator {
@@ -134,11 +159,13 @@ impl Simulator {
             check_invariants: cfg!(debug_assertions),
             _rng: SimRng::new(sc.host.seed, 0),
             vms: Vec::new(),
+            vm_ops: sc.vms.iter().map(|v| v.ops_threads.clone()).collect(),
             kvm: sc.kvm.clone(),
             pv: sc.pv,
             until_done: false,
             trace: None,
             trace_yield: Default::default(),
+            trace_guest: Vec::new(),
         };
         sim.tick = sim.sched.cfg.tick_nsec();
         // Create tasks; round-robin initial CPUs over each task's allowed set.
@@ -303,6 +330,7 @@ impl Simulator {
                     _ => sc.host.hz,
                 };
                 rt.set_program_locks(p.klocks.len(), sc.pv.spinlock);
+                let p = &start_jitter(p, sc.host.seed, sc.host.hz, vi);
                 rt.guest = Some(vm::GuestLevel::new(
                     p,
                     v.vcpus,
@@ -574,7 +602,10 @@ impl Simulator {
             }
             Next::YieldTo(t, d) => {
                 self.tasks[p.idx()].remaining = Some(d);
-                let (_, sw) = self.sched.yield_to(cpu, t, true);
+                let (r, sw) = self.sched.yield_to(cpu, t, true);
+                if r > 0 {
+                    self.trace_yield_to(cpu, p.0, t.0);
+                }
                 self.after_own_switch(cpu, p, sw);
             }
             Next::Sleep(timer) => {
@@ -766,6 +797,7 @@ impl Simulator {
                         finished_ns: s.finished_at.map(|f| f.0),
                         lock_waits: s.lock_waits,
                         lock_wait_ns: s.lock_wait_ns,
+                        loop_ns: s.loop_ns.clone(),
                     }
                 })
                 .collect(),

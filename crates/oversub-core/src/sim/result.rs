@@ -45,7 +45,18 @@ impl Simulator {
                 cpu_ns,
             });
         }
-        let vms = sim.vm_reports(duration);
+        let mut vms = sim.vm_reports(duration);
+        // `[[vm]] ops`: a program VM's ops are its chosen threads' loops.
+        for (v, sel) in vms.iter_mut().zip(&sim.vm_ops) {
+            if let Some(sel) = sel {
+                v.ops = sel
+                    .iter()
+                    .filter_map(|&i| v.threads.get(i))
+                    .map(|t| t.phase_loops)
+                    .sum();
+                v.ops_per_s = v.ops as f64 / (duration.0.max(1) as f64 / 1e9);
+            }
+        }
         let program = sim.program_report();
         let s = &mut sim.sched;
         let cpus = s

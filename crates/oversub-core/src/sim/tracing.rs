@@ -11,6 +11,7 @@ impl Simulator {
     /// Sends this run's events to `sink`.
     pub fn set_trace(&mut self, sink: Box<dyn TraceSink>) {
         self.trace_yield = self.sched.yield_stats.clone();
+        self.trace_guest = self.vms.iter().map(|v| vec![None; v.n as usize]).collect();
         self.trace = Some(sink);
     }
 
@@ -82,6 +83,56 @@ impl Simulator {
                 result: a.result,
             });
         }
+        if let Some(a) = dec.attempts.iter().find(|a| a.result > 0) {
+            self.trace_yield_to(cpu, base + i as u32, base + a.target.0);
+        }
+    }
+
+    /// `sched_yield_to_tp` for a `yield_to()` that succeeded on `cpu`, then
+    /// the policy's own events (whose count is its `levels`).
+    pub(super) fn trace_yield_to(&mut self, cpu: CpuId, yielder: u32, target: u32) {
+        if !self.tracing() {
+            return;
+        }
+        let (now, was) = (&self.sched.yield_stats, &self.trace_yield);
+        let levels = (now.deboosts_applied - was.deboosts_applied)
+            + (now.credits - was.credits)
+            + (now.borrows - was.borrows);
+        let t = self.now.0;
+        self.tr(TraceEvent::SchedYieldTo {
+            t,
+            cpu: cpu.0,
+            yielder,
+            target,
+            levels: levels as u32,
+        });
+        self.trace_yield_policy(Some(cpu));
+    }
+
+    /// The guest `sched_switch` of a nested guest's vCPU `i` of VM `vi`,
+    /// when its guest CPU's current thread changed since the last call
+    /// (called after each pick of the guest scheduler).
+    pub(super) fn trace_guest_curr(&mut self, vi: usize, i: usize) {
+        if !self.tracing() {
+            return;
+        }
+        let vm = &self.vms[vi];
+        let Some(g) = vm.guest.as_ref() else {
+            return;
+        };
+        let now = g.sched.rqs[i].curr.map(|t| t.0);
+        let was = std::mem::replace(&mut self.trace_guest[vi][i], now);
+        if was == now {
+            return;
+        }
+        let name = |t: Option<u32>| t.map(|t| g.sched.tasks[t as usize].name.clone());
+        let ev = TraceEvent::GuestSwitch {
+            t: self.now.0,
+            vcpu: vm.task_base + i as u32,
+            prev: name(was),
+            next: name(now),
+        };
+        self.tr(ev);
     }
 
     /// One event per counter of `[host.yield]` policy actions that moved
@@ -97,7 +148,7 @@ impl Simulator {
         for (n, name) in [
             (
                 now.deboosts_applied - was.deboosts_applied,
-                "sched_yield_to_tp",
+                "sched_yield_to_penalty",
             ),
             (now.credits - was.credits, "sched_yield_to_credit"),
             (now.borrows - was.borrows, "sched_yield_to_borrow"),

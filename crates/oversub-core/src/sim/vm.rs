@@ -151,6 +151,8 @@ struct VGuest {
     halt_start: Time,
     wait_start: Time,
     hold_start: Time,
+    /// When this vCPU's current work unit (op) started.
+    op_start: Time,
     /// A program's syscall: the hold time of the lock it is taking.
     hold_next: Option<Nanos>,
     /// Since when it waits in `csd_lock_wait`.
@@ -189,6 +191,8 @@ struct VmStats {
     csd_wait_ns: u64,
     csd_waits: u64,
     lock_wait_total_ns: u64,
+    /// Start to end of each op (a vCPU's work unit), preemption included.
+    op_latency: Hist,
 }
 
 impl VGuest {
@@ -312,6 +316,7 @@ impl VmRt {
                 halt_start: Time::ZERO,
                 wait_start: Time::ZERO,
                 hold_start: Time::ZERO,
+                op_start: Time::ZERO,
                 last_turn_yield: None,
                 hold_next: None,
                 csd_since: Time::ZERO,
@@ -441,6 +446,7 @@ impl VmRt {
             csd_waits: s.csd_waits,
             spinlock_wait_total_ns: s.lock_wait_total_ns,
             program: None,
+            op_latency_ns: s.op_latency.clone(),
             threads: Vec::new(),
         }
     }
@@ -836,7 +842,9 @@ impl Simulator {
             match phase {
                 Phase::Start if vm.guest.is_some() => vm.g[i].phase = Phase::Guest,
                 Phase::Guest => {
-                    match self.guest_run(cpu, vi, i) {
+                    let next = self.guest_run(cpu, vi, i);
+                    self.trace_guest_curr(vi, i);
+                    match next {
                         GuestNext::Run(d) => return Act::Run(Cat::Useful, d),
                         GuestNext::KernelLock(l, hold) => {
                             // Back to Phase::Guest (via Start) after the
@@ -895,6 +903,7 @@ impl Simulator {
                     }
                     let len = Nanos(vm.rng.exp(vm.prof.compute_ns).max(1));
                     let user = !vm.rng.chance(vm.prof.kernel_fraction);
+                    vm.g[i].op_start = now;
                     vm.g[i].phase = Phase::Compute {
                         left: len,
                         len,
@@ -1308,8 +1317,9 @@ impl Simulator {
             }
             r
         });
-        if let SchedYield::Yielded(_) = r {
+        if let SchedYield::Yielded(t) = r {
             vm.stats.dy_successful += 1;
+            self.trace_yield_to(cpu, base + i as u32, base + t.0);
         }
         out
     }
@@ -1455,6 +1465,7 @@ impl Simulator {
                     // Idle: HLT until the guest timer (or an interrupt). The
                     // compute burst was a unit of work.
                     vm.stats.ops += 1;
+                    vm.stats.op_latency.add((now - vm.g[i].op_start).0);
                     vm.stats.halts += 1;
                     vm.g[i].pending_exit += exit;
                     let until = now + Nanos(vm.rng.exp(vm.prof.block_ns).max(1));
@@ -1472,6 +1483,7 @@ impl Simulator {
                 }
                 if vm.locks.is_empty() {
                     vm.stats.ops += 1;
+                    vm.stats.op_latency.add((now - vm.g[i].op_start).0);
                     vm.g[i].phase = Phase::Start;
                     return None;
                 }
@@ -1626,6 +1638,7 @@ impl Simulator {
         let vm = &mut self.vms[vi];
         vm.stats.lock_hold.add((now - vm.g[i].hold_start).0);
         vm.stats.ops += 1;
+        vm.stats.op_latency.add((now - vm.g[i].op_start).0);
         vm.g[i].phase = Phase::Start;
         let r = vm.locks[l].release(VcpuIdx(i as u32));
         let mut kicked = None;

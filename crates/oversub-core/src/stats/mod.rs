@@ -4,6 +4,8 @@
 //! Reads only numbers; it knows nothing of the simulator (a sweep hands it
 //! one value per seed).
 
+pub mod hist;
+
 use serde::Serialize;
 
 /// Two-sided 95% quantiles of Student's t, t(0.975, df) for df = 1 ..= 30

@@ -7,6 +7,7 @@
 use crate::report::Report;
 use crate::scenario::{expanded_names, parent_path, Scenario, TaskKind};
 use crate::sched::weight::nice_to_weight;
+use crate::stats::hist::LogHist;
 use crate::stats::jain;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -109,6 +110,25 @@ fn entitled(sc: &Scenario, leaves: &[Leaf]) -> (BTreeMap<String, f64>, Vec<f64>)
         }
     }
     (cg_share, leaf_share)
+}
+
+/// The run's per-op latencies pooled: each VM's ops (a vCPU's work unit),
+/// each nested guest thread's and each host program thread's loop
+/// iterations. Empty when no workload defines an op.
+pub fn op_latency(r: &Report) -> LogHist {
+    let mut h = LogHist::default();
+    for v in &r.vms {
+        h.merge(&v.op_latency_ns);
+        for t in &v.threads {
+            h.merge(&t.loop_ns);
+        }
+    }
+    if let Some(p) = &r.program {
+        for t in &p.threads {
+            h.merge(&t.loop_ns);
+        }
+    }
+    h
 }
 
 /// Computes the metrics of `r`, a run of `sc`.
@@ -237,6 +257,14 @@ pub fn metrics(sc: &Scenario, r: &Report) -> Metrics {
         push("ple_exits".into(), sum(&|v| v.ple_exits) as f64);
         push("yield_to_ok".into(), sum(&|v| v.yield_to_successes) as f64);
         push("ipis".into(), sum(&|v| v.ipis_sent) as f64);
+    }
+    // Per-op latency distribution (every VM's ops, every program thread's
+    // loop iterations), pooled.
+    let ops = op_latency(r);
+    if ops.count() > 0 {
+        let q = |p: f64| us(ops.quantile(p).unwrap_or(0));
+        push("op_p50_us".into(), q(0.50));
+        push("op_p99_us".into(), q(0.99));
     }
     let host_tasks = &r.tasks[..n_plain.min(r.tasks.len())];
     push(

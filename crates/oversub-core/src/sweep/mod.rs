@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use spec::SweepSpec;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// One point of the product: a value per axis.
 #[derive(Clone, Debug)]
@@ -43,6 +43,8 @@ pub struct Row {
     pub metrics: Metrics,
     /// The effective scenario (after every override, seed and duration).
     pub scenario: serde_json::Value,
+    /// Per-op latencies of the run, pooled (`metrics::op_latency`).
+    pub op_latency: crate::stats::hist::LogHist,
 }
 
 /// Expands the axes (first axis outermost).
@@ -110,11 +112,16 @@ pub fn validated_points(spec: &SweepSpec) -> Result<Vec<Point>, String> {
 /// Runs point `i` of `pts` (from [`validated_points`]) with `seed`: one
 /// row. Each run is independent and deterministic, so rows may be computed
 /// anywhere (threads here, Ray tasks in the Python package) and put back in
-/// expansion order.
+/// expansion order. Ctrl-C / SIGTERM ([`crate::progress::interrupt_flag`])
+/// makes it an error.
 pub fn run_one(spec: &SweepSpec, pts: &[Point], i: usize, seed: u64) -> Result<Row, String> {
     let sc = load(&pts[i], seed, spec)?;
-    let r = crate::run_scenario(&sc, None, None);
+    let r = (!crate::progress::interrupted())
+        .then(|| crate::run_scenario_interruptible(&sc, None, None))
+        .flatten()
+        .ok_or_else(|| format!("{}: interrupted; no results written", spec.file))?;
     let m = metrics::metrics(&sc, &r);
+    let op_latency = metrics::op_latency(&r);
     let mut wl: Vec<&str> = sc.vms.iter().map(|v| v.workload.name.as_str()).collect();
     wl.dedup();
     Ok(Row {
@@ -130,37 +137,32 @@ pub fn run_one(spec: &SweepSpec, pts: &[Point], i: usize, seed: u64) -> Result<R
         seed,
         metrics: m,
         scenario: r.scenario,
+        op_latency,
     })
 }
 
 /// Validates every point (so a bad value fails before any run), then runs
-/// them all in parallel (rayon); rows come back in expansion order (points,
-/// then seeds).
-pub fn run(spec: &SweepSpec) -> Result<(Vec<Point>, Vec<Row>), String> {
-    run_observed(spec, &|_| {}, &|| {})
-}
-
-/// Like [`run`], calling `started(n)` once with the number of runs before
-/// the first starts and `done()` after each run, from the worker threads (a
-/// progress bar is the caller's business).
-pub fn run_observed(
-    spec: &SweepSpec,
-    started: &dyn Fn(usize),
-    done: &(dyn Fn() + Sync),
-) -> Result<(Vec<Point>, Vec<Row>), String> {
+/// them all in parallel (rayon), rows in expansion order (points, then
+/// seeds); `progress` shows a bar (after 2 s).
+pub fn run(spec: &SweepSpec, progress: bool) -> Result<(Vec<Point>, Vec<Row>), String> {
     let pts = validated_points(spec)?;
     let jobs: Vec<(usize, u64)> = (0..pts.len())
         .flat_map(|i| spec.seeds.iter().map(move |&s| (i, s)))
         .collect();
-    started(jobs.len());
+    let prefix = Path::new(&spec.file)
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let bar = crate::progress::Steps::new(jobs.len() as u64, "runs", &prefix, progress);
     let rows: Result<Vec<Row>, String> = jobs
         .par_iter()
         .map(|&(i, seed)| {
             let row = run_one(spec, &pts, i, seed);
-            done();
+            bar.inc();
             row
         })
         .collect();
+    bar.finish();
     Ok((pts, rows?))
 }
 
@@ -264,6 +266,11 @@ pub fn to_jsonl(rows: &[Row]) -> String {
             })
             .collect();
         obj.insert("metrics".into(), m.into());
+        if r.op_latency.count() > 0 {
+            if let Ok(h) = serde_json::to_value(&r.op_latency) {
+                obj.insert("op_latency_ns".into(), h);
+            }
+        }
         obj.insert("scenario".into(), r.scenario.clone());
         let _ = writeln!(o, "{}", serde_json::Value::Object(obj));
     }

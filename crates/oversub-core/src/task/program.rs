@@ -110,6 +110,9 @@ pub struct ThreadStats {
     /// (spinning and sleeping), and how often it was found taken.
     pub sleeping_lock_wait_ns: u64,
     pub sleeping_lock_waits: u64,
+    /// Duration of each loop iteration (from the thread's start or the end
+    /// of the previous one): the program's per-op latency.
+    pub loop_ns: crate::stats::hist::LogHist,
 }
 
 #[derive(Clone, Debug)]
@@ -120,6 +123,8 @@ struct ThreadRt {
     ev: usize,
     pending: Pending,
     started: bool,
+    /// When the current loop iteration began.
+    loop_since: Option<Time>,
     done: bool,
     /// Since when the thread waits for a mutex.
     lock_wait_since: Option<Time>,
@@ -169,6 +174,7 @@ impl ProgramRt {
                     ev: 0,
                     pending: Pending::None,
                     started: false,
+                    loop_since: None,
                     done: false,
                     lock_wait_since: None,
                     sleeping_wait_since: None,
@@ -222,6 +228,9 @@ impl ProgramRt {
         th.ev = 0;
         th.phase_loop += 1;
         th.stats.phase_loops += 1;
+        if let Some(s) = th.loop_since.replace(now) {
+            th.stats.loop_ns.add((now - s).0);
+        }
         if spec.phases[th.phase]
             .loops
             .is_none_or(|n| th.phase_loop < n)
@@ -403,6 +412,11 @@ impl ProgramRt {
         if !self.threads[t].started {
             self.threads[t].started = true;
             let delay = self.prog.threads[t].delay;
+            self.threads[t].loop_since = Some(if delay > Nanos::ZERO {
+                Time::ZERO + delay
+            } else {
+                now
+            });
             if delay > Nanos::ZERO {
                 return (wake, Action::Sleep(Some(Time::ZERO + delay)));
             }

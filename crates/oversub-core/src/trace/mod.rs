@@ -52,14 +52,35 @@ pub enum TraceEvent {
         tracked: bool,
     },
     /// The `[host.yield]` policy acted in `yield_to_task_fair()` on `cpu`:
-    /// `sched_yield_to_tp` (a penalty applied by a debooster; the series'
-    /// DECLARE_TRACE of `yield_to_task_fair()`, which replaced the seeds'
-    /// `sched_vcpu_deboost`), `sched_yield_to_credit` (a level credited by a
+    /// `sched_yield_to_penalty` (a penalty applied by a debooster: the seeds'
+    /// `sched_vcpu_deboost`; the series reports it only as `levels` of
+    /// `sched_yield_to_tp`), `sched_yield_to_credit` (a level credited by a
     /// lag credit / kpn-charge), `sched_yield_to_borrow` (borrow).
     YieldPolicy {
         t: u64,
         cpu: u32,
         name: &'static str,
+    },
+    /// `sched_yield_to_tp` (the series' bare tracepoint in
+    /// `yield_to_task_fair()`): `yielder` gave the CPU to `target`; the
+    /// `[host.yield]` policy acted `levels` times for it (penalties,
+    /// credits or loans; 0: the plain next buddy).
+    SchedYieldTo {
+        t: u64,
+        cpu: u32,
+        yielder: u32,
+        target: u32,
+        levels: u32,
+    },
+    /// The guest kernel's `sched_switch` inside a nested guest
+    /// (`[[vm]] program`): on host vCPU task `vcpu`, the guest thread
+    /// `next` became current (None: the guest CPU went idle and the vCPU
+    /// halts). Guest threads are named by the program.
+    GuestSwitch {
+        t: u64,
+        vcpu: u32,
+        prev: Option<String>,
+        next: Option<String>,
     },
 }
 
@@ -71,7 +92,9 @@ impl TraceEvent {
             | TraceEvent::KvmExit { t, .. }
             | TraceEvent::KvmVcpuOnSpinTarget { t, .. }
             | TraceEvent::KvmApicIpi { t, .. }
-            | TraceEvent::YieldPolicy { t, .. } => t,
+            | TraceEvent::YieldPolicy { t, .. }
+            | TraceEvent::SchedYieldTo { t, .. }
+            | TraceEvent::GuestSwitch { t, .. } => t,
         }
     }
 }

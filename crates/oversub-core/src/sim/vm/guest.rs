@@ -507,6 +507,7 @@ impl Simulator {
                     lock_wait_ns: s.lock_wait_ns,
                     sleeping_lock_waits: s.sleeping_lock_waits,
                     sleeping_lock_wait_ns: s.sleeping_lock_wait_ns,
+                    loop_ns: s.loop_ns.clone(),
                 }
             })
             .collect()

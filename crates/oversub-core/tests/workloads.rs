@@ -1,0 +1,120 @@
+//! The named workloads as guest thread programs (`workloads/*.json`) and the
+//! nested overcommit scenarios built on them (docs/workloads.md).
+
+use oversub::report::Report;
+use oversub::scenario::Scenario;
+use std::path::Path;
+
+/// The workspace root: the scenario paths below are relative to it.
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+fn load(path: &str) -> Scenario {
+    Scenario::load(&Path::new(ROOT).join(path)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn run(sc: &Scenario, seed: u64, ms: u64) -> Report {
+    oversub::run_scenario(sc, Some(seed), Some(oversub::engine::Nanos(ms * 1_000_000)))
+}
+
+fn parse_err(src: &str) -> String {
+    let file = format!(
+        "{}/../../scenarios/overcommit/inline.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    Scenario::parse(&file, src).unwrap_err().to_string()
+}
+
+#[test]
+fn every_overcommit_scenario_is_a_nested_guest_that_makes_progress() {
+    for entry in std::fs::read_dir(Path::new(ROOT).join("scenarios/overcommit")).unwrap() {
+        let p = entry.unwrap().path();
+        let f = p.to_str().unwrap().to_string();
+        let sc = load(&f);
+        for v in &sc.vms {
+            assert!(v.program.is_some(), "{f}: {} is not a nested guest", v.name);
+        }
+        let name = &sc.vms[0].workload.name;
+        // kernbench's op is a 100 ms compile; idle has none.
+        if name == "idle" || name == "kernbench" {
+            continue;
+        }
+        let r = run(&sc, 1, 50);
+        for v in &r.vms {
+            assert!(v.ops > 0, "{f}: {} made no progress", v.name);
+            assert!(
+                v.threads.iter().all(|t| t.cpu_ns > 0),
+                "{f}: a thread never ran"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_vm_s_ops_are_the_loops_of_the_threads_it_names() {
+    let sc = load("scenarios/overcommit/dedup-1x16.toml");
+    let r = run(&sc, 1, 100);
+    let v = &r.vms[0];
+    assert_eq!(v.workload, "dedup");
+    let compress: u64 = v
+        .threads
+        .iter()
+        .filter(|t| t.name.starts_with("compress."))
+        .map(|t| t.phase_loops)
+        .sum();
+    assert!(compress > 0);
+    assert_eq!(v.ops, compress);
+    // The other stages did work too, but are not the op.
+    let refine: u64 = v
+        .threads
+        .iter()
+        .filter(|t| t.name.starts_with("refine."))
+        .map(|t| t.phase_loops)
+        .sum();
+    assert!(refine > 0);
+}
+
+#[test]
+fn seeds_move_a_program_vm_and_a_seed_repeats_exactly() {
+    let sc = load("scenarios/overcommit/vips-2x16.toml");
+    let s = |r: &Report| serde_json::to_string(&r.vms).unwrap();
+    let a = run(&sc, 1, 50);
+    assert_eq!(s(&a), s(&run(&sc, 1, 50)));
+    assert_ne!(s(&a), s(&run(&sc, 2, 50)));
+}
+
+#[test]
+fn overcommit_costs_a_nested_guest_throughput_and_shows_as_steal() {
+    // Same program per VM: alone on 16 pCPUs, then two VMs sharing them.
+    let one = run(&load("scenarios/overcommit/dedup-1x16.toml"), 1, 200);
+    let two = run(&load("scenarios/overcommit/dedup-2x16.toml"), 1, 200);
+    let (a, b) = (&one.vms[0], &two.vms[0]);
+    assert!(
+        b.ops_per_s < 0.8 * a.ops_per_s,
+        "alone {} ops/s, shared {}",
+        a.ops_per_s,
+        b.ops_per_s
+    );
+    assert!(
+        b.steal_ns > 10 * a.steal_ns.max(1_000_000),
+        "{} {}",
+        a.steal_ns,
+        b.steal_ns
+    );
+}
+
+#[test]
+fn ops_errors_name_the_field_and_the_allowed_values() {
+    let e = parse_err("[[vm]]\nname = \"v\"\nvcpus = 2\nworkload = \"dbench\"\nops = \"x\"\n");
+    assert!(
+        e.contains("vm[0].ops") && e.contains("only with program"),
+        "{e}"
+    );
+    let e = parse_err(
+        "[[vm]]\nname = \"v\"\nvcpus = 16\nprogram = \"../../workloads/dedup.json\"\nops = \"zip\"\n",
+    );
+    assert!(
+        e.contains("vm[0].ops") && e.contains("\"zip\"") && e.contains("compress"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'), "{e}");
+}
