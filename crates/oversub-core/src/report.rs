@@ -145,7 +145,9 @@ pub struct VmReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub program: Option<ProgramSummary>,
     /// Per-op latency: from the start of a vCPU's work unit to its end
-    /// (preemption and spinning included), as the guest would time it.
+    /// (preemption and spinning included), as the guest would time it; for
+    /// a program VM, one kernel lock section (attempt to release), or with
+    /// `[[vm]] ops`, one loop of an `ops` thread, start to end.
     pub op_latency_ns: Hist,
     /// A program VM's guest threads, as its own scheduler accounted them
     /// (empty, and absent from the output, for the phase generator).

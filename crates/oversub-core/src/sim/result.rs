@@ -55,6 +55,12 @@ impl Simulator {
                     .map(|t| t.phase_loops)
                     .sum();
                 v.ops_per_s = v.ops as f64 / (duration.0.max(1) as f64 / 1e9);
+                // ... and an op's latency is one of those loops, start to end.
+                let mut h = crate::stats::hist::LogHist::default();
+                for t in sel.iter().filter_map(|&i| v.threads.get(i)) {
+                    h.merge(&t.loop_ns);
+                }
+                v.op_latency_ns = h;
             }
         }
         let program = sim.program_report();

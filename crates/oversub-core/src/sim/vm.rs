@@ -850,6 +850,9 @@ impl Simulator {
                             // Back to Phase::Guest (via Start) after the
                             // release.
                             self.vms[vi].g[i].hold_next = Some(hold);
+                            // Without `[[vm]] ops`, a program VM's op is
+                            // this kernel lock section, attempt to release.
+                            self.vms[vi].g[i].op_start = self.now;
                             self.lock_start(vi, i, l);
                             continue;
                         }
