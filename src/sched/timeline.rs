@@ -73,7 +73,8 @@ impl Scheduler {
     }
 
     /// Sets the slice of `se`, which may be queued (in the timeline of its
-    /// cfs_rq, or its curr): keeps the `SliceSet` in step.
+    /// cfs_rq, or its curr): keeps the `SliceSet` in step, as the kernel's
+    /// `min_vruntime_cb_propagate()` after `se->slice = slice` does.
     pub(super) fn set_queued_slice(&mut self, se: SeId, slice: u64) {
         let old = self.ses[se.idx()].slice;
         if old == slice {
