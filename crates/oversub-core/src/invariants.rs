@@ -3,10 +3,12 @@
 //! * per cfs_rq, the incrementally kept Σ (v_i - zero_vruntime)·w_i and Σ w_i
 //!   equal a recomputation from the queued entities (so Σ w_i·(V - v_i) is 0
 //!   up to the floor in `avg_vruntime()`);
-//! * the queue counts (nr_running, h_nr_queued, load) match the entities;
+//! * the queue counts (nr_running, h_nr_queued, load) and the timeline's
+//!   slice set match the entities;
 //! * every runnable task is either on a CPU or queued somewhere (none lost),
 //!   and a CPU's curr is a running task of that CPU.
 
+use crate::sched::timeline::SliceSet;
 use crate::sched::weight::scale_load_down;
 use crate::sched::{Scheduler, TaskState};
 
@@ -38,6 +40,13 @@ pub fn check(s: &Scheduler) -> Result<(), String> {
             return Err(format!(
                 "cfs_rq{qi}: timeline out of order: {} before {}",
                 w[0], w[1]
+            ));
+        }
+        let slices = SliceSet::of(q.queued.iter().map(|e| s.ses[e.idx()].slice));
+        if slices != q.slices {
+            return Err(format!(
+                "cfs_rq{qi}: slice set {:?} but the timeline gives {slices:?}",
+                q.slices
             ));
         }
         let mut nr = q.queued.len() as u32;

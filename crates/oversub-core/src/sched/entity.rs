@@ -9,6 +9,7 @@
 
 use super::ids::{CfsRqId, CpuId, GroupId, SeId, TaskId};
 use super::pelt::SchedAvg;
+use super::timeline::SliceSet;
 use super::weight::LoadWeight;
 
 /// Why an entity's vruntime moved. Every write goes through
@@ -138,6 +139,9 @@ pub struct CfsRq {
     /// The "rb-tree": queued entities other than curr, in tree order
     /// (`timeline.rs`).
     pub queued: Vec<SeId>,
+    /// The slices of `queued`, for `cfs_rq_min_slice()` (the kernel's
+    /// per-subtree `min_slice` read at the root; `timeline.rs`).
+    pub slices: SliceSet,
     pub tg: GroupId,
     pub cpu: CpuId,
     /// The group entity that represents this queue one level up (None: root).
@@ -187,6 +191,7 @@ impl CfsRq {
             next: None,
             next_borrowed: false,
             queued: Vec::new(),
+            slices: SliceSet::default(),
             tg,
             cpu,
             owner,

@@ -137,7 +137,12 @@ impl Scheduler {
     #[inline]
     fn eligible_with(&self, cfs: CfsRqId, (avg, load): (i64, i64), vruntime: u64) -> bool {
         let zero = self.cfs_rqs[cfs.idx()].zero_vruntime;
-        avg as i128 >= vdiff(vruntime, zero) as i128 * load as i128
+        let key = vdiff(vruntime, zero);
+        // The kernel's s64 product; the exact 128-bit one only if it overflows.
+        match key.checked_mul(load) {
+            Some(kl) => avg >= kl,
+            None => avg as i128 >= key as i128 * load as i128,
+        }
     }
 
     /// `vruntime_eligible()`: Σ(v_i - v0)w_i >= (v - v0) Σw_i, curr included,
@@ -151,17 +156,14 @@ impl Scheduler {
         self.vruntime_eligible(cfs, self.ses[se.idx()].vruntime())
     }
 
-    /// `cfs_rq_min_slice()`: the smallest slice among queued entities. The
-    /// kernel reads it from the augmented rb-tree root (`min_slice`); here it is
-    /// a scan of the queue (same value, O(n)).
+    /// `cfs_rq_min_slice()`: the smallest slice among queued entities, curr
+    /// included. The kernel reads the timeline's part from the augmented
+    /// rb-tree root (`min_slice`); here from the timeline's `SliceSet`.
     pub fn cfs_rq_min_slice(&self, cfs: CfsRqId) -> u64 {
         let q = &self.cfs_rqs[cfs.idx()];
-        let mut min = u64::MAX;
+        let mut min = q.slices.min().unwrap_or(u64::MAX);
         if let Some(c) = self.queued_curr(cfs) {
-            min = self.ses[c.idx()].slice;
-        }
-        for s in &q.queued {
-            min = min.min(self.ses[s.idx()].slice);
+            min = min.min(self.ses[c.idx()].slice);
         }
         min
     }
@@ -413,9 +415,13 @@ impl Scheduler {
         let mut lag: i64 = 0;
         if self.feat.place_lag && nr_running > 0 {
             lag = e.vlag;
-            let l = lag as i128 * (load + scale_load_down(e.load.weight) as i64) as i128;
+            let w = load + scale_load_down(e.load.weight) as i64;
             let load = if load == 0 { 1 } else { load };
-            lag = (l / load as i128) as i64;
+            // 64-bit division when the product fits (the same quotient).
+            lag = match lag.checked_mul(w) {
+                Some(l) => l / load,
+                None => (lag as i128 * w as i128 / load as i128) as i64,
+            };
         }
         e.set_vruntime(vruntime.wrapping_sub(lag as u64), VruntimeStep::Place);
         if self.feat.place_rel_deadline && e.rel_deadline {
@@ -689,7 +695,7 @@ impl Scheduler {
             self.update_load_avg(cfs, s, UPDATE_TG);
             self.se_update_runnable(s);
             self.update_cfs_group(s);
-            self.ses[s.idx()].slice = slice;
+            self.set_queued_slice(s, slice);
             slice = self.cfs_rq_min_slice(cfs);
             let q = &mut self.cfs_rqs[cfs.idx()];
             if h_nr_delayed == 0 {
@@ -759,7 +765,7 @@ impl Scheduler {
             self.update_load_avg(cfs, s, UPDATE_TG);
             self.se_update_runnable(s);
             self.update_cfs_group(s);
-            self.ses[s.idx()].slice = slice;
+            self.set_queued_slice(s, slice);
             slice = self.cfs_rq_min_slice(cfs);
             let q = &mut self.cfs_rqs[cfs.idx()];
             if h_nr_delayed == 0 {

@@ -84,7 +84,7 @@ impl Scheduler {
             self.reweight_eevdf(se, avruntime, weight);
         } else {
             let e = &mut self.ses[se.idx()];
-            e.vlag = (e.vlag as i128 * e.load.weight as i128 / weight as i128) as i64;
+            e.vlag = mul_div(e.vlag, e.load.weight as i64, weight as i64);
         }
         self.ses[se.idx()].load.set(weight);
         {
@@ -109,13 +109,23 @@ impl Scheduler {
         let old_weight = self.ses[se.idx()].load.weight;
         if avruntime != self.ses[se.idx()].vruntime() {
             let vlag = self.entity_lag(avruntime, se);
-            let vlag = (vlag as i128 * old_weight as i128 / weight as i128) as i64;
+            let vlag = mul_div(vlag, old_weight as i64, weight as i64);
             self.ses[se.idx()]
                 .set_vruntime(avruntime.wrapping_sub(vlag as u64), VruntimeStep::Reweight);
         }
         let e = &mut self.ses[se.idx()];
         let vslice = e.deadline.wrapping_sub(avruntime) as i64;
-        let vslice = (vslice as i128 * old_weight as i128 / weight as i128) as i64;
+        let vslice = mul_div(vslice, old_weight as i64, weight as i64);
         e.deadline = avruntime.wrapping_add(vslice as u64);
+    }
+}
+
+/// a * b / c, truncated, as the kernel's `div_s64(a * b, c)` but exact when
+/// the product overflows 64 bits (then computed in 128 bits).
+#[inline]
+fn mul_div(a: i64, b: i64, c: i64) -> i64 {
+    match a.checked_mul(b) {
+        Some(p) => p / c,
+        None => (a as i128 * b as i128 / c as i128) as i64,
     }
 }

@@ -9,15 +9,56 @@
 //! one eligibility test per ineligible entity ahead of the result, where the
 //! kernel descends the tree in O(log n). The choice is identical: the earliest
 //! deadline among eligible entities, ties by insertion order.
-//! `cfs_rq_min_slice()` still scans (the kernel reads the root's `min_slice`).
+//! `cfs_rq_min_slice()` reads the smallest slice of the timeline from a
+//! `SliceSet` (the distinct slices with their counts) kept beside it, as the
+//! kernel reads the root's `min_slice`: O(distinct slices), usually one or two.
 //!
 //! Invariant: an entity's deadline does not change while it is in the
 //! timeline (every update of a queued entity's deadline is bracketed by
 //! `__dequeue_entity()`/`__enqueue_entity()`, as in the kernel); checked by
-//! `invariants::check`.
+//! `invariants::check`. A queued entity's slice changes only through
+//! `set_queued_slice()`, which keeps the `SliceSet` in step.
 
 use crate::sched::ids::{CfsRqId, SeId};
 use crate::sched::Scheduler;
+
+/// A multiset of slices (ns): the distinct values in increasing order, each
+/// with the number of timeline entities that have it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SliceSet(Vec<(u64, u32)>);
+
+impl SliceSet {
+    pub fn insert(&mut self, slice: u64) {
+        match self.0.binary_search_by_key(&slice, |&(s, _)| s) {
+            Ok(i) => self.0[i].1 += 1,
+            Err(i) => self.0.insert(i, (slice, 1)),
+        }
+    }
+
+    pub fn remove(&mut self, slice: u64) {
+        let i = self
+            .0
+            .binary_search_by_key(&slice, |&(s, _)| s)
+            .expect("SliceSet::remove: slice not in the set");
+        self.0[i].1 -= 1;
+        if self.0[i].1 == 0 {
+            self.0.remove(i);
+        }
+    }
+
+    /// The smallest slice, None when empty.
+    #[inline]
+    pub fn min(&self) -> Option<u64> {
+        self.0.first().map(|&(s, _)| s)
+    }
+
+    /// The set of `slices` (for the invariant check).
+    pub fn of(slices: impl Iterator<Item = u64>) -> SliceSet {
+        let mut set = SliceSet::default();
+        slices.for_each(|s| set.insert(s));
+        set
+    }
+}
 
 impl Scheduler {
     /// Insert `se` (whose `enqueue_seq` is the newest) at its rb-tree position.
@@ -25,7 +66,31 @@ impl Scheduler {
         let pos = self.cfs_rqs[cfs.idx()]
             .queued
             .partition_point(|&x| self.tree_before(x, se));
-        self.cfs_rqs[cfs.idx()].queued.insert(pos, se);
+        let slice = self.ses[se.idx()].slice;
+        let q = &mut self.cfs_rqs[cfs.idx()];
+        q.queued.insert(pos, se);
+        q.slices.insert(slice);
+    }
+
+    /// Sets the slice of `se`, which may be queued (in the timeline of its
+    /// cfs_rq, or its curr): keeps the `SliceSet` in step, as the kernel's
+    /// `min_vruntime_cb_propagate()` after `se->slice = slice` does.
+    pub(super) fn set_queued_slice(&mut self, se: SeId, slice: u64) {
+        let old = self.ses[se.idx()].slice;
+        if old == slice {
+            return;
+        }
+        self.ses[se.idx()].slice = slice;
+        let e = &self.ses[se.idx()];
+        if !e.on_rq {
+            return;
+        }
+        let cfs = self.cfs_rq_of(se);
+        let q = &mut self.cfs_rqs[cfs.idx()];
+        if q.curr != Some(se) {
+            q.slices.remove(old);
+            q.slices.insert(slice);
+        }
     }
 
     /// Remove `se`, found by identity (its deadline may already have been
@@ -38,6 +103,7 @@ impl Scheduler {
             .position(|&s| s == se)
             .expect("__dequeue_entity: entity not in the timeline");
         q.queued.remove(pos);
+        q.slices.remove(self.ses[se.idx()].slice);
     }
 
     /// `__pick_first_entity()`: leftmost of the timeline.

@@ -716,10 +716,12 @@ impl Simulator {
     /// activations on other CPUs, after `HostCosts::remote_wakeup`.
     fn send_ipis(&mut self) {
         let d = Nanos(self.sched.cfg.costs.remote_wakeup);
-        for cpu in std::mem::take(&mut self.sched.resched_ipis) {
+        // drain(), not take(): the vectors keep their buffers (no allocation
+        // per event).
+        for cpu in self.sched.resched_ipis.drain(..) {
             self.queue.push(self.now + d, Ev::ReschedIpi(cpu));
         }
-        for (p, flags) in std::mem::take(&mut self.sched.wakelist) {
+        for (p, flags) in self.sched.wakelist.drain(..) {
             self.queue.push(self.now + d, Ev::TtwuPending(p, flags));
         }
     }
@@ -727,7 +729,7 @@ impl Simulator {
     fn serve_resched(&mut self) {
         loop {
             self.send_ipis();
-            for (cpu, at) in std::mem::take(&mut self.sched.hrtick_requests) {
+            for (cpu, at) in self.sched.hrtick_requests.drain(..) {
                 self.hrtick_gen[cpu.idx()] += 1;
                 let gen = self.hrtick_gen[cpu.idx()];
                 self.queue.push(Time(at), Ev::HrTick(cpu, gen));
