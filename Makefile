@@ -42,7 +42,8 @@ bench: build
 ## from crates/oversub-python and python/ (docs/python.md).
 PYTHON ?= python3
 VENV := .venv
-PY_DEPS := maturin pandas ray pytest
+# Pinned: the versions the tests were written against (a fresh machine gets the same).
+PY_DEPS := maturin==1.16.0 pandas==3.1.1 ray==2.60.0 pytest==9.2.0
 python: deps
 	@scripts/install-deps.sh python
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
