@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use oversub::scenario::overrides::parse_override;
 
 mod conform;
+mod progress;
 mod reproduce;
 mod sweep_files;
 use oversub::scenario::{check_cli_seed, parse_cli_duration, Scenario};
@@ -128,8 +129,8 @@ fn load(file: &std::path::Path, sets: &[String]) -> Result<Scenario, ExitCode> {
 /// A long command's error: exit 130 after Ctrl-C / SIGTERM, else 2.
 fn failed(m: &str) -> ExitCode {
     eprintln!("{m}");
-    if oversub::progress::interrupted() {
-        ExitCode::from(oversub::progress::EXIT_INTERRUPTED)
+    if crate::progress::interrupted() {
+        ExitCode::from(crate::progress::EXIT_INTERRUPTED)
     } else {
         ExitCode::from(2)
     }
@@ -196,8 +197,8 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let _ = oversub::progress::interrupt_flag();
-            match sweep_files::sweep_to_dir(&spec, &out, oversub::progress::wanted(true)) {
+            let _ = crate::progress::interrupt_flag();
+            match sweep_files::sweep_to_dir(&spec, &out, crate::progress::wanted(true)) {
                 Ok(md) => {
                     print!("{md}");
                     println!(
@@ -214,8 +215,8 @@ fn main() -> ExitCode {
             quick,
             manifest,
         } => {
-            let _ = oversub::progress::interrupt_flag();
-            match reproduce::run(&manifest, &out, quick, oversub::progress::wanted(true)) {
+            let _ = crate::progress::interrupt_flag();
+            match reproduce::run(&manifest, &out, quick, crate::progress::wanted(true)) {
                 Ok(text) => {
                     print!("{text}");
                     ExitCode::SUCCESS
@@ -305,7 +306,7 @@ fn main() -> ExitCode {
             if check {
                 sim.set_check_invariants(true);
             }
-            let mut progress = oversub::progress::SimProgress::new(d, !json);
+            let mut progress = crate::progress::SimProgress::new(d, !json);
             let Some(mut report) = sim.run_polled(d, &mut |t| progress.poll(t)) else {
                 progress.finish();
                 eprintln!(
@@ -314,7 +315,7 @@ fn main() -> ExitCode {
                     progress.reached(),
                     d
                 );
-                return ExitCode::from(oversub::progress::EXIT_INTERRUPTED);
+                return ExitCode::from(crate::progress::EXIT_INTERRUPTED);
             };
             progress.finish();
             report.seed = sc.host.seed;

@@ -7,7 +7,15 @@ use std::path::Path;
 
 /// Runs every point of `spec` (the core's runner); `progress` shows a bar.
 pub fn run(spec: &SweepSpec, progress: bool) -> Result<(Vec<Point>, Vec<Row>), String> {
-    sweep::run(spec, progress)
+    let jobs = sweep::validated_points(spec)?.len() * spec.seeds.len();
+    let prefix = Path::new(&spec.file)
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let bar = crate::progress::Steps::new(jobs as u64, "runs", &prefix, progress);
+    let r = sweep::run(spec, &|| bar.inc());
+    bar.finish();
+    r
 }
 
 /// Runs a sweep file and writes `DIR/results.csv`, `DIR/results.jsonl`,

@@ -15,7 +15,7 @@ fn tiny() -> SweepSpec {
 }
 
 fn outputs(spec: &SweepSpec) -> (String, String) {
-    let (_, rows) = oversub::sweep::run(spec, false).expect("sweep runs");
+    let (_, rows) = oversub::sweep::run(spec, &|| {}).expect("sweep runs");
     let axes: Vec<String> = spec.axes.iter().map(|a| a.name.clone()).collect();
     (
         oversub::sweep::to_csv(&axes, &rows),
@@ -105,7 +105,7 @@ fn sweep_is_deterministic_across_thread_counts() {
 #[test]
 fn summary_pairs_by_seed_against_the_baseline() {
     let spec = tiny();
-    let (pts, rows) = oversub::sweep::run(&spec, false).unwrap();
+    let (pts, rows) = oversub::sweep::run(&spec, &|| {}).unwrap();
     let s = oversub::sweep::summary::summarise(&spec, &pts, &rows);
     assert_eq!(s.len(), 2);
     assert!(s[0].baseline.is_none(), "upstream is the baseline");

@@ -1,7 +1,7 @@
 //! oversub: a deterministic simulator of an oversubscribed KVM host (the
 //! `oversub-core` crate; the command line and the Python bindings are leaves
-//! over it). It reads scenario files and writes none, spawns nothing; the
-//! only stderr and signal effects are `progress`'s, when a caller asks.
+//! over it). It reads scenario files and writes none, spawns nothing, draws
+//! no progress and installs no signal handler (the CLI does both).
 //!
 //! * `engine`: virtual time, the event queue, seeded randomness;
 //! * `sched`: the host scheduler (Linux EEVDF fair class, cgroups, SMP, yield_to);
@@ -12,13 +12,13 @@
 //!   `invariants`: self-checks;
 //! * `trace`: tracepoint-named events and sinks; `stats`: CIs, paired deltas;
 //!   `sweep`: parallel sweeps in memory, their metrics and summaries;
-//!   `progress`: progress bars and the Ctrl-C flag the runs poll.
+//!   `interrupt`: the stop flag the runs poll (the CLI sets it on Ctrl-C).
 
 pub mod engine;
 pub mod guest;
+pub mod interrupt;
 pub mod invariants;
 pub mod kvm;
-pub mod progress;
 pub mod report;
 pub mod scenario;
 pub mod sched;
@@ -50,7 +50,7 @@ pub fn run_scenario(
 }
 
 /// [`run_scenario`] that stops (None) when Ctrl-C or SIGTERM arrives
-/// ([`progress::interrupted`]), polled every few thousand events.
+/// ([`interrupt::interrupted`]), polled every few thousand events.
 pub fn run_scenario_interruptible(
     sc: &Scenario,
     seed: Option<u64>,
@@ -62,7 +62,7 @@ pub fn run_scenario_interruptible(
     }
     let d = duration.unwrap_or(sc.host.duration);
     let mut sim = sim::Simulator::new(&sc);
-    let mut r = sim.run_polled(d, &mut |_| !progress::interrupted())?;
+    let mut r = sim.run_polled(d, &mut |_| !interrupt::interrupted())?;
     r.seed = sc.host.seed;
     r.record_scenario(&sc, duration);
     Some(r)

@@ -130,7 +130,7 @@ fn sweep_jobs(py: Python<'_>, spec_json: &str, dir: &str) -> PyResult<Vec<(usize
 #[pyfunction]
 fn sweep_local(py: Python<'_>, spec_json: &str, dir: &str) -> PyResult<Vec<PyRow>> {
     let s = spec(spec_json, dir)?;
-    let (_, rows) = py.detach(|| sweep::run(&s, false)).map_err(refuse)?;
+    let (_, rows) = py.detach(|| sweep::run(&s, &|| {})).map_err(refuse)?;
     Ok(rows.into_iter().map(py_row).collect())
 }
 

@@ -473,7 +473,7 @@ fn sim_figures(
 /// Runs `oversub conform`; returns the exit code (0 all agreed or skipped,
 /// 1 a disagreement or error).
 pub fn run(opts: &Options) -> i32 {
-    let stop = oversub::progress::interrupt_flag();
+    let stop = crate::progress::interrupt_flag();
     let h = HostInfo::detect();
     let ctl = host::detect_cpu_controller();
     let mut out = String::new();
@@ -513,11 +513,11 @@ pub fn run(opts: &Options) -> i32 {
     };
     // A bar over the calibration and every real run, after 2 s on a terminal.
     let steps = 1 + opts.files.len() as u64 * u64::from(opts.runs.max(1));
-    let bar = oversub::progress::Steps::new(
+    let bar = crate::progress::Steps::new(
         steps,
         "real runs",
         "conform",
-        ctl.is_ok() && oversub::progress::wanted(!opts.json),
+        ctl.is_ok() && crate::progress::wanted(!opts.json),
     );
     // The machine's own costs, measured now, drive the simulated side.
     let cal = match &ctl {
@@ -553,7 +553,7 @@ pub fn run(opts: &Options) -> i32 {
         if stop.load(std::sync::atomic::Ordering::SeqCst) {
             bar.finish();
             eprintln!("conform: interrupted; workers killed and cgroups removed");
-            return i32::from(oversub::progress::EXIT_INTERRUPTED);
+            return i32::from(crate::progress::EXIT_INTERRUPTED);
         }
     }
     bar.finish();
@@ -708,7 +708,7 @@ fn run_program_file(
     duration: u64,
     opts: &Options,
     stop: &Arc<AtomicBool>,
-    bar: &oversub::progress::Steps,
+    bar: &crate::progress::Steps,
 ) -> Result<(Vec<Row>, usize, String), String> {
     let src = std::fs::read_to_string(file).map_err(|e| format!("cannot read: {e}"))?;
     let cal = || rtapp::measure_ns_per_loop().map_err(|e| format!("calibration: {e}"));
@@ -776,7 +776,7 @@ fn run_file(
     costs: &HostCosts,
     opts: &Options,
     stop: &Arc<AtomicBool>,
-    bar: &oversub::progress::Steps,
+    bar: &crate::progress::Steps,
 ) -> ScenarioResult {
     let file = f.display().to_string();
     let res = |status: &str, message: String, rows: Vec<Row>| ScenarioResult {

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use spec::SweepSpec;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// One point of the product: a value per axis.
 #[derive(Clone, Debug)]
@@ -112,11 +112,11 @@ pub fn validated_points(spec: &SweepSpec) -> Result<Vec<Point>, String> {
 /// Runs point `i` of `pts` (from [`validated_points`]) with `seed`: one
 /// row. Each run is independent and deterministic, so rows may be computed
 /// anywhere (threads here, Ray tasks in the Python package) and put back in
-/// expansion order. Ctrl-C / SIGTERM ([`crate::progress::interrupt_flag`])
+/// expansion order. Ctrl-C / SIGTERM ([`crate::interrupt::flag`])
 /// makes it an error.
 pub fn run_one(spec: &SweepSpec, pts: &[Point], i: usize, seed: u64) -> Result<Row, String> {
     let sc = load(&pts[i], seed, spec)?;
-    let r = (!crate::progress::interrupted())
+    let r = (!crate::interrupt::interrupted())
         .then(|| crate::run_scenario_interruptible(&sc, None, None))
         .flatten()
         .ok_or_else(|| format!("{}: interrupted; no results written", spec.file))?;
@@ -143,26 +143,21 @@ pub fn run_one(spec: &SweepSpec, pts: &[Point], i: usize, seed: u64) -> Result<R
 
 /// Validates every point (so a bad value fails before any run), then runs
 /// them all in parallel (rayon), rows in expansion order (points, then
-/// seeds); `progress` shows a bar (after 2 s).
-pub fn run(spec: &SweepSpec, progress: bool) -> Result<(Vec<Point>, Vec<Row>), String> {
+/// seeds); `on_run` is called after each run (from the worker threads), for
+/// a caller's progress display.
+pub fn run(spec: &SweepSpec, on_run: &(dyn Fn() + Sync)) -> Result<(Vec<Point>, Vec<Row>), String> {
     let pts = validated_points(spec)?;
     let jobs: Vec<(usize, u64)> = (0..pts.len())
         .flat_map(|i| spec.seeds.iter().map(move |&s| (i, s)))
         .collect();
-    let prefix = Path::new(&spec.file)
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let bar = crate::progress::Steps::new(jobs.len() as u64, "runs", &prefix, progress);
     let rows: Result<Vec<Row>, String> = jobs
         .par_iter()
         .map(|&(i, seed)| {
             let row = run_one(spec, &pts, i, seed);
-            bar.inc();
+            on_run();
             row
         })
         .collect();
-    bar.finish();
     Ok((pts, rows?))
 }
 

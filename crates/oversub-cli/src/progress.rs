@@ -6,8 +6,8 @@
 //! they stop cleanly (no partial output files, workers and cgroups removed)
 //! and exit with 130.
 
-use crate::engine::{Nanos, Time};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use oversub::engine::{Nanos, Time};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -19,14 +19,16 @@ pub const SHOW_AFTER: Duration = Duration::from_secs(2);
 /// The exit code of an interrupted command (128 + SIGINT).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
-static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+/// The core's stop flag ([`oversub::interrupt::flag`]), once the signal
+/// handlers are on it.
+static HANDLERS: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
 /// The flag SIGINT and SIGTERM set. The handlers are installed on the first
 /// call: only commands that poll the flag call it, because with the handlers
 /// in place the signals no longer end the process by themselves.
 pub fn interrupt_flag() -> Arc<AtomicBool> {
-    Arc::clone(STOP.get_or_init(|| {
-        let stop = Arc::new(AtomicBool::new(false));
+    Arc::clone(HANDLERS.get_or_init(|| {
+        let stop = oversub::interrupt::flag();
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
         }
@@ -36,7 +38,7 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
 
 /// Has Ctrl-C or SIGTERM arrived (false if nothing installed the handlers)?
 pub fn interrupted() -> bool {
-    STOP.get().is_some_and(|s| s.load(Ordering::SeqCst))
+    oversub::interrupt::interrupted()
 }
 
 /// Would a bar be drawn: wanted by the caller (not `--json`) and stderr a
@@ -103,7 +105,8 @@ impl Steps {
         self.bar.suspend(f)
     }
 
-    /// The steps done so far.
+    /// The steps done so far (for the tests).
+    #[cfg(test)]
     pub fn position(&self) -> u64 {
         self.bar.position()
     }
@@ -180,6 +183,6 @@ mod tests {
         s.clone().inc();
         assert_eq!(s.position(), 2);
         s.finish();
-        assert!(!interrupted() || STOP.get().is_some());
+        assert!(!interrupted() || HANDLERS.get().is_some());
     }
 }
