@@ -220,3 +220,35 @@ fn nested_guest_has_per_vcpu_thread_tracks() {
     // host preemption would break it: all four vCPUs stay busy).
     assert!(total <= 2.0 * 60_000.0 + 1.0, "guest time {total} us");
 }
+
+/// A nested guest's IPIs are `kvm_apic_ipi` events like the phase
+/// generator's: the synchronous cross-CPU calls of `smp_call.json` are
+/// unicast CALL_FUNCTION_SINGLE writes (vector 0xfb) from the caller's vCPU
+/// to vCPU 1, and the IPI-aware `on_spin` records them as tracked.
+#[test]
+fn nested_guest_ipis_are_traced() {
+    let dir = std::env::temp_dir().join(format!("oversub-trace-ipi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prog = std::path::Path::new(ROOT).join("crates/oversub-core/tests/nested/smp_call.json");
+    std::fs::copy(&prog, dir.join("smp_call.json")).unwrap();
+    let sc = dir.join("ipi.toml");
+    std::fs::write(
+        &sc,
+        "[host]\ncpus = 2\nduration = \"50ms\"\n\
+         [kvm]\non_spin = \"ipi_aware\"\n\
+         [[vm]]\nname = \"g\"\nvcpus = 2\npin = [0, 1]\nprogram = \"smp_call.json\"\n",
+    )
+    .unwrap();
+    let (v, _) = trace(&[sc.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let ipis: Vec<&serde_json::Value> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "i" && e["name"] == "kvm_apic_ipi")
+        .collect();
+    assert!(ipis.len() > 10, "{} kvm_apic_ipi events", ipis.len());
+    assert!(ipis.iter().any(|e| e["args"]["vector"] == 0xfb
+        && e["args"]["tracked"] == true
+        && e["args"]["dest_vcpu"] == 1));
+}

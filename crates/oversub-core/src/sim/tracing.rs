@@ -26,6 +26,31 @@ impl Simulator {
         }
     }
 
+    /// `kvm_apic_ipi` for a guest's unicast ICR write from vCPU `from` of
+    /// VM `vi` (running on `cpu`) to vCPU `dest`; `tracked`: the IPI tracker
+    /// recorded it.
+    pub(super) fn trace_icr(
+        &mut self,
+        cpu: CpuId,
+        vi: usize,
+        from: usize,
+        dest: usize,
+        vector: u8,
+        tracked: bool,
+    ) {
+        if self.tracing() {
+            let (t, pid) = (self.now.0, self.vms[vi].task(from).0);
+            self.tr(TraceEvent::KvmApicIpi {
+                t,
+                cpu: cpu.0,
+                pid,
+                dest: dest as u32,
+                vector,
+                tracked,
+            });
+        }
+    }
+
     pub(super) fn trace_switch(&mut self, sw: &Switch) {
         if self.tracing() {
             let t = self.now.0;

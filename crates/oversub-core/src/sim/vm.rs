@@ -380,7 +380,7 @@ impl VmRt {
         self.locks = (0..n).map(|_| GuestLock::new(kind)).collect();
     }
 
-    fn task(&self, i: usize) -> TaskId {
+    pub(super) fn task(&self, i: usize) -> TaskId {
         TaskId(self.task_base + i as u32)
     }
 
@@ -1521,6 +1521,9 @@ impl Simulator {
         let pv = self.pv;
         let me = VcpuIdx(i as u32);
         let sync = then.is_some();
+        // Unicast ICR writes, for `kvm_apic_ipi` once `vm` is released.
+        let mut icrs: Vec<(usize, u8, bool)> = Vec::new();
+        let tracing = self.tracing();
         let vm = &mut self.vms[vi];
         vm.stats.ipis_sent += targets.len() as u64;
         // smp_call_function_many_cond(): one target goes through
@@ -1542,6 +1545,9 @@ impl Simulator {
             }
             if w.tracked {
                 vm.stats.ipis_tracked += 1;
+            }
+            if tracing {
+                icrs.push((targets[0], CALL_FUNCTION_SINGLE_VECTOR.0, w.tracked));
             }
         } else if pv.send_ipi {
             // KVM_HC_SEND_IPI: one hypercall exit, never tracked.
@@ -1576,8 +1582,15 @@ impl Simulator {
                 if w.tracked {
                     vm.stats.ipis_tracked += 1;
                 }
+                if tracing {
+                    icrs.push((t, CALL_FUNCTION_VECTOR.0, w.tracked));
+                }
             }
         }
+        for (dest, vector, tracked) in icrs {
+            self.trace_icr(cpu, vi, i, dest, vector, tracked);
+        }
+        let vm = &mut self.vms[vi];
         if let Some(then) = then {
             vm.g[i].csd_pending += targets.len() as u32;
             vm.g[i].csd_since = now;

@@ -421,6 +421,7 @@ impl Simulator {
             if w.tracked {
                 vm.stats.ipis_tracked += 1;
             }
+            self.trace_icr(cpu, vi, from, t, RESCHEDULE_VECTOR.0, w.tracked);
             for tg in w.targets {
                 self.deliver(vi, from, tg.idx(), RESCHEDULE_VECTOR, false, cpu);
             }
