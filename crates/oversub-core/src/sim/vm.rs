@@ -253,9 +253,25 @@ enum Act {
 impl VmRt {
     /// An ICR write by `me`: the series' tracker sees it, and with the IPI
     /// hint a unicast fixed-mode IPI that exited is recorded on the sender.
-    fn icr_write(&mut self, me: VcpuIdx, irq: &LapicIrq, now: Time, running: &[bool]) -> IcrWrite {
+    /// An APIC-write exit costs the sender `exit` (charged at its next
+    /// entry); exits and tracked pairs are counted in the VM's stats.
+    fn icr_write(
+        &mut self,
+        me: VcpuIdx,
+        irq: &LapicIrq,
+        now: Time,
+        running: &[bool],
+        exit: Nanos,
+    ) -> IcrWrite {
         let run = |t: VcpuIdx| running.get(t.idx()).copied().unwrap_or(true);
         let w = self.tracker.on_icr_write_running(me, irq, now, &run);
+        if w.exited {
+            self.stats.ipi_exits += 1;
+            self.g[me.idx()].pending_exit += exit;
+        }
+        if w.tracked {
+            self.stats.ipis_tracked += 1;
+        }
         if let Some(h) = self.hint.as_mut() {
             let unicast = irq.delivery_mode == DeliveryMode::Fixed
                 && irq.shorthand == Shorthand::NoShorthand
@@ -1392,26 +1408,9 @@ impl Simulator {
                         &LapicIrq::unicast(VcpuIdx(t as u32), vector),
                         now,
                         &running,
+                        exit,
                     );
-                    if w.exited {
-                        vm.stats.ipi_exits += 1;
-                        vm.g[i].pending_exit += exit;
-                    }
-                    if w.tracked {
-                        vm.stats.ipis_tracked += 1;
-                    }
-                    let (tracked, from, dest) = (w.tracked, vm.task(i), t as u32);
-                    if self.trace.is_some() {
-                        let t = now.0;
-                        self.tr(crate::trace::TraceEvent::KvmApicIpi {
-                            t,
-                            cpu: cpu.0,
-                            pid: from.0,
-                            dest,
-                            vector: vector.0,
-                            tracked,
-                        });
-                    }
+                    self.trace_icr(cpu, vi, i, t, vector.0, w.tracked);
                     let vm = &mut self.vms[vi];
                     if sync {
                         vm.g[i].csd_pending += w.targets.len() as u32;
@@ -1538,14 +1537,8 @@ impl Simulator {
                 &LapicIrq::unicast(VcpuIdx(targets[0] as u32), CALL_FUNCTION_SINGLE_VECTOR),
                 now,
                 running,
+                exit,
             );
-            if w.exited {
-                vm.stats.ipi_exits += 1;
-                vm.g[i].pending_exit += exit;
-            }
-            if w.tracked {
-                vm.stats.ipis_tracked += 1;
-            }
             if tracing {
                 icrs.push((targets[0], CALL_FUNCTION_SINGLE_VECTOR.0, w.tracked));
             }
@@ -1561,12 +1554,8 @@ impl Simulator {
                 shorthand: Shorthand::AllButSelf,
                 ..LapicIrq::unicast(me, CALL_FUNCTION_VECTOR)
             };
-            let w = vm.icr_write(me, &irq, now, running);
+            let w = vm.icr_write(me, &irq, now, running, exit);
             debug_assert_eq!(w.targets.len(), targets.len());
-            if w.exited {
-                vm.stats.ipi_exits += 1;
-                vm.g[i].pending_exit += exit;
-            }
         } else {
             for &t in targets {
                 let w = vm.icr_write(
@@ -1574,14 +1563,8 @@ impl Simulator {
                     &LapicIrq::unicast(VcpuIdx(t as u32), CALL_FUNCTION_VECTOR),
                     now,
                     running,
+                    exit,
                 );
-                if w.exited {
-                    vm.stats.ipi_exits += 1;
-                    vm.g[i].pending_exit += exit;
-                }
-                if w.tracked {
-                    vm.stats.ipis_tracked += 1;
-                }
                 if tracing {
                     icrs.push((t, CALL_FUNCTION_VECTOR.0, w.tracked));
                 }

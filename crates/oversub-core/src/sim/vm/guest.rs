@@ -413,14 +413,8 @@ impl Simulator {
                 &LapicIrq::unicast(VcpuIdx(t as u32), RESCHEDULE_VECTOR),
                 now,
                 &running,
+                exit,
             );
-            if w.exited {
-                vm.stats.ipi_exits += 1;
-                vm.g[from].pending_exit += exit;
-            }
-            if w.tracked {
-                vm.stats.ipis_tracked += 1;
-            }
             self.trace_icr(cpu, vi, from, t, RESCHEDULE_VECTOR.0, w.tracked);
             for tg in w.targets {
                 self.deliver(vi, from, tg.idx(), RESCHEDULE_VECTOR, false, cpu);
