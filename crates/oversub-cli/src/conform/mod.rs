@@ -257,35 +257,22 @@ fn cg_share(run: &RunFigures, cg: &str) -> f64 {
     s as f64 / total as f64
 }
 
-fn share_row(kind: &str, name: &str, real: &[f64], sim: f64, floor: f64) -> Row {
+/// One comparison row: the real runs' mean, min and max against `sim`;
+/// `tol(mean, spread)` gives the tolerance; `judged` = Some(eps) judges
+/// |sim - mean| <= tolerance + eps, None leaves the row informational.
+fn row(
+    (kind, name, metric): (&str, &str, &str),
+    real: &[f64],
+    sim: f64,
+    tol: impl FnOnce(f64, f64) -> f64,
+    judged: Option<f64>,
+) -> Row {
     let mean = real.iter().sum::<f64>() / real.len().max(1) as f64;
     let min = real.iter().cloned().fold(f64::INFINITY, f64::min);
     let max = real.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let tol = (SHARE_REL_TOL * mean).max(max - min).max(floor);
+    let tolerance = tol(mean, max - min);
     Row {
         kind: kind.into(),
-        name: name.into(),
-        metric: "share".into(),
-        real_mean: mean,
-        real_min: min,
-        real_max: max,
-        sim,
-        rel_err: if mean > 0.0 { (sim - mean) / mean } else { 0.0 },
-        tolerance: tol,
-        pass: Some((sim - mean).abs() <= tol + 1e-12),
-        known: None,
-    }
-}
-
-fn lat_row(name: &str, metric: &str, real: &[f64], sim: f64, judged: bool) -> Row {
-    let mean = real.iter().sum::<f64>() / real.len().max(1) as f64;
-    let min = real.iter().cloned().fold(f64::INFINITY, f64::min);
-    let max = real.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    // The real run-to-run spread counts as for shares: on a loaded machine
-    // the wake path's median moves between runs.
-    let tol = (LAT_REL_TOL * mean).max(LAT_ABS_TOL_NS).max(max - min);
-    Row {
-        kind: "task".into(),
         name: name.into(),
         metric: metric.into(),
         real_mean: mean,
@@ -293,10 +280,28 @@ fn lat_row(name: &str, metric: &str, real: &[f64], sim: f64, judged: bool) -> Ro
         real_max: max,
         sim,
         rel_err: if mean > 0.0 { (sim - mean) / mean } else { 0.0 },
-        tolerance: tol,
-        pass: judged.then_some((sim - mean).abs() <= tol),
+        tolerance,
+        pass: judged.map(|eps| (sim - mean).abs() <= tolerance + eps),
         known: None,
     }
+}
+
+fn share_row(kind: &str, name: &str, real: &[f64], sim: f64, floor: f64) -> Row {
+    let tol = |mean: f64, spread: f64| (SHARE_REL_TOL * mean).max(spread).max(floor);
+    row((kind, name, "share"), real, sim, tol, Some(1e-12))
+}
+
+fn lat_row(name: &str, metric: &str, real: &[f64], sim: f64, judged: bool) -> Row {
+    // The real run-to-run spread counts as for shares: on a loaded machine
+    // the wake path's median moves between runs.
+    let tol = |mean: f64, spread: f64| (LAT_REL_TOL * mean).max(LAT_ABS_TOL_NS).max(spread);
+    row(
+        ("task", name, metric),
+        real,
+        sim,
+        tol,
+        judged.then_some(0.0),
+    )
 }
 
 /// Compares real runs (same task order as `sim`) with the simulated run.
@@ -359,23 +364,8 @@ pub fn compare(
 /// Migrations per second (`se.nr_migrations` over the window): agree when
 /// |real - sim| <= max(MIGR_REL_TOL of real, the real spread, MIGR_ABS_TOL).
 fn migr_row(name: &str, real: &[f64], sim: f64) -> Row {
-    let mean = real.iter().sum::<f64>() / real.len().max(1) as f64;
-    let min = real.iter().cloned().fold(f64::INFINITY, f64::min);
-    let max = real.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let tol = (MIGR_REL_TOL * mean).max(max - min).max(MIGR_ABS_TOL);
-    Row {
-        kind: "task".into(),
-        name: name.into(),
-        metric: "migr/s".into(),
-        real_mean: mean,
-        real_min: min,
-        real_max: max,
-        sim,
-        rel_err: if mean > 0.0 { (sim - mean) / mean } else { 0.0 },
-        tolerance: tol,
-        pass: Some((sim - mean).abs() <= tol + 1e-12),
-        known: None,
-    }
+    let tol = |mean: f64, spread: f64| (MIGR_REL_TOL * mean).max(spread).max(MIGR_ABS_TOL);
+    row(("task", name, "migr/s"), real, sim, tol, Some(1e-12))
 }
 
 fn fmt_val(metric: &str, v: f64) -> String {
@@ -629,23 +619,14 @@ pub const SWITCH_REL_TOL: f64 = 0.15;
 pub const SWITCH_ABS_TOL: f64 = 5.0;
 
 fn rate_row(name: &str, metric: &str, real: &[f64], sim: f64, tol: Option<f64>) -> Row {
-    let mean = real.iter().sum::<f64>() / real.len().max(1) as f64;
-    let min = real.iter().cloned().fold(f64::INFINITY, f64::min);
-    let max = real.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let tolerance = tol.unwrap_or(0.0).max(max - min);
-    Row {
-        kind: "task".into(),
-        name: name.into(),
-        metric: metric.into(),
-        real_mean: mean,
-        real_min: min,
-        real_max: max,
+    let tolerance = |_: f64, spread: f64| tol.unwrap_or(0.0).max(spread);
+    row(
+        ("task", name, metric),
+        real,
         sim,
-        rel_err: if mean > 0.0 { (sim - mean) / mean } else { 0.0 },
         tolerance,
-        pass: tol.map(|_| (sim - mean).abs() <= tolerance + 1e-9),
-        known: None,
-    }
+        tol.map(|_| 1e-9),
+    )
 }
 
 /// Per program thread: voluntary switches per second (judged: the
