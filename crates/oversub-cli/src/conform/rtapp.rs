@@ -77,15 +77,7 @@ pub fn measure_ns_per_loop() -> Result<f64, String> {
             serde_json::Value::from(dir.0.display().to_string())
         );
         std::fs::write(&file, prog).map_err(|e| format!("write {}: {e}", file.display()))?;
-        let child = Command::new("rt-app")
-            .arg(&file)
-            .current_dir(&dir.0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("spawn rt-app: {e}"))?;
-        let proc = RtAppProc(child);
+        let proc = RtAppProc::spawn(&file, &dir.0)?;
         let pid = proc.0.id();
         let deadline = mono_now() + 25_000_000_000;
         // The thread has used its run once it sleeps with CPU time past
@@ -157,6 +149,21 @@ pub fn real_json(
 
 /// The rt-app process, killed and reaped when dropped.
 struct RtAppProc(Child);
+
+impl RtAppProc {
+    /// `rt-app FILE` in `dir`, with no terminal I/O.
+    fn spawn(file: &std::path::Path, dir: &std::path::Path) -> Result<RtAppProc, String> {
+        Command::new("rt-app")
+            .arg(file)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map(RtAppProc)
+            .map_err(|e| format!("spawn rt-app: {e}"))
+    }
+}
 
 impl Drop for RtAppProc {
     fn drop(&mut self) {
@@ -240,15 +247,7 @@ pub fn run_once(
     let text = real_json(src, secs, &dir.0.display().to_string(), ns_per_loop)?;
     let file = dir.0.join("program.json");
     std::fs::write(&file, text).map_err(|e| format!("write {}: {e}", file.display()))?;
-    let child = Command::new("rt-app")
-        .arg(&file)
-        .current_dir(&dir.0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("spawn rt-app: {e}"))?;
-    let mut proc = RtAppProc(child);
+    let mut proc = RtAppProc::spawn(&file, &dir.0)?;
     let pid = proc.0.id();
     // Before calibration ends, so every thread starts in the cgroup.
     tree.attach("/", pid)?;
