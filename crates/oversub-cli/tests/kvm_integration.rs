@@ -350,41 +350,46 @@ fn bad(src: &str) -> String {
 #[test]
 fn vm_scenario_errors_name_the_field_and_the_allowed_values() {
     let base = "[host]\ncpus = 2\n[[vm]]\nname = \"v\"\nvcpus = 2\n";
-    let e = bad(&format!("{base}colour = \"red\"\n"));
-    assert!(e.contains("colour"), "{e}");
-    let e = bad(&format!("{base}workload = \"tpcc\"\n"));
-    assert!(e.contains("vm[0].workload") && e.contains("dedup"), "{e}");
-    let e = bad(&format!("{base}layout = \"tree\"\n"));
-    assert!(e.contains("vm[0].layout") && e.contains("libvirt"), "{e}");
-    let e = bad(&format!("{base}pin = [0]\n"));
-    assert!(e.contains("vm[0].pin"), "{e}");
-    let e = bad(&format!("{base}pin = [0, 5]\n"));
-    assert!(e.contains("vm[0].pin") && e.contains("0 ..= 1"), "{e}");
-    let e = bad(&format!("{base}[vm.overrides]\nspeed = 3\n"));
-    assert!(e.contains("vm[0].overrides") && e.contains("speed"), "{e}");
-    let e = bad(&format!("{base}layout = \"explicit\"\n"));
-    assert!(e.contains("vm[0].vcpu_cgroups"), "{e}");
-    let e = bad(&format!("[kvm]\non_spin = \"5.10\"\n{base}"));
-    assert!(e.contains("kvm.on_spin") && e.contains("6.12"), "{e}");
-    let e = bad(&format!("[kvm]\nple = \"arm\"\n{base}"));
-    assert!(e.contains("kvm.ple") && e.contains("svm"), "{e}");
-    let e = bad(&format!("[kvm]\nipi_eoi = \"any\"\n{base}"));
-    assert!(e.contains("kvm.ipi_eoi") && e.contains("ipi_aware"), "{e}");
-    let e = bad(&format!(
-        "[kvm]\non_spin = \"ipi_aware\"\nipi_order = \"x\"\n{base}"
-    ));
-    assert!(
-        e.contains("kvm.ipi_order") && e.contains("receiver_first"),
-        "{e}"
-    );
-    let e = bad(&format!("[kvm]\nipiv = true\n{base}"));
-    assert!(e.contains("kvm.ipiv"), "{e}");
-    let e = bad(&format!("[kvm]\nple = \"svm\"\nple_window = 70000\n{base}"));
-    assert!(e.contains("kvm.ple_window") && e.contains("65535"), "{e}");
-    let e = bad(&format!("[guest.pv]\nsteal = true\n{base}"));
-    assert!(e.contains("steal"), "{e}");
-    let e = bad(&format!("{base}[[vm]]\nname = \"v\"\n"));
-    assert!(e.contains("vm[1].name"), "{e}");
+    // (text before the base, text after it, what the one-line error must name)
+    let cases: &[(&str, &str, &[&str])] = &[
+        ("", "colour = \"red\"\n", &["colour"]),
+        ("", "workload = \"tpcc\"\n", &["vm[0].workload", "dedup"]),
+        ("", "layout = \"tree\"\n", &["vm[0].layout", "libvirt"]),
+        ("", "pin = [0]\n", &["vm[0].pin"]),
+        ("", "pin = [0, 5]\n", &["vm[0].pin", "0 ..= 1"]),
+        (
+            "",
+            "[vm.overrides]\nspeed = 3\n",
+            &["vm[0].overrides", "speed"],
+        ),
+        ("", "layout = \"explicit\"\n", &["vm[0].vcpu_cgroups"]),
+        ("[kvm]\non_spin = \"5.10\"\n", "", &["kvm.on_spin", "6.12"]),
+        ("[kvm]\nple = \"arm\"\n", "", &["kvm.ple", "svm"]),
+        (
+            "[kvm]\nipi_eoi = \"any\"\n",
+            "",
+            &["kvm.ipi_eoi", "ipi_aware"],
+        ),
+        (
+            "[kvm]\non_spin = \"ipi_aware\"\nipi_order = \"x\"\n",
+            "",
+            &["kvm.ipi_order", "receiver_first"],
+        ),
+        ("[kvm]\nipiv = true\n", "", &["kvm.ipiv"]),
+        (
+            "[kvm]\nple = \"svm\"\nple_window = 70000\n",
+            "",
+            &["kvm.ple_window", "65535"],
+        ),
+        ("[guest.pv]\nsteal = true\n", "", &["steal"]),
+        ("", "[[vm]]\nname = \"v\"\n", &["vm[1].name"]),
+    ];
+    for (before, after, names) in cases {
+        let e = bad(&format!("{before}{base}{after}"));
+        for n in *names {
+            assert!(e.contains(n), "{before}{base}{after} -> {e}: must name {n}");
+        }
+    }
 }
 
 #[test]
