@@ -65,7 +65,7 @@ fn median(mut v: Vec<u64>) -> u64 {
 
 /// Timer lateness on `cpu`, `n` samples, expiries at a phase that walks over
 /// the tick period (so that they do not sit on the tick grid).
-fn timer_probe(cpu: usize, n: u32) -> u64 {
+pub fn timer_probe(cpu: usize, n: u32) -> u64 {
     std::thread::spawn(move || {
         pin(cpu);
         let mut v = Vec::with_capacity(n as usize);

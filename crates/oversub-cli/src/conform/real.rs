@@ -332,3 +332,103 @@ pub fn calibrate_in_cgroup(
     drop(tree);
     super::calibrate::Calibration::from_json(&out)
 }
+
+/// One batch of conform's timer-wake probe, run right before a real run of
+/// a scenario with periodic tasks: for each of `cpus`, a hog *process* is
+/// pinned there and a sleeper process on the same CPU measures how late its
+/// absolute `clock_nanosleep` expiries run (`samples` of them, at phases
+/// that walk over the tick period; the median). Both are workers of this
+/// binary in a cgroup of weight [`BASE_WEIGHT`], as a scenario's are, so the
+/// probe pays the same path as a periodic worker preempting a hog: the
+/// interrupt, the wakeup, a switch between two processes, the return to
+/// user space and the same timestamp code. Returns the medians, in `cpus`
+/// order.
+pub fn timer_probe_batch(
+    ctl: &CpuController,
+    tag: &str,
+    cpus: &[u32],
+    samples: u32,
+    stop: &AtomicBool,
+) -> Result<Vec<u64>, String> {
+    let empty = Scenario::parse("probe", "[[task]]\nname = \"x\"\nkind = \"hog\"\n")
+        .map_err(|e| e.to_string())?;
+    let tree = CgroupTree::create(
+        ctl,
+        tag,
+        &Scenario {
+            cgroups: Vec::new(),
+            ..empty
+        },
+    )?;
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let pin = |pid: u32, cpu: u32| -> Result<(), String> {
+        let mut set = rustix::thread::CpuSet::new();
+        set.set(cpu as usize);
+        let rpid = Pid::from_raw(pid as i32).ok_or("bad pid")?;
+        rustix::thread::sched_setaffinity(Some(rpid), &set)
+            .map_err(|e| format!("sched_setaffinity probe: {e}"))
+    };
+    let mut out = Vec::with_capacity(cpus.len());
+    for &cpu in cpus {
+        if stop.load(Ordering::SeqCst) {
+            return Err("interrupted".into());
+        }
+        let now = mono_now();
+        let mut workers = Workers(Vec::new());
+        // The hog spins from now on; it is killed when the batch is done
+        // (its `end` is only a bound should the parent die).
+        let hog = Command::new(&exe)
+            .arg("__worker")
+            .args(worker::args_for(
+                "hog",
+                &[("start", now), ("end", now + 60_000_000_000)],
+            ))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("spawn probe hog: {e}"))?;
+        let hpid = hog.id();
+        workers.0.push((hog, "probe-hog".into(), "/".into()));
+        tree.attach("/", hpid)?;
+        pin(hpid, cpu)?;
+        // The sleeper starts once the hog has run for a while.
+        let start = mono_now() + 50_000_000;
+        let probe = Command::new(&exe)
+            .arg("__worker")
+            .args(worker::args_for(
+                "timer_probe",
+                &[
+                    ("start", start),
+                    ("end", start),
+                    ("cpu", u64::from(cpu)),
+                    ("samples", u64::from(samples)),
+                ],
+            ))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("spawn timer probe: {e}"))?;
+        let ppid = probe.id();
+        workers.0.push((probe, "probe".into(), "/".into()));
+        tree.attach("/", ppid)?;
+        pin(ppid, cpu)?;
+        let (c, _, _) = &mut workers.0[1];
+        let mut text = String::new();
+        if let Some(mut o) = c.stdout.take() {
+            let _ = o.read_to_string(&mut text);
+        }
+        let mut err = String::new();
+        if let Some(mut e) = c.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        let _ = c.wait();
+        drop(workers);
+        let v = worker::parse_timer_probe(&text)
+            .ok_or_else(|| format!("timer probe on CPU {cpu} gave no result: {}", err.trim()))?;
+        out.push(v);
+    }
+    drop(tree);
+    Ok(out)
+}

@@ -4,6 +4,9 @@
 //! plus a grace period. Periodic workers print their wakeup-latency summary
 //! (timer expiry to running, cyclictest-style) on stderr as one line
 //! `latency samples=N p50=NS p99=NS max=NS mean=NS skipped=N skipped_ns=NS`.
+//! Two more kinds are probes, not scenario tasks: `calibrate` (the probes of
+//! `oversub calibrate`, JSON on stdout) and `timer_probe` (one batch of the
+//! timer-wake probe on `cpu`, `timer_probe p50=NS` on stdout).
 
 use oversub::report::Percentiles;
 use rustix::thread::{clock_nanosleep_absolute, ClockId};
@@ -173,6 +176,14 @@ fn run(args: &[String]) -> Result<(), String> {
                 }
             }
         }
+        "timer_probe" => {
+            // One batch of the conform run's timer-wake probe
+            // (`real::timer_probe_batch`): a sleeper on `cpu` against the
+            // hog process the parent placed there.
+            let cpu = get("cpu")? as usize;
+            let v = super::calibrate::timer_probe(cpu, get("samples")? as u32);
+            println!("timer_probe p50={v}");
+        }
         "calibrate" => {
             let cal = super::calibrate::calibrate(get("samples")? as u32);
             println!("{}", cal.to_json());
@@ -209,6 +220,15 @@ pub fn parse_skipped_ns(text: &str) -> Option<u64> {
         .ok()
 }
 
+/// Parses a `timer_probe` worker's output line.
+pub fn parse_timer_probe(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("timer_probe p50="))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,5 +256,10 @@ mod tests {
             (3, 10, 20, 30, 12)
         );
         assert!(parse_latency("nothing").is_none());
+        assert_eq!(
+            parse_timer_probe("x\ntimer_probe p50=17250\n"),
+            Some(17_250)
+        );
+        assert_eq!(parse_timer_probe("timer_probe p50=x"), None);
     }
 }
