@@ -65,15 +65,20 @@ const CAL_GUESS: i64 = 10;
 /// machine it both takes long and comes out too high, making every `run` use
 /// less CPU than it says. The caller measures before and after every real
 /// run: the loop's cost drifts with the load on the sibling hyperthread.
-pub fn measure_ns_per_loop() -> Result<f64, String> {
+/// With `cpus`, the measuring thread is pinned there (the program's CPUs:
+/// a loop costs what the core it runs on makes it cost).
+pub fn measure_ns_per_loop(cpus: Option<&[u32]>) -> Result<f64, String> {
     {
         let dir =
             TmpDir(std::env::temp_dir().join(format!("oversub-rtapp-cal-{}", std::process::id())));
         std::fs::create_dir_all(&dir.0).map_err(|e| format!("mkdir {}: {e}", dir.0.display()))?;
         let file = dir.0.join("cal.json");
+        let pin = cpus.map_or(String::new(), |c| {
+            format!("\"cpus\": {}, ", serde_json::Value::from(c.to_vec()))
+        });
         let prog = format!(
             r#"{{"global": {{"duration": 30, "calibration": {CAL_GUESS}, "log_size": 0, "logdir": {}}},
-                "tasks": {{"cal": {{"loop": 1, "phases": {{"p": {{"run": {CAL_RUN_US}, "sleep": 20000000}}}}}}}}}}"#,
+                "tasks": {{"cal": {{{pin}"loop": 1, "phases": {{"p": {{"run": {CAL_RUN_US}, "sleep": 20000000}}}}}}}}}}"#,
             serde_json::Value::from(dir.0.display().to_string())
         );
         std::fs::write(&file, prog).map_err(|e| format!("write {}: {e}", file.display()))?;
