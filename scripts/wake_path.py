@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Splits the timer wakeups of one sleeper (PID) in an ftrace text trace
 (scripts/wake-path-trace.sh) into stages and prints p10/p50/p90 of each, us:
-expiry -> local timer interrupt -> sched_waking -> sched_wakeup -> switch."""
+expiry -> local timer interrupt -> sched_waking -> sched_wakeup -> switch,
+and how many wakeups did not preempt at once (wakeup->switch > 50 us)."""
 import re
 import sys
 from collections import Counter
 
 RX = re.compile(r'^\s*(.*?)-(\d+)\s+\[(\d+)\]\s+(\S+)\s+([\d.]+):\s+(\w+):\s*(.*)$')
+
+
+LATE_US = 50
 
 
 def main(path, spid):
@@ -38,7 +42,7 @@ def main(path, spid):
             if all(k in st for k in ('irq', 'waking', 'wakeup')):
                 segs.append((st['irq'] - st['exp'], st['waking'] - st['irq'],
                              st['wakeup'] - st['waking'], t - st['wakeup'],
-                             t - st['exp'], st['icomm'], st['cpu']))
+                             t - st['exp'], st['icomm'], st['cpu'], cpu))
             st = None
     if not segs:
         sys.exit(f'no complete timer wakeups of pid {spid} in {path}')
@@ -49,6 +53,16 @@ def main(path, spid):
         v = sorted(s[i] for s in segs)
         print(f'  {n:15} p10 {v[len(v) // 10]:7.1f}  p50 {v[len(v) // 2]:7.1f}  '
               f'p90 {v[len(v) * 9 // 10]:7.1f}')
+    # A wakeup that does not preempt at once waits for the running task's
+    # slice end or the next tick: the stage wakeup->switch shows it.
+    late = [s for s in segs if s[3] > LATE_US]
+    prompt = sorted(s[4] for s in segs if s[3] <= LATE_US)
+    remote = sum(1 for s in segs if s[7] != s[6])
+    print(f'  wakeup->switch > {LATE_US} us (no immediate preemption): '
+          f'{len(late)} of {len(segs)} ({100 * len(late) / len(segs):.0f}%); '
+          f'expiry->switch p50 of the others '
+          f'{prompt[len(prompt) // 2] if prompt else float("nan"):.1f}; '
+          f'run on another CPU than the interrupt: {remote}')
 
 
 if __name__ == '__main__':
