@@ -79,3 +79,28 @@ fn conform_refuses_programs_that_end_by_themselves() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn timer_probe_worker_reports_its_median() {
+    // One small batch of conform's per-run timer-wake probe on CPU 0.
+    let out = oversub()
+        .args([
+            "__worker",
+            "timer_probe",
+            "start=0",
+            "end=0",
+            "cpu=0",
+            "samples=5",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: u64 = text
+        .trim()
+        .strip_prefix("timer_probe p50=")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    // A timer cannot fire before its expiry; 0 would mean no sample taken.
+    assert!(v > 0, "{text}");
+}
