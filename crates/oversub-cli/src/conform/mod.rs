@@ -176,7 +176,8 @@ pub struct ScenarioResult {
 #[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct ProbeSummary {
     pub cpus: Vec<u32>,
-    /// Per batch (one per real run), the median per CPU, ns.
+    /// Per batch (one before each real run and one after the last), the
+    /// median per CPU, ns.
     pub batches: Vec<Vec<u64>>,
     /// The median over the batches of each batch's mean over the CPUs, ns:
     /// the simulated `timer_wake` + `context_switch`.
@@ -225,7 +226,7 @@ impl ProbeSummary {
             .map(|b| b.iter().map(|&v| us(v)).collect::<Vec<_>>().join("/"))
             .collect();
         format!(
-            "timer wake against a hog process on CPU {} before each run: {} us (batches {} us{}), simulated timer_wake {} us + context_switch {} us; spread {} us added to the latency tolerances",
+            "timer wake against a hog process on CPU {} before each run and after the last: {} us (batches {} us{}), simulated timer_wake {} us + context_switch {} us; spread {} us added to the latency tolerances",
             cpus.join("+"),
             us(self.timer_hog_ns),
             batches.join(", "),
@@ -925,15 +926,21 @@ fn run_file(
     // The host's timer wake path moves on a minutes scale (docs/
     // conformance.md): a probe batch right before each real run, on the
     // CPUs the periodic tasks use, gives the simulated side its wake cost.
+    // One more batch after the last run, so that every run lies between
+    // two batches.
     let probe_cpus = periodic_cpus(&sc, h.cpus);
     let mut batches = Vec::new();
+    let probe_batch = |i: u32| {
+        let tag = format!("oversub-conform-{}-{i}-probe", std::process::id());
+        real::timer_probe_batch(ctl, &tag, &probe_cpus, PROBE_BATCH_SAMPLES, stop)
+            .map_err(|e| format!("probe batch {}: {e}", i + 1))
+    };
     for i in 0..opts.runs.max(1) {
         let tag = format!("oversub-conform-{}-{i}", std::process::id());
         if !probe_cpus.is_empty() {
-            let ptag = format!("{tag}-probe");
-            match real::timer_probe_batch(ctl, &ptag, &probe_cpus, PROBE_BATCH_SAMPLES, stop) {
+            match probe_batch(i) {
                 Ok(b) => batches.push(b),
-                Err(e) => return res("error", format!("probe batch {}: {e}", i + 1), vec![]),
+                Err(e) => return res("error", e, vec![]),
             }
         }
         let run = real::run_once(&sc, ctl, &tag, duration, stop);
@@ -950,6 +957,12 @@ fn run_file(
                     .collect::<RunFigures>()
             }),
             Err(e) => return res("error", format!("real run {}: {e}", i + 1), vec![]),
+        }
+    }
+    if !probe_cpus.is_empty() {
+        match probe_batch(opts.runs.max(1)) {
+            Ok(b) => batches.push(b),
+            Err(e) => return res("error", e, vec![]),
         }
     }
     let probe = ProbeSummary::of(probe_cpus, batches);
