@@ -199,10 +199,12 @@ impl ProbeSummary {
         let max = *means.iter().max()?;
         let mut sorted = means.clone();
         sorted.sort_unstable();
+        let n = sorted.len();
         Some(ProbeSummary {
             cpus,
             batches,
-            timer_hog_ns: sorted[(sorted.len() - 1) / 2],
+            // The median (of an even count, the mean of the middle two).
+            timer_hog_ns: (sorted[(n - 1) / 2] + sorted[n / 2]) / 2,
             spread_ns: max - min,
         })
     }
@@ -1186,6 +1188,8 @@ mod tests {
             p.describe(&base)
         );
         assert_eq!(ProbeSummary::of(vec![0], vec![]), None);
+        let even = ProbeSummary::of(vec![0], vec![vec![14], vec![15], vec![23], vec![28]]);
+        assert_eq!(even.unwrap().timer_hog_ns, 19);
         // 30 us real against 20 us simulated fails at max(25%, 5 us) and
         // passes once the probe's measured spread is added; p99 stays
         // informational.
