@@ -392,8 +392,11 @@ pub fn timer_probe_batch(
         workers.0.push((hog, "probe-hog".into(), "/".into()));
         tree.attach("/", hpid)?;
         pin(hpid, cpu)?;
-        // The sleeper starts once the hog has run for a while.
-        let start = mono_now() + 50_000_000;
+        // The sleeper starts once the hog has run for as long as a real
+        // run's workers wait before their window (at least 300 ms, see
+        // `run_once`): the previous run's exit and cgroup removal are then
+        // as far behind as they are for a real run.
+        let start = mono_now() + 300_000_000;
         let probe = Command::new(&exe)
             .arg("__worker")
             .args(worker::args_for(
