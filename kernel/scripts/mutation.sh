@@ -1,30 +1,35 @@
 #!/usr/bin/env bash
 # make test-mutation: prove that the functional effect tests can see what the series does.
-# Each mutant is the patched kernel with one change in kernel/sched/fair.c; it is booted in
-# the emulated host with the functional tests that must catch it, and at least one of them
-# must fail there:
+# Each mutant is the patched kernel with one change in kernel/sched/; it is booted in the
+# emulated host with the functional tests that must catch it, and at least one of them must
+# fail there:
 #
 #  borrow  the borrow's one assignment removed (`cfs_rq->next_borrow = se;` in
-#          yield_to_borrow())      -> deboost_switches_to_target, deboost_fresh_cgroup
+#          yield_to_borrow())      -> deboost_switches_to_target
 #  token   a yield_to() whose target is on another CPU takes the rate-limit token of
 #          every cfs_rq of the yielder's CPU (in yield_to_penalty(), instead of returning
 #          before the token)       -> deboost_cross_cpu_token
+#  wrap    v1's vruntime wrap guard back in yield_penalty_new_vruntime() (review item M2:
+#          every penalty refused while the yielder's entity is below zero, as it is in a
+#          fresh cgroup)           -> deboost_fresh_cgroup
 #
 # A mutant is built from the patched source tree (edited in place under the build lock,
 # restored afterwards) into its own O= directory under that tree, so ccache serves every
-# unchanged object.  Not part of `make test`: one kernel link and one boot per mutant
-# (~5-10 min each).  MUTANTS=borrow,token selects them; the default is borrow because
-# deboost_cross_cpu_token does not catch the token mutant yet (kernel/functional/README.md).
+# unchanged object.  Not part of `make test`: one kernel build and one boot per mutant
+# (about 3-5 min each with a warm ccache).  MUTANTS=borrow,token,wrap (the default) selects
+# them.
 source "$(dirname "$0")/common.sh"
 
-MUTANTS=${MUTANTS:-borrow}
+MUTANTS=${MUTANTS:-borrow,token,wrap}
 ensure_deps
 tree=$(tree_of patched)
 out=$(out_of "$tree" mutant)
 f=$tree/kernel/sched/fair.c
-restore() { git -C "$tree" checkout -q -- kernel/sched/fair.c; }
+h=$tree/kernel/sched/yield_to.h
+restore() { git -C "$tree" checkout -q -- kernel/sched/fair.c kernel/sched/yield_to.h; }
 
-# mutate NAME: edit fair.c in place; prints the functional tests that must catch it.
+# mutate NAME: edit fair.c or yield_to.h in place; prints the functional tests that must
+# catch it.
 mutate() {
 	case $1 in
 	borrow)
@@ -32,7 +37,7 @@ mutate() {
 		n=$(grep -cF "$m" "$f" || true)
 		[[ $n == 1 ]] || die "mutation site '$m' found $n times in $f (expected 1)"
 		grep -vF "$m" "$f" >"$f.mut" && mv "$f.mut" "$f"
-		echo "deboost_switches_to_target,deboost_fresh_cgroup"
+		echo "deboost_switches_to_target"
 		;;
 	token)
 		python3 - "$f" <<'PY' || die "token mutation site not found in $f"
@@ -50,7 +55,21 @@ open(p, "w").write(s.replace(site, site + mut))
 PY
 		echo "deboost_cross_cpu_token"
 		;;
-	*) die "unknown mutant '$1' (allowed: borrow, token)" ;;
+	wrap)
+		python3 - "$h" <<'PY' || die "wrap mutation site not found in $h"
+import sys
+p = sys.argv[1]
+s = open(p).read()
+site = "\tif (!penalty)\n\t\treturn false;\n\t*new_vruntime = vruntime + penalty;\n"
+if s.count(site) != 1:
+    sys.exit(1)
+mut = ("\tif (!penalty || vruntime + penalty < vruntime)\n\t\treturn false;\n"
+       "\t*new_vruntime = vruntime + penalty;\n")
+open(p, "w").write(s.replace(site, mut))
+PY
+		echo "deboost_fresh_cgroup"
+		;;
+	*) die "unknown mutant '$1' (allowed: borrow, token, wrap)" ;;
 	esac
 }
 
@@ -62,7 +81,7 @@ for mut in ${MUTANTS//,/ }; do
 	flock 8
 	trap restore EXIT
 	tests=$(mutate "$mut")
-	log "mutant '$mut': kernel/sched/fair.c edited; must be caught by $tests"
+	log "mutant '$mut': kernel/sched/ edited ($(git -C "$tree" diff --stat | tail -1)); must be caught by $tests"
 	configure_tree "$tree" "$out"
 	t0=$SECONDS
 	kmake "$tree" "$out" bzImage >&2

@@ -25,6 +25,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,10 @@ extern const char guest_code_start[], guest_code_end[], guest_irq_handler[], gue
 #define OP_HLT		13	/* sti; hlt */
 #define OP_SPIN_YIELD	14	/* arg1 x { spin mbox.result iterations; KVM_HC_SCHED_YIELD(arg0) } */
 #define OP_X2_IPI	15	/* x2APIC ICR MSR (arg0=dest, arg1=low) */
+#define OP_SWITCHIN_YIELD 16	/* wait until u32 at arg0 changes; KVM_HC_SCHED_YIELD to each APIC ID
+				 * set in the mask arg1 (2..7), then to APIC ID 1 */
+#define OP_HLT_YIELD	17	/* sti; hlt; cli; KVM_HC_SCHED_YIELD(arg0) at once; EOI */
+#define OP_HLT_IPI	18	/* sti; hlt; cli; IPI (arg0=ICR hi, arg1=ICR lo) at once; EOI */
 
 /* ICR bits */
 #define ICR_FIXED	0x000
@@ -1014,10 +1019,23 @@ out:
 }
 
 /*
- * deboost_fresh_cgroup: the first yields in freshly created cgroups, whose cfs_rq clocks
- * start just below zero (init_cfs_rq()); every round moves both busy vCPUs into a new pair
- * and has vCPU0 yield once, right away.  Run with the penalty (whose old wrap guard refused every
- * penalty until the clock passed zero) and with the borrow.
+ * deboost_fresh_cgroup: the first yield in a freshly created cgroup pair, whose cfs_rq clock
+ * starts just below zero (init_cfs_rq(): -(1 << 20) ns).  v1's wrap guard refused a penalty
+ * whenever vruntime + penalty wrapped, i.e. for every yielder entity still below zero
+ * (review item M2).
+ *
+ * Every round puts both vCPUs to sleep (HLT), creates /ft/f<n>/{a,b} (b at three times a's
+ * weight) and moves vCPU0 into a and vCPU1 into b.  The VMM then wakes vCPU1 with an MSI:
+ * b's entity is placed at the fresh clock (about -1.05 ms), and vCPU1's first act is an IPI
+ * that wakes vCPU0, whose entity is placed at the average, still below zero.  That wakeup
+ * does not preempt vCPU1 (same vruntime, later deadline), so vCPU1 runs to the end of its
+ * slice and its entity is ineligible when vCPU0 gets the CPU.  vCPU0's first act is a yield
+ * to vCPU1: upstream ignores the ineligible buddy and vCPU0 runs on (the control misses),
+ * an applied penalty passes vCPU1's entity (the target runs next), a refused one behaves
+ * like the control.  b's higher weight keeps vCPU1's lead, in vruntime, within what one
+ * penalty can pass even when the emulated host's clock jumps under host load.  Run with the
+ * feature off
+ * (control), YIELD_TO_PENALTY and the borrow (printed, not asserted).
  */
 struct fresh_arg {
 	int rounds;
@@ -1028,28 +1046,39 @@ static int sc_fresh(struct vm *vm, void *arg)
 {
 	struct fresh_arg *a = arg;
 	char rel[64], m[64];
-	int i;
+	int i, n;
 
 	shm->tid[0] = vm->vcpu[0].tid;
 	shm->tid[1] = vm->vcpu[1].tid;
 	for (i = 0; i < a->rounds; i++) {
+		struct kvm_msi msi = { .address_lo = 0xfee00000u | (1u << 12), .data = 0x41 };
+
+		n = a->base + shm->rounds;
+		cmd_post(vm, 0, OP_HLT_YIELD, 1, 0);
+		/* vCPU1 wakes vCPU0 with fixed IPI 0x40 to APIC ID 0 */
+		cmd_post(vm, 1, OP_HLT_IPI, 0, ICR_FIXED | 0x40);
+		/* both halt; long enough for any delayed dequeue to finish */
 		usleep(30000);
-		snprintf(rel, sizeof(rel), "f%d", a->base + shm->rounds);
+		snprintf(rel, sizeof(rel), "f%d", n);
 		if (cg_threaded(rel, 1))
 			return 7;
-		snprintf(rel, sizeof(rel), "f%d/a", a->base + shm->rounds);
+		snprintf(rel, sizeof(rel), "f%d/a", n);
 		cg_threaded(rel, 0);
 		cg_move(vm->vcpu[0].tid, rel);
-		snprintf(rel, sizeof(rel), "f%d/b", a->base + shm->rounds);
+		snprintf(rel, sizeof(rel), "f%d/b", n);
 		cg_threaded(rel, 0);
+		write_filef("300", "%s/ft/%s/cpu.weight", cg_root, rel);
 		cg_move(vm->vcpu[1].tid, rel);
 		snprintf(m, sizeof(m), "ft-fresh-%d", shm->rounds);
 		mark(m);
-		shm->rounds++;
-		/* one yield, right after the move: the first in the fresh cgroups */
-		vm->mb[0].result = 1;
-		if (cmd(vm, 0, OP_SPIN_YIELD, 1, 1, 10000))
+		/* wake vCPU1: fixed MSI, vector 0x41, to APIC ID 1 */
+		if (ioctl(vm->fd, KVM_SIGNAL_MSI, &msi) < 0) {
+			diag("KVM_SIGNAL_MSI: %s", strerror(errno));
 			return 6;
+		}
+		if (cmd_wait(vm, 1, 10000) || cmd_wait(vm, 0, 10000))
+			return 6;
+		shm->rounds++;
 	}
 	usleep(30000);
 	return 0;
@@ -1061,6 +1090,7 @@ static void t_deboost_fresh_cgroup(struct result *r)
 	struct vm_opts o = { .nr = 2, .pin_cpu = SPIN_CPU };
 	struct fresh_arg fa = { .rounds = 32 };
 	int hits[3] = { 0 }, seen[3] = { 0 };
+	double z;
 	int k, i;
 
 	if (!need_feat(r, "YIELD_TO_BORROW") || !need_feat(r, "YIELD_TO_PENALTY") || cg_prepare(r))
@@ -1092,120 +1122,146 @@ static void t_deboost_fresh_cgroup(struct result *r)
 			fail(r, "%s: only %d of %d rounds observed", pols[k], seen[k], fa.rounds);
 		free(l.v);
 	}
+	if (!r->ok)
+		goto out;
+	diag("borrow vs off: z %.2f (printed, not asserted)", prop_z(hits[2], seen[2], hits[0], seen[0]));
 	/*
-	 * A penalty refused in a fresh cgroup (v1's wrap guard, review item M2) behaves exactly
-	 * as the feature off: the penalty must reach the target significantly more often than
-	 * the control run.  The borrow has no wrap guard; its numbers are printed, not asserted
-	 * (under heavy host load its first-yield effect here varied from 3/16 to 14/16).
+	 * A penalty refused in a fresh cgroup (v1's wrap guard, review item M2; the mutant of
+	 * `MUTANTS=wrap make test-mutation`) behaves exactly as the feature off.
 	 */
-	for (k = 1; k < 3 && r->ok; k++) {
-		double z = prop_z(hits[k], seen[k], hits[0], seen[0]);
-
-		diag("%s vs off: z %.2f", pols[k], z);
-		if (k != 1)
-			continue;
-		/*
-		 * On a quiet host both fresh entities are still eligible at the yield, so the
-		 * control reaches the target nearly every time and no policy can do better: the
-		 * comparison has no power there (measured: off 29/32, penalty 32/32, z 1.77).
-		 * Say so and keep only the absolute check rather than fail on the host's state.
-		 */
-		if (hits[0] * 4 >= seen[0] * 3) {
-			diag("control saturated (%d/%d): no power to see a refused penalty on this host",
-			     hits[0], seen[0]);
-			if (hits[k] * 2 < seen[k])
-				fail(r, "%s: the first yield in a fresh cgroup reached the target in only %d of %d rounds",
-				     pols[k], hits[k], seen[k]);
-		} else if (z < 2) {
-			fail(r, "%s acts no more than the feature off in fresh cgroups: %d/%d vs %d/%d (z %.2f)",
-			     pols[k], hits[k], seen[k], hits[0], seen[0], z);
-		}
-	}
+	z = prop_z(hits[1], seen[1], hits[0], seen[0]);
+	diag("penalty vs off: z %.2f", z);
+	if (z < 2)
+		fail(r, "penalty acts no more than the feature off in fresh cgroups: %d/%d vs %d/%d (z %.2f)",
+		     hits[1], seen[1], hits[0], seen[0], z);
+out:
 	yield_policy("borrow");
 	cg_release();
 }
 
 /*
- * deboost_cross_cpu_token (penalty): vCPU0 alternates yields to vCPU2/vCPU3, which run on
- * the other CPU (a cross-CPU yield_to() the penalty must ignore), with yields to vCPU1 on
- * its own CPU.  If cross-CPU yields took the rate-limit token, the same-CPU yield right
- * after them would be refused; compare with a control run without the cross-CPU yields.
+ * deboost_cross_cpu_token (penalty): a yield_to() whose target runs on another CPU must not
+ * take the rate-limit token of the yielder's CPU (one applied penalty per 6 ms per common
+ * ancestor), or the same-CPU yield that follows within the window is refused.
  *
- * Known weakness (issue 13): this cannot catch a kernel whose cross-CPU yields take the
- * token.  A successful cross-CPU yield_to() forfeits vCPU0's slice and schedules vCPU1,
- * which runs past the 6 ms window before vCPU0's same-CPU yield, so the token is free again
- * (the mutant of `MUTANTS=token make test-mutation` passes: 12/80 vs 2/80 against the
- * feature off).  Moving vCPU1 off the CPU for the cross-CPU yields keeps the yield inside
- * the window but leaves the penalty no measurable effect (16/80 vs 10/80 off, z 1.3).
+ * vCPU0 (/ft/p/a) and vCPU1 (/ft/p/b) share L1 CPU 1, vCPU2 and vCPU3 share CPU 0.  In every
+ * cycle vCPU0 waits in the guest until vCPU1's mailbox counter moves, i.e. until it has just
+ * been switched back in after vCPU1 ran: vCPU1's group entity has just run past its share and
+ * is ineligible, vCPU0's is eligible.  vCPU0 then yields to vCPU2 and to vCPU3 (one of the
+ * two is runnable and not running, so one cross-CPU yield_to() succeeds; with vCPU1's group
+ * ineligible the pick after it keeps vCPU0 on the CPU) and at once yields to vCPU1.  Only
+ * an applied penalty makes vCPU1's group eligible, so only then does vCPU1 run next: with
+ * the feature off, or with the penalty refused because the cross-CPU yield took the token
+ * microseconds earlier, vCPU0 runs on.  Three arms, same kernel, same run: feature off with
+ * the cross-CPU yields (control), penalty without them (the penalty's own effect), penalty
+ * with them (the case under test).  Cycles are 20 ms apart, far beyond the window.
  */
+#define CROSS_MASK ((1u << 2) | (1u << 3))	/* APIC IDs of vCPU2 and vCPU3 */
+
 struct cross_arg {
 	int cycles;
-	int cross;
+	uint32_t cross;	/* OP_SWITCHIN_YIELD mask: 0 or CROSS_MASK */
 };
 
 static int sc_cross(struct vm *vm, void *arg)
 {
 	struct cross_arg *a = arg;
+	uint32_t watch = MBOX_GPA + sizeof(struct mbox) + offsetof(struct mbox, alive);
 	int i;
 
 	shm->tid[0] = vm->vcpu[0].tid;
 	shm->tid[1] = vm->vcpu[1].tid;
 	usleep(50000);
 	for (i = 0; i < a->cycles; i++) {
-		vm->mb[0].result = YIELD_SPIN_ITERS * 8;
-		if (a->cross) {
-			if (cmd(vm, 0, OP_SPIN_YIELD, 2 + (i & 1), 1, 10000))
-				return 6;
-			vm->mb[0].result = 1;
-		}
-		if (cmd(vm, 0, OP_SPIN_YIELD, 1, 1, 10000))
+		usleep(20000);
+		if (cmd(vm, 0, OP_SWITCHIN_YIELD, watch, a->cross, 10000))
 			return 6;
+		shm->rounds++;
 	}
 	return 0;
 }
 
 static void t_deboost_cross_cpu_token(struct result *r)
 {
+	static const struct { const char *pol; uint32_t cross; const char *what; } arm[] = {
+		{ "off", CROSS_MASK, "off, after cross-CPU yields" },
+		{ "penalty", 0, "penalty, same-CPU yields only" },
+		{ "penalty", CROSS_MASK, "penalty, after cross-CPU yields" },
+	};
 	struct vm_opts o = { .nr = 4, .pin_cpu = SPIN_CPU,
 			     .cgroup = { "/sys/fs/cgroup/ft/p/a", "/sys/fs/cgroup/ft/p/b",
-					 "/sys/fs/cgroup/ft/p/b", "/sys/fs/cgroup/ft/p/b" } };
-	struct yield_stats st[2];
+					 "/sys/fs/cgroup/ft/p/c", "/sys/fs/cgroup/ft/p/c" } };
+	struct yield_stats st[3];
+	double z_eff, z_cross, z_cost;
 	int k;
 
 	if (!need_feat(r, "YIELD_TO_PENALTY") || cg_prepare(r))
 		return;
-	if (cg_threaded("p", 1) || cg_threaded("p/a", 0) || cg_threaded("p/b", 0)) {
+	/*
+	 * vCPU2/3 in a group of their own: in vCPU1's group their load on CPU 0 would leave
+	 * that group's entity on CPU 1 a third of vCPU0's weight, its vruntime racing ahead
+	 * further than the penalty's cap can follow.
+	 */
+	if (cg_threaded("p", 1) || cg_threaded("p/a", 0) || cg_threaded("p/b", 0) ||
+	    cg_threaded("p/c", 0)) {
 		fail(r, "cannot create threaded cgroups under %s/ft", cg_root);
 		goto out;
 	}
-	/* vCPU2 and vCPU3 share the other CPU, so each is often runnable but not running */
-	o.pin_split = 2;
-	yield_policy("penalty");
-	for (k = 0; k < 2; k++) {
-		struct cross_arg ca = { .cycles = 24, .cross = k };
+	/*
+	 * vCPU0's group at a third of vCPU1's weight: the penalty (in vCPU0's group's virtual
+	 * time) is then large enough to pass vCPU1's group even when it overshot by several
+	 * ticks, as it does when the emulated host's clock jumps under host load.
+	 */
+	if (write_filef("33", "%s/ft/p/a/cpu.weight", cg_root)) {
+		fail(r, "cannot set %s/ft/p/a/cpu.weight", cg_root);
+		goto out;
+	}
+	o.pin_split = 2;	/* vCPU2 and vCPU3 on CPU 0 */
+	for (k = 0; k < 3; k++) {
+		struct cross_arg ca = { .cycles = 40, .cross = arm[k].cross };
 		struct evlist l;
 		int rc;
 
+		yield_policy(arm[k].pol);
 		shm_init();
 		trace_start(ev_yield);
 		rc = run_scenario(&o, sc_cross, &ca, 60);
 		l = trace_stop();
+		/* only the yields to vCPU1 (APIC ID 1) are counted */
 		st[k] = yield_outcomes(&l, shm->tid[0], shm->tid[1], NULL, 0);
 		free(l.v);
+		diag("%s: %d of %d yields to vCPU1 switched to it", arm[k].what, st[k].hits, st[k].total);
 		if (rc) {
-			fail(r, "scenario failed");
+			fail(r, "scenario (%s) failed", arm[k].what);
+			goto out;
+		}
+		if (st[k].total < 20) {
+			fail(r, "%s: only %d yields to vCPU1 observed", arm[k].what, st[k].total);
 			goto out;
 		}
 	}
-	/* with cross: the yields to vCPU2/3 also appear (target != vCPU1): count only vCPU1 */
-	diag("penalty, same-CPU yields only: %d of %d reached the target; interleaved with cross-CPU: %d of %d",
-	     st[0].hits, st[0].total, st[1].hits, st[1].total);
-	if (st[0].hits < 4)
-		fail(r, "control: too few same-CPU yields reached the target (%d)", st[0].hits);
-	else if (st[1].hits * 2 < st[0].hits)
-		fail(r, "cross-CPU yields cost same-CPU ones: %d vs %d reached the target",
-		     st[1].hits, st[0].hits);
+	z_eff = prop_z(st[1].hits, st[1].total, st[0].hits, st[0].total);
+	z_cross = prop_z(st[2].hits, st[2].total, st[0].hits, st[0].total);
+	z_cost = prop_z(st[1].hits, st[1].total, st[2].hits, st[2].total);
+	diag("penalty vs off: z %.2f without cross-CPU yields, %.2f with them; cost of the cross-CPU yields: z %.2f",
+	     z_eff, z_cross, z_cost);
+	if (z_eff < 2)
+		fail(r, "control: the penalty alone does not reach the target more often than the feature off (%d/%d vs %d/%d, z %.2f): no power",
+		     st[1].hits, st[1].total, st[0].hits, st[0].total, z_eff);
+	else if (z_cross < 2)
+		fail(r, "after cross-CPU yields the penalty acts no more than the feature off: %d/%d vs %d/%d (z %.2f): the token was taken",
+		     st[2].hits, st[2].total, st[0].hits, st[0].total, z_cross);
+	/*
+	 * ...and keeps at least half of its effect: a taken token (the mutant of
+	 * `MUTANTS=token make test-mutation`: 7/40 against 37/40 alone and 3/40 off) leaves
+	 * the same-CPU yields little more than the control, which host load can lift above z 2.
+	 */
+	else if (2.0 * ((double)st[2].hits / st[2].total - (double)st[0].hits / st[0].total) <
+		 (double)st[1].hits / st[1].total - (double)st[0].hits / st[0].total)
+		fail(r, "cross-CPU yields cost the penalty more than half its effect: %d/%d after them, %d/%d without, %d/%d off",
+		     st[2].hits, st[2].total, st[1].hits, st[1].total, st[0].hits, st[0].total);
 out:
+	write_filef("100", "%s/ft/p/a/cpu.weight", cg_root);
 	yield_policy("borrow");
 	cg_release();
 }

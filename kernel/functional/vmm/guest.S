@@ -64,6 +64,12 @@ loop:
 	je op_spin_yield
 	cmpl $15, %eax
 	je op_x2_ipi
+	cmpl $16, %eax
+	je op_switchin_yield
+	cmpl $17, %eax
+	je op_hlt_yield
+	cmpl $18, %eax
+	je op_hlt_ipi
 	jmp done
 op_write:				/* *(u32 *)arg0 = arg1 */
 	movl 12(%esi), %edx
@@ -172,6 +178,53 @@ op_spin_yield:				/* arg1 x { spin result iterations; KVM_HC_SCHED_YIELD(arg0) }
 	decl %ebp
 	incl 20(%esi)
 	jmp 2b
+op_switchin_yield:			/* wait until *arg0 changes (the other vCPU ran), then */
+	movl 12(%esi), %edx		/* KVM_HC_SCHED_YIELD to every APIC ID in the bit mask */
+	movl (%edx), %ecx		/* arg1, then to APIC ID 1 */
+4:	cmpl (%edx), %ecx
+	je 4b
+	movl $2, %ebp
+5:	cmpl $8, %ebp
+	je 6f
+	btl %ebp, 16(%esi)
+	jnc 7f
+	movl $11, %eax
+	movl %ebp, %ebx
+	xorl %ecx, %ecx
+	xorl %edx, %edx
+	vmmcall
+	incl 20(%esi)
+7:	incl %ebp
+	jmp 5b
+6:	movl $11, %eax
+	movl $1, %ebx
+	xorl %ecx, %ecx
+	xorl %edx, %edx
+	vmmcall
+	incl 20(%esi)
+	jmp done
+op_hlt_yield:				/* sti; hlt; cli; at once KVM_HC_SCHED_YIELD(arg0); */
+	sti				/* then EOI (an EOI write exits: not before the yield) */
+	hlt
+	cli
+	movl $11, %eax
+	movl 12(%esi), %ebx
+	xorl %ecx, %ecx
+	xorl %edx, %edx
+	vmmcall
+	incl 20(%esi)
+	movl $0, APIC+APIC_EOI
+	jmp done
+op_hlt_ipi:				/* sti; hlt; cli; at once ICR_HI = arg0, */
+	sti				/* ICR_LO = arg1; then EOI */
+	hlt
+	cli
+	movl 12(%esi), %eax
+	movl %eax, APIC+APIC_ICR_HI
+	movl 16(%esi), %eax
+	movl %eax, APIC+APIC_ICR_LO
+	movl $0, APIC+APIC_EOI
+	jmp done
 done:
 	movl 0(%esi), %eax
 	movl %eax, 4(%esi)
