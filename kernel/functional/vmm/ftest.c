@@ -924,47 +924,6 @@ static int cg_move(pid_t tid, const char *rel)
 /* Spin loop between two yields: long enough that EEVDF state varies from yield to yield. */
 #define YIELD_SPIN_ITERS 200000
 
-struct yield_arg {
-	int calls;
-	int dest;
-	int spin;	/* guest loop iterations between two yields */
-};
-
-/* vCPU0 (a) yields to vCPU1 (b) @calls times, spinning in between; both pinned to SPIN_CPU. */
-static int sc_yield(struct vm *vm, void *arg)
-{
-	struct yield_arg *a = arg;
-
-	shm->tid[0] = vm->vcpu[0].tid;
-	shm->tid[1] = vm->vcpu[1].tid;
-	usleep(50000);
-	vm->mb[0].result = a->spin;
-	cmd_post(vm, 0, OP_SPIN_YIELD, a->dest, a->calls);
-	if (cmd_wait(vm, 0, 40000))
-		return 6;
-	return 0;
-}
-
-static int yield_run(struct result *r, const char *policy, struct yield_arg *ya, struct yield_stats *st)
-{
-	struct vm_opts o = { .nr = 2, .pin_cpu = SPIN_CPU,
-			     .cgroup = { "/sys/fs/cgroup/ft/p/a", "/sys/fs/cgroup/ft/p/b" } };
-	struct evlist l;
-	int rc;
-
-	yield_policy(policy);
-	shm_init();
-	trace_start(ev_yield);
-	rc = run_scenario(&o, sc_yield, ya, 60);
-	l = trace_stop();
-	*st = yield_outcomes(&l, shm->tid[0], shm->tid[1], NULL, 0);
-	diag("%s: %d of %d yields switched to the target", policy, st->hits, st->total);
-	if (rc)
-		fail(r, "scenario (%s) failed", policy);
-	free(l.v);
-	return rc;
-}
-
 /* ---------------------------------------------------------------- yield_to tests */
 
 /* One-sided two-proportion z statistic of a/n over b/m (0 if undefined). */
@@ -981,39 +940,99 @@ static double prop_z(int a, int n, int b, int m)
 
 
 /*
- * deboost_switches_to_target: vCPU0 in /ft/p/a yields to vCPU1 in /ft/p/b (same CPU), with
- * a spin between yields.  Two equal busy groups alternate, so at a random yield the target's
- * group entity is ineligible about half of the time and upstream's buddy is then ignored:
- * the yielder runs on.  With the borrow the target runs next unless that would break the lag
- * bound.  Control: the same run with the feature off, on the same kernel.
+ * Every cycle, 20 ms apart: vCPU0 waits in the guest until vCPU1's mailbox counter moves (it
+ * has just been switched back in after vCPU1 ran, so vCPU1's group entity has just run past
+ * its share and is ineligible), then yields to every APIC ID in @cross and at once to vCPU1.
+ */
+struct switchin_arg {
+	int cycles;
+	uint32_t cross;	/* OP_SWITCHIN_YIELD mask: 0 or CROSS_MASK */
+	const char *alt[2];	/* if set: policy of even and odd cycles, each cycle marked */
+};
+
+static int sc_switchin(struct vm *vm, void *arg)
+{
+	struct switchin_arg *a = arg;
+	uint32_t watch = MBOX_GPA + sizeof(struct mbox) + offsetof(struct mbox, alive);
+	int i;
+
+	shm->tid[0] = vm->vcpu[0].tid;
+	shm->tid[1] = vm->vcpu[1].tid;
+	usleep(50000);
+	for (i = 0; i < a->cycles; i++) {
+		if (a->alt[0]) {
+			char m[32];
+
+			yield_policy(a->alt[i & 1]);
+			snprintf(m, sizeof(m), "ft-cycle-%d", i);
+			mark(m);
+		}
+		usleep(20000);
+		if (cmd(vm, 0, OP_SWITCHIN_YIELD, watch, a->cross, 10000))
+			return 6;
+		shm->rounds++;
+	}
+	return 0;
+}
+
+/*
+ * deboost_switches_to_target: vCPU0 in /ft/p/a yields to vCPU1 in /ft/p/b (same CPU) right
+ * after it was switched back in, when vCPU1's group entity is ineligible: upstream ignores
+ * the ineligible buddy and vCPU0 runs on; with the borrow vCPU1 runs next unless that would
+ * break the lag bound.  a has a third of b's weight (as in deboost_cross_cpu_token).  80
+ * cycles in one VM, the policy alternating between the feature off (control) and the borrow
+ * from cycle to cycle, so that host-load drift hits both alike.
  */
 static void t_deboost_switches_to_target(struct result *r)
 {
-	/*
-	 * Yields far apart (several ticks of alternation in between), so that each one finds
-	 * the pair in an independent state; back-to-back yields would measure the steady
-	 * state, in which the borrow by design gives the target no more than its share.
-	 */
-	struct yield_arg ya = { .calls = 80, .dest = 1, .spin = YIELD_SPIN_ITERS * 8 };
-	struct yield_stats on, off;
+	static const char *pols[] = { "off", "borrow" };
+	struct vm_opts o = { .nr = 2, .pin_cpu = SPIN_CPU,
+			     .cgroup = { "/sys/fs/cgroup/ft/p/a", "/sys/fs/cgroup/ft/p/b" } };
+	struct switchin_arg ya = { .cycles = 80, .cross = 0, .alt = { "off", "borrow" } };
+	struct yield_stats st[2] = { 0 };
+	struct evlist l;
 	double z;
+	int i, rc;
 
 	if (!need_feat(r, "YIELD_TO_BORROW") || cg_prepare(r))
 		return;
-	if (cg_threaded("p", 1) || cg_threaded("p/a", 0) || cg_threaded("p/b", 0)) {
+	if (cg_threaded("p", 1) || cg_threaded("p/a", 0) || cg_threaded("p/b", 0) ||
+	    write_filef("33", "%s/ft/p/a/cpu.weight", cg_root)) {
 		fail(r, "cannot create threaded cgroups under %s/ft", cg_root);
 		goto out;
 	}
-	if (yield_run(r, "off", &ya, &off) || yield_run(r, "borrow", &ya, &on))
+	/* one VM, the policy alternating from cycle to cycle: host-load drift hits both alike */
+	shm_init();
+	trace_start(ev_yield);
+	rc = run_scenario(&o, sc_switchin, &ya, 60);
+	l = trace_stop();
+	for (i = 0; i < shm->rounds; i++) {
+		char m[32];
+		struct yield_stats c;
+
+		snprintf(m, sizeof(m), "ft-cycle-%d", i);
+		c = yield_outcomes(&l, shm->tid[0], shm->tid[1], m, 1);
+		st[i & 1].hits += c.hits;
+		st[i & 1].total += c.total;
+	}
+	free(l.v);
+	for (i = 0; i < 2; i++)
+		diag("%s: %d of %d yields switched to the target", pols[i], st[i].hits, st[i].total);
+	if (rc) {
+		fail(r, "scenario failed");
 		goto out;
-	z = prop_z(on.hits, on.total, off.hits, off.total);
+	}
+	if (st[0].total < 20 || st[1].total < 20) {
+		fail(r, "too few yields observed (off %d, borrow %d)", st[0].total, st[1].total);
+		goto out;
+	}
+	z = prop_z(st[1].hits, st[1].total, st[0].hits, st[0].total);
 	diag("borrow vs off: z %.2f", z);
-	if (on.total < 20 || off.total < 20)
-		fail(r, "too few yields observed (borrow %d, off %d)", on.total, off.total);
-	else if (z < 2)
+	if (z < 2)
 		fail(r, "borrow does not make the target run next significantly more often: %d/%d vs off %d/%d (z %.2f)",
-		     on.hits, on.total, off.hits, off.total, z);
+		     st[1].hits, st[1].total, st[0].hits, st[0].total, z);
 out:
+	write_filef("100", "%s/ft/p/a/cpu.weight", cg_root);
 	yield_policy("borrow");
 	cg_release();
 }
@@ -1158,29 +1177,6 @@ out:
  */
 #define CROSS_MASK ((1u << 2) | (1u << 3))	/* APIC IDs of vCPU2 and vCPU3 */
 
-struct cross_arg {
-	int cycles;
-	uint32_t cross;	/* OP_SWITCHIN_YIELD mask: 0 or CROSS_MASK */
-};
-
-static int sc_cross(struct vm *vm, void *arg)
-{
-	struct cross_arg *a = arg;
-	uint32_t watch = MBOX_GPA + sizeof(struct mbox) + offsetof(struct mbox, alive);
-	int i;
-
-	shm->tid[0] = vm->vcpu[0].tid;
-	shm->tid[1] = vm->vcpu[1].tid;
-	usleep(50000);
-	for (i = 0; i < a->cycles; i++) {
-		usleep(20000);
-		if (cmd(vm, 0, OP_SWITCHIN_YIELD, watch, a->cross, 10000))
-			return 6;
-		shm->rounds++;
-	}
-	return 0;
-}
-
 static void t_deboost_cross_cpu_token(struct result *r)
 {
 	static const struct { const char *pol; uint32_t cross; const char *what; } arm[] = {
@@ -1218,14 +1214,14 @@ static void t_deboost_cross_cpu_token(struct result *r)
 	}
 	o.pin_split = 2;	/* vCPU2 and vCPU3 on CPU 0 */
 	for (k = 0; k < 3; k++) {
-		struct cross_arg ca = { .cycles = 40, .cross = arm[k].cross };
+		struct switchin_arg ca = { .cycles = 40, .cross = arm[k].cross };
 		struct evlist l;
 		int rc;
 
 		yield_policy(arm[k].pol);
 		shm_init();
 		trace_start(ev_yield);
-		rc = run_scenario(&o, sc_cross, &ca, 60);
+		rc = run_scenario(&o, sc_switchin, &ca, 60);
 		l = trace_stop();
 		/* only the yields to vCPU1 (APIC ID 1) are counted */
 		st[k] = yield_outcomes(&l, shm->tid[0], shm->tid[1], NULL, 0);
