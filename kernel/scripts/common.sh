@@ -34,7 +34,7 @@ die() { echo "[kernel] ERROR: $*" >&2; exit 1; }
 ensure_deps() {
 	local miss=0 p
 	for p in linux-source-6.12 build-essential bc flex bison libelf-dev libssl-dev dwarves cpio \
-		kmod rsync ccache sparse python3 python3-ply; do
+		kmod rsync ccache sparse python3 python3-ply qemu-system-x86; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || miss=1
 	done
 	if ((miss)); then
