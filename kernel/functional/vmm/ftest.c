@@ -1153,6 +1153,16 @@ static void t_deboost_fresh_cgroup(struct result *r)
 	if (z < 2)
 		fail(r, "penalty acts no more than the feature off in fresh cgroups: %d/%d vs %d/%d (z %.2f)",
 		     hits[1], seen[1], hits[0], seen[0], z);
+	/*
+	 * An applied penalty lets the target run next every time here, so the penalty must
+	 * close at least half of the control's gap to "always": a penalty refused in most
+	 * rounds still beats a control that never reaches the target (the wrap mutant: 8/32
+	 * vs 0/32, z 3.0), but closes a quarter of the gap.
+	 */
+	else if (2.0 * ((double)hits[1] / seen[1] - (double)hits[0] / seen[0]) <
+		 1.0 - (double)hits[0] / seen[0])
+		fail(r, "penalty closes less than half the gap between the feature off and always in fresh cgroups: %d/%d vs %d/%d",
+		     hits[1], seen[1], hits[0], seen[0]);
 out:
 	yield_policy("borrow");
 	cg_release();
