@@ -2,12 +2,14 @@
 .PHONY: test-kernel test-mutation kernel-patched kernel-unpatched
 
 ## make test-kernel: apply the series to linux-source-6.12, run checkpatch,
-## per-patch builds, W=1/sparse/i386 checks, the patched bzImage and KUnit.
+## per-patch builds, W=1/sparse/i386 checks, the patched bzImage and its KUnit
+## suite (booted under QEMU TCG).
 test-kernel:
 	@kernel/scripts/test.sh
 
-## make test-mutation: rebuild the patched kernel without the borrow's core assignment and
-## require a functional effect test to fail on it (not in make test: one more build + boot).
+## make test-mutation: rebuild the patched kernel with one bug each (MUTANTS=borrow,token,wrap:
+## the borrow's assignment removed, the token taken on cross-CPU yields, v1's wrap guard back)
+## and require the effect test named after it to fail (not in make test: a build + boot each).
 test-mutation:
 	@kernel/scripts/mutation.sh
 
