@@ -15,6 +15,7 @@
 pub mod balance;
 pub mod core;
 pub mod costs;
+pub mod cpumask;
 pub mod entity;
 pub mod fair;
 pub mod features;
@@ -29,6 +30,7 @@ pub mod weight;
 pub mod yield_to;
 
 pub use costs::HostCosts;
+pub use cpumask::CpuMask;
 pub use entity::{CfsRq, SchedEntity, VruntimeStep};
 pub use features::{KernelPreset, SchedFeatures};
 pub use ids::{CfsRqId, CpuId, GroupId, SeId, TaskId};
@@ -105,7 +107,7 @@ pub struct Task {
     pub group: GroupId,
     pub nice: i32,
     /// `p->cpus_mask`.
-    pub allowed: Vec<bool>,
+    pub allowed: CpuMask,
     pub stats: TaskStats,
     /// When the pending wakeup happened (cleared when the task runs).
     pub wake_time: Option<u64>,
@@ -360,7 +362,7 @@ impl Scheduler {
             on_cpu: false,
             group,
             nice,
-            allowed,
+            allowed: CpuMask::from_bools(&allowed),
             stats: TaskStats::default(),
             wake_time: None,
             wait_since: None,
