@@ -43,11 +43,27 @@ pub fn nice_to_weight(nice: i32) -> u64 {
 }
 
 /// `struct load_weight`: a weight and its cached inverse.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+///
+/// As in the kernel, `update_load_add()`/`update_load_sub()` (a cfs_rq's
+/// load at every enqueue and dequeue) only clear the inverse (0: not
+/// computed; a computed inverse is never 0) and `__calc_delta()` computes it
+/// when it needs it (`__update_inv_weight()`). The model only scales by
+/// entity weights, whose inverse `new()`/`set()` compute at once, so the
+/// queues' loads never pay the division.
+#[derive(Clone, Copy, Debug, Default)]
 pub struct LoadWeight {
     pub weight: u64,
     inv_weight: u32,
 }
+
+/// Two load weights are equal when their weights are (the inverse is a cache).
+impl PartialEq for LoadWeight {
+    fn eq(&self, other: &LoadWeight) -> bool {
+        self.weight == other.weight
+    }
+}
+
+impl Eq for LoadWeight {}
 
 impl LoadWeight {
     pub fn new(weight: u64) -> LoadWeight {
@@ -56,19 +72,32 @@ impl LoadWeight {
             inv_weight: inv_weight_of(weight),
         }
     }
-    /// `update_load_set()`.
+    /// `update_load_set()` (the inverse computed at once, see the type).
     pub fn set(&mut self, weight: u64) {
         *self = LoadWeight::new(weight);
     }
-    /// `update_load_add()`: the inverse is recomputed lazily in the kernel;
-    /// here eagerly (same value).
+    /// `update_load_add()`: the inverse is left to `__calc_delta()`.
+    #[inline]
     pub fn add(&mut self, w: u64) {
-        self.set(self.weight + w);
+        self.weight += w;
+        self.inv_weight = 0;
     }
     /// `update_load_sub()`.
+    #[inline]
     pub fn sub(&mut self, w: u64) {
         debug_assert!(self.weight >= w, "load underflow");
-        self.set(self.weight.saturating_sub(w));
+        self.weight = self.weight.saturating_sub(w);
+        self.inv_weight = 0;
+    }
+    /// `__update_inv_weight()` without the store: the cached inverse, or
+    /// the one of the current weight when it was cleared.
+    #[inline]
+    fn inv(&self) -> u64 {
+        if self.inv_weight != 0 {
+            self.inv_weight as u64
+        } else {
+            inv_weight_of(self.weight) as u64
+        }
     }
 }
 
@@ -98,7 +127,7 @@ pub fn __calc_delta(delta_exec: u64, weight: u64, lw: &LoadWeight) -> u64 {
         shift -= fs;
         fact >>= fs;
     }
-    fact = (fact & 0xffff_ffff) * lw.inv_weight as u64;
+    fact = (fact & 0xffff_ffff) * lw.inv();
     fact_hi = (fact >> 32) as u32;
     if fact_hi != 0 {
         let fs = fls32(fact_hi);
@@ -144,6 +173,13 @@ mod tests {
         // WMULT_CONST = 2^32 - 1 inverse (499999.76 -> 499999).
         let w2 = LoadWeight::new(2 * NICE_0_LOAD);
         assert_eq!(calc_delta_fair(1_000_000, &w2), 499_999);
+        // A load built by update_load_add() (inverse cleared) scales the same.
+        let mut sum = LoadWeight::default();
+        sum.add(NICE_0_LOAD);
+        sum.add(NICE_0_LOAD);
+        assert_eq!(calc_delta_fair(1_000_000, &sum), 499_999);
+        sum.sub(NICE_0_LOAD);
+        assert_eq!(calc_delta_fair(1_000_000, &sum), 1_000_000);
     }
 
     #[test]
