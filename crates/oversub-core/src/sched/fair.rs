@@ -259,15 +259,26 @@ impl Scheduler {
     /// deadline; curr kept under RUN_TO_PARITY while its slice is protected.
     /// With PICK_BUDDY_IN_PICK_EEVDF (v6.19) an eligible buddy is returned right
     /// after the single-entity shortcut.
+    ///
+    /// The single-entity shortcut is inlined into the callers (most levels
+    /// of a hierarchy walk hold one entity); the rest is `pick_eevdf_queue()`.
+    #[inline]
     pub fn pick_eevdf(&self, cfs: CfsRqId) -> Option<SeId> {
         let q = &self.cfs_rqs[cfs.idx()];
-        let mut curr = q.curr;
         if q.nr_running == 1 {
-            return match curr {
+            return match q.curr {
                 Some(c) if self.ses[c.idx()].on_rq => Some(c),
                 _ => self.first_entity(cfs),
             };
         }
+        self.pick_eevdf_queue(cfs)
+    }
+
+    /// `pick_eevdf()` past its single-entity shortcut.
+    #[inline(never)]
+    fn pick_eevdf_queue(&self, cfs: CfsRqId) -> Option<SeId> {
+        let q = &self.cfs_rqs[cfs.idx()];
+        let mut curr = q.curr;
         if self.feat.buddy_in_pick_eevdf && self.feat.pick_buddy {
             if let Some(n) = q.next {
                 if q.next_borrowed || self.entity_eligible(cfs, n) {
@@ -338,16 +349,27 @@ impl Scheduler {
 
     /// `update_curr()` (6.12.117): charge the running entity, roll its deadline
     /// and reschedule on slice expiry or a cancelled PREEMPT_SHORT protection.
+    ///
+    /// The early returns (no curr, nothing ran since `exec_start`) are
+    /// inlined into the callers: most calls of a pick walk or a yield find
+    /// the clock unchanged since the last charge.
+    #[inline]
     pub fn update_curr(&mut self, cfs: CfsRqId) {
         let Some(curr) = self.cfs_rqs[cfs.idx()].curr else {
             return;
         };
-        let now = self.now;
-        let e = &mut self.ses[curr.idx()];
-        let delta_exec = now as i64 - e.exec_start as i64;
+        let delta_exec = self.now as i64 - self.ses[curr.idx()].exec_start as i64;
         if delta_exec <= 0 {
             return;
         }
+        self.update_curr_charge(cfs, curr, delta_exec);
+    }
+
+    /// The body of `update_curr()` once `delta_exec > 0`.
+    #[inline(never)]
+    fn update_curr_charge(&mut self, cfs: CfsRqId, curr: SeId, delta_exec: i64) {
+        let now = self.now;
+        let e = &mut self.ses[curr.idx()];
         e.exec_start = now;
         e.sum_exec_runtime += delta_exec as u64;
         let v = e

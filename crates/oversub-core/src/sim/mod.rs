@@ -714,7 +714,16 @@ impl Simulator {
 
     /// Queues the IPIs raised by the scheduler: reschedule IPIs and wakelist
     /// activations on other CPUs, after `HostCosts::remote_wakeup`.
+    #[inline(always)]
     fn send_ipis(&mut self) {
+        // Most events send none: test that before a call.
+        if !self.sched.resched_ipis.is_empty() || !self.sched.wakelist.is_empty() {
+            self.send_ipis_queued();
+        }
+    }
+
+    #[inline(never)]
+    fn send_ipis_queued(&mut self) {
         let d = Nanos(self.sched.cfg.costs.remote_wakeup);
         // drain(), not take(): the vectors keep their buffers (no allocation
         // per event).
@@ -729,7 +738,8 @@ impl Simulator {
     fn serve_resched(&mut self) {
         loop {
             self.send_ipis();
-            for (cpu, at) in self.sched.hrtick_requests.drain(..) {
+            let hrticks = !self.sched.hrtick_requests.is_empty();
+            for (cpu, at) in self.sched.hrtick_requests.drain(..).filter(|_| hrticks) {
                 self.hrtick_gen[cpu.idx()] += 1;
                 let gen = self.hrtick_gen[cpu.idx()];
                 self.queue.push(Time(at), Ev::HrTick(cpu, gen));
