@@ -88,32 +88,38 @@ impl<E: Copy> EventQueue<E> {
     /// Removes the earliest entry, cancelled or not.
     fn pop_entry(&mut self) -> Option<Entry<E>> {
         let last = self.heap.pop()?;
-        let Some(&top) = self.heap.first() else {
+        let heap = &mut self.heap[..];
+        let Some(&top) = heap.first() else {
             return Some(last);
         };
         // Sift `last` down from the root: move the smallest child up into
-        // the hole while it is earlier than `last`.
-        let n = self.heap.len();
+        // the hole while it is earlier than `last`. The children are taken
+        // as one slice (one bounds check per level, not one per child).
         let mut hole = 0;
         loop {
             let first = ARITY * hole + 1;
-            if first >= n {
-                break;
-            }
-            let end = (first + ARITY).min(n);
-            let mut min = first;
-            for c in first + 1..end {
-                if self.heap[c].key < self.heap[min].key {
-                    min = c;
+            let kids = match heap.get(first..first + ARITY) {
+                Some(kids) => kids,
+                None => match heap.get(first..) {
+                    Some(kids) if !kids.is_empty() => kids,
+                    _ => break,
+                },
+            };
+            let mut min = 0;
+            let mut min_key = kids[0].key;
+            for (i, k) in kids.iter().enumerate().skip(1) {
+                if k.key < min_key {
+                    min = i;
+                    min_key = k.key;
                 }
             }
-            if self.heap[min].key >= last.key {
+            if min_key >= last.key {
                 break;
             }
-            self.heap[hole] = self.heap[min];
-            hole = min;
+            heap[hole] = kids[min];
+            hole = first + min;
         }
-        self.heap[hole] = last;
+        heap[hole] = last;
         Some(top)
     }
 
