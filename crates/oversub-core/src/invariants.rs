@@ -16,26 +16,35 @@ use crate::sched::{Scheduler, TaskState};
 
 pub fn check(s: &Scheduler) -> Result<(), String> {
     for c in 0..s.nr_cpus() {
-        if s.nohz.is_idle(c) != s.idle_cpu(c) {
+        if s.nohz.test(c) != s.idle_cpu(c) {
             return Err(format!(
                 "cpu{c}: nohz idle mask says {} but idle_cpu() says {}",
-                s.nohz.is_idle(c),
+                s.nohz.test(c),
                 s.idle_cpu(c)
             ));
         }
     }
+    for (c, rq) in s.rqs.iter().enumerate() {
+        if s.overloaded_cpus.test(c) != (rq.nr_running >= 2) {
+            return Err(format!(
+                "cpu{c}: overloaded mask says {} with nr_running {}",
+                s.overloaded_cpus.test(c),
+                rq.nr_running
+            ));
+        }
+    }
     let overloaded = s.rqs.iter().filter(|rq| rq.nr_running >= 2).count() as u32;
-    if s.nr_overloaded_cpus != overloaded {
+    if s.overloaded_cpus.weight() != overloaded {
         return Err(format!(
-            "nr_overloaded_cpus {} but {overloaded} CPUs have two or more tasks",
-            s.nr_overloaded_cpus
+            "overloaded mask weight {} but {overloaded} CPUs have two or more tasks",
+            s.overloaded_cpus.weight()
         ));
     }
     let nr_idle = (0..s.nr_cpus()).filter(|&c| s.idle_cpu(c)).count() as u32;
-    if s.nohz.nr_idle() != nr_idle {
+    if s.nohz.weight() != nr_idle {
         return Err(format!(
             "nohz.nr_cpus {} but {nr_idle} CPUs are idle",
-            s.nohz.nr_idle()
+            s.nohz.weight()
         ));
     }
     for (qi, q) in s.cfs_rqs.iter().enumerate() {

@@ -297,8 +297,59 @@ impl Scheduler {
         self.nr_idle_scan = y as u32;
     }
 
+    /// `update_sd_lb_stats()` for a newly idle CPU, visiting only the CPUs
+    /// running two tasks or more (in ring order, after the local group),
+    /// or None to do the full scan. A newly idle local group has spare
+    /// capacity, so the outcome needs only the busiest group and the local
+    /// one (`calculate_imbalance()` returns before the domain sums), and an
+    /// overloaded group can only be a CPU with two tasks; a non-overloaded
+    /// busiest is never preferred to an overloaded one and among overloaded
+    /// ones the first with the highest `avg_load` in ring order wins, so
+    /// when the busiest found here is overloaded it is the full scan's.
+    /// Otherwise (no overloaded group) the full scan decides.
+    fn update_sd_lb_stats_newidle(&mut self, env: &LbEnv) -> Option<SdLbStats> {
+        let n = self.nr_cpus();
+        let dst = env.dst_cpu;
+        let mut sg_overloaded = false;
+        let local_stat = self.update_sg_lb_stats(env, dst, &mut sg_overloaded);
+        let mut sds = SdLbStats {
+            busiest: None,
+            total_load: 0,
+            total_capacity: 0,
+            avg_load: 0,
+            busiest_stat: SgLbStats {
+                idle_cpus: u32::MAX,
+                ..SgLbStats::zero()
+            },
+            local_stat,
+        };
+        for (from, to) in [(dst + 1, n), (0, dst)] {
+            let mut next = from;
+            while let Some(c) = self.overloaded_cpus.next_in(next, to) {
+                next = c + 1;
+                let sgs = self.update_sg_lb_stats(env, c, &mut sg_overloaded);
+                if Self::update_sd_pick_busiest(&sds, &sgs) {
+                    sds.busiest = Some(c);
+                    sds.busiest_stat = sgs;
+                }
+            }
+        }
+        if sds.busiest_stat.group_type != GroupType::Overloaded {
+            return None;
+        }
+        // The CPUs not visited run at most one task: the full scan's
+        // overload indicator is the one seen here.
+        self.rd_overloaded = sg_overloaded;
+        Some(sds)
+    }
+
     /// `update_sd_lb_stats()`: the groups in ring order from the local one.
     fn update_sd_lb_stats(&mut self, env: &LbEnv) -> SdLbStats {
+        if env.idle == CpuIdleType::NewlyIdle && self.rqs[env.dst_cpu].nr_running == 0 {
+            if let Some(sds) = self.update_sd_lb_stats_newidle(env) {
+                return sds;
+            }
+        }
         let n = self.nr_cpus();
         let mut sds = SdLbStats {
             busiest: None,
@@ -613,7 +664,7 @@ impl Scheduler {
             // finds nothing and its scan only clears rd->overloaded.
             // Skipped, with the same outcome (not a kernel shortcut: the
             // kernel skips by avg_idle, which is not modelled).
-            if idle == CpuIdleType::NewlyIdle && self.nr_overloaded_cpus == 0 {
+            if idle == CpuIdleType::NewlyIdle && self.overloaded_cpus.weight() == 0 {
                 self.rd_overloaded = false;
                 return self.lb_out_balanced(&env);
             }

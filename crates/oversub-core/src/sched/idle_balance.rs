@@ -13,7 +13,7 @@
 //! modelled.
 //!
 //! As in the kernel, the idle CPUs are a maintained mask (`nohz.idle_cpus_mask`
-//! with its count `nohz.nr_cpus`, [`NohzIdle`]), updated where a CPU's
+//! with its count `nohz.nr_cpus`, a [`CpuMask`]), updated where a CPU's
 //! idleness changes (`nohz_balance_enter_idle()`/`nohz_balance_exit_idle()`),
 //! so the tick's kick test does not scan every CPU.
 
@@ -26,53 +26,60 @@ const LOAD_AVG_PERIOD_MS: u64 = 32;
 const NOHZ_BALANCE_KICK: u32 = 0x1;
 const NOHZ_STATS_KICK: u32 = 0x2;
 
-/// `nohz.idle_cpus_mask` and `nohz.nr_cpus`: which CPUs are idle
-/// (`idle_cpu()`), kept by [`Scheduler::nohz_track_busy`] and
+/// A `struct cpumask` with its weight kept: `nohz.idle_cpus_mask` with
+/// `nohz.nr_cpus` (the idle CPUs, kept by [`Scheduler::nohz_track_busy`] and
 /// [`Scheduler::nohz_track_idle`] at every change of a runqueue's
-/// `nr_running`, `curr` or `ttwu_pending`.
+/// `nr_running`, `curr` or `ttwu_pending`), and the CPUs running two tasks
+/// or more (kept by `add_nr_running()`/`sub_nr_running()`).
 #[derive(Clone, Debug)]
-pub struct NohzIdle {
+pub struct CpuMask {
     mask: Vec<u64>,
-    nr_idle: u32,
+    weight: u32,
 }
 
-impl NohzIdle {
-    /// `n` CPUs, all idle (the state of a new scheduler).
-    pub fn all_idle(n: usize) -> NohzIdle {
-        let mut mask = vec![0u64; n.div_ceil(64)];
-        for c in 0..n {
-            mask[c / 64] |= 1 << (c % 64);
-        }
-        NohzIdle {
-            mask,
-            nr_idle: n as u32,
+impl CpuMask {
+    /// `n` CPUs, none set.
+    pub fn empty(n: usize) -> CpuMask {
+        CpuMask {
+            mask: vec![0u64; n.div_ceil(64)],
+            weight: 0,
         }
     }
 
-    pub fn is_idle(&self, c: usize) -> bool {
+    /// `n` CPUs, all set.
+    pub fn full(n: usize) -> CpuMask {
+        let mut m = CpuMask::empty(n);
+        for c in 0..n {
+            m.set(c, true);
+        }
+        m
+    }
+
+    /// `cpumask_test_cpu()`.
+    pub fn test(&self, c: usize) -> bool {
         self.mask[c / 64] & (1 << (c % 64)) != 0
     }
 
-    /// `nohz.nr_cpus`.
-    pub fn nr_idle(&self) -> u32 {
-        self.nr_idle
+    /// `cpumask_weight()`, kept.
+    pub fn weight(&self) -> u32 {
+        self.weight
     }
 
     #[inline]
-    fn set(&mut self, c: usize, idle: bool) {
+    fn set(&mut self, c: usize, on: bool) {
         let word = &mut self.mask[c / 64];
         let bit = 1 << (c % 64);
-        if (*word & bit != 0) != idle {
+        if (*word & bit != 0) != on {
             *word ^= bit;
-            if idle {
-                self.nr_idle += 1;
+            if on {
+                self.weight += 1;
             } else {
-                self.nr_idle -= 1;
+                self.weight -= 1;
             }
         }
     }
 
-    /// The first idle CPU in `from..to`.
+    /// The first CPU set in `from..to`.
     pub fn next_in(&self, from: usize, to: usize) -> Option<usize> {
         let mut w = from / 64;
         let mut bits = self.mask.get(w)? & (u64::MAX << (from % 64));
@@ -89,7 +96,7 @@ impl NohzIdle {
         }
     }
 
-    /// The idle CPUs in increasing order.
+    /// The CPUs set, in increasing order.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         self.mask.iter().enumerate().flat_map(|(w, &word)| {
             let mut bits = word;
@@ -111,7 +118,7 @@ impl Scheduler {
     pub(crate) fn balance_add_nr_running(&mut self, cpu: CpuId) {
         self.nohz_track_busy(cpu);
         if self.rqs[cpu.idx()].nr_running == 2 {
-            self.nr_overloaded_cpus += 1;
+            self.overloaded_cpus.set(cpu.idx(), true);
         }
     }
 
@@ -122,7 +129,7 @@ impl Scheduler {
         let nr = self.rqs[cpu.idx()].nr_running;
         if nr < 2 {
             if nr + count >= 2 {
-                self.nr_overloaded_cpus -= 1;
+                self.overloaded_cpus.set(cpu.idx(), false);
             }
             // Still running something: it was busy and stays busy.
             if nr == 0 {
@@ -221,7 +228,7 @@ impl Scheduler {
 
     /// `nohz.next_balance`: the earliest next balance of the idle CPUs.
     fn nohz_next_balance(&self) -> Option<u64> {
-        if self.nohz.nr_idle() == 0 {
+        if self.nohz.weight() == 0 {
             return None;
         }
         self.nohz.iter().map(|i| self.rqs[i].next_balance).min()
@@ -251,7 +258,7 @@ impl Scheduler {
                 flags = NOHZ_STATS_KICK | NOHZ_BALANCE_KICK;
             } else {
                 // sd_llc_shared->nr_busy_cpus > 1.
-                let busy = self.nr_cpus() as u32 - self.nohz.nr_idle();
+                let busy = self.nr_cpus() as u32 - self.nohz.weight();
                 if busy > 1 {
                     flags = NOHZ_STATS_KICK | NOHZ_BALANCE_KICK;
                 }
@@ -358,20 +365,20 @@ impl Scheduler {
 
 #[cfg(test)]
 mod tests {
-    use super::NohzIdle;
+    use super::CpuMask;
 
     /// The mask's walk agrees with a plain scan across word boundaries,
     /// for every range, and the count follows `set`.
     #[test]
     fn nohz_mask_walk_matches_a_scan() {
         let n = 130;
-        let mut m = NohzIdle::all_idle(n);
-        assert_eq!(m.nr_idle(), n as u32);
+        let mut m = CpuMask::full(n);
+        assert_eq!(m.weight(), n as u32);
         let idle = |c: usize| c % 7 == 0 || c == 63 || c == 64 || c == 129;
         for c in 0..n {
             m.set(c, idle(c));
         }
-        assert_eq!(m.nr_idle() as usize, (0..n).filter(|&c| idle(c)).count());
+        assert_eq!(m.weight() as usize, (0..n).filter(|&c| idle(c)).count());
         assert_eq!(
             m.iter().collect::<Vec<_>>(),
             (0..n).filter(|&c| idle(c)).collect::<Vec<_>>()
@@ -384,9 +391,6 @@ mod tests {
         }
         m.set(129, false);
         m.set(129, false);
-        assert_eq!(
-            m.nr_idle() as usize,
-            (0..n).filter(|&c| idle(c)).count() - 1
-        );
+        assert_eq!(m.weight() as usize, (0..n).filter(|&c| idle(c)).count() - 1);
     }
 }
