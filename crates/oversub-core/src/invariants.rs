@@ -6,13 +6,47 @@
 //! * the queue counts (nr_running, h_nr_queued, load) and the timeline's
 //!   slice set match the entities;
 //! * every runnable task is either on a CPU or queued somewhere (none lost),
-//!   and a CPU's curr is a running task of that CPU.
+//!   and a CPU's curr is a running task of that CPU;
+//! * the maintained nohz idle mask and count match `idle_cpu()`, and the
+//!   count of overloaded CPUs their `nr_running`.
 
 use crate::sched::timeline::SliceSet;
 use crate::sched::weight::scale_load_down;
 use crate::sched::{Scheduler, TaskState};
 
 pub fn check(s: &Scheduler) -> Result<(), String> {
+    for c in 0..s.nr_cpus() {
+        if s.nohz.test(c) != s.idle_cpu(c) {
+            return Err(format!(
+                "cpu{c}: nohz idle mask says {} but idle_cpu() says {}",
+                s.nohz.test(c),
+                s.idle_cpu(c)
+            ));
+        }
+    }
+    for (c, rq) in s.rqs.iter().enumerate() {
+        if s.overloaded_cpus.test(c) != (rq.nr_running >= 2) {
+            return Err(format!(
+                "cpu{c}: overloaded mask says {} with nr_running {}",
+                s.overloaded_cpus.test(c),
+                rq.nr_running
+            ));
+        }
+    }
+    let overloaded = s.rqs.iter().filter(|rq| rq.nr_running >= 2).count() as u32;
+    if s.overloaded_cpus.weight() != overloaded {
+        return Err(format!(
+            "overloaded mask weight {} but {overloaded} CPUs have two or more tasks",
+            s.overloaded_cpus.weight()
+        ));
+    }
+    let nr_idle = (0..s.nr_cpus()).filter(|&c| s.idle_cpu(c)).count() as u32;
+    if s.nohz.weight() != nr_idle {
+        return Err(format!(
+            "nohz.nr_cpus {} but {nr_idle} CPUs are idle",
+            s.nohz.weight()
+        ));
+    }
     for (qi, q) in s.cfs_rqs.iter().enumerate() {
         let mut sum = 0i64;
         let mut load = 0i64;

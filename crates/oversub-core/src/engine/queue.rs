@@ -86,6 +86,7 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Removes the earliest entry, cancelled or not.
+    #[inline]
     fn pop_entry(&mut self) -> Option<Entry<E>> {
         let last = self.heap.pop()?;
         let heap = &mut self.heap[..];
@@ -143,6 +144,7 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Time of the earliest pending entry (possibly a cancelled one).
+    #[inline]
     pub fn peek_time(&mut self) -> Option<Time> {
         while let Some(e) = self.heap.first() {
             if !self.cancelled.is_empty() && self.cancelled.contains(&e.seq()) {

@@ -152,12 +152,13 @@ struct LbEnv {
     loop_: u32,
     loop_max: u32,
     loop_break: u32,
-    /// `env->cpus`: CPUs still considered.
-    cpus: Vec<bool>,
+    /// The CPUs taken out of `env->cpus` (all-pinned busiest CPUs; usually
+    /// none, so no allocation).
+    excluded: Vec<usize>,
 }
 
 impl LbEnv {
-    fn new(dst: usize, idle: CpuIdleType, n: usize) -> LbEnv {
+    fn new(dst: usize, idle: CpuIdleType) -> LbEnv {
         LbEnv {
             dst_cpu: dst,
             src_cpu: dst,
@@ -168,8 +169,13 @@ impl LbEnv {
             loop_: 0,
             loop_max: 0,
             loop_break: SCHED_NR_MIGRATE_BREAK,
-            cpus: vec![true; n],
+            excluded: Vec::new(),
         }
+    }
+
+    /// `cpumask_test_cpu(c, env->cpus)`.
+    fn cpu_considered(&self, c: usize) -> bool {
+        self.excluded.is_empty() || !self.excluded.contains(&c)
     }
 }
 
@@ -227,7 +233,7 @@ impl Scheduler {
     fn update_sg_lb_stats(&self, env: &LbEnv, c: usize, sg_overloaded: &mut bool) -> SgLbStats {
         let mut sgs = SgLbStats::zero();
         let sd = &self.rqs[env.dst_cpu].sd;
-        if env.cpus[c] {
+        if env.cpu_considered(c) {
             let root = &self.cfs_rqs[self.rqs[c].cfs.idx()];
             sgs.group_load += self.cpu_load(c);
             sgs.group_util += self.cpu_util_cfs(c);
@@ -291,8 +297,59 @@ impl Scheduler {
         self.nr_idle_scan = y as u32;
     }
 
+    /// `update_sd_lb_stats()` for a newly idle CPU, visiting only the CPUs
+    /// running two tasks or more (in ring order, after the local group),
+    /// or None to do the full scan. A newly idle local group has spare
+    /// capacity, so the outcome needs only the busiest group and the local
+    /// one (`calculate_imbalance()` returns before the domain sums), and an
+    /// overloaded group can only be a CPU with two tasks; a non-overloaded
+    /// busiest is never preferred to an overloaded one and among overloaded
+    /// ones the first with the highest `avg_load` in ring order wins, so
+    /// when the busiest found here is overloaded it is the full scan's.
+    /// Otherwise (no overloaded group) the full scan decides.
+    fn update_sd_lb_stats_newidle(&mut self, env: &LbEnv) -> Option<SdLbStats> {
+        let n = self.nr_cpus();
+        let dst = env.dst_cpu;
+        let mut sg_overloaded = false;
+        let local_stat = self.update_sg_lb_stats(env, dst, &mut sg_overloaded);
+        let mut sds = SdLbStats {
+            busiest: None,
+            total_load: 0,
+            total_capacity: 0,
+            avg_load: 0,
+            busiest_stat: SgLbStats {
+                idle_cpus: u32::MAX,
+                ..SgLbStats::zero()
+            },
+            local_stat,
+        };
+        for (from, to) in [(dst + 1, n), (0, dst)] {
+            let mut next = from;
+            while let Some(c) = self.overloaded_cpus.next_in(next, to) {
+                next = c + 1;
+                let sgs = self.update_sg_lb_stats(env, c, &mut sg_overloaded);
+                if Self::update_sd_pick_busiest(&sds, &sgs) {
+                    sds.busiest = Some(c);
+                    sds.busiest_stat = sgs;
+                }
+            }
+        }
+        if sds.busiest_stat.group_type != GroupType::Overloaded {
+            return None;
+        }
+        // The CPUs not visited run at most one task: the full scan's
+        // overload indicator is the one seen here.
+        self.rd_overloaded = sg_overloaded;
+        Some(sds)
+    }
+
     /// `update_sd_lb_stats()`: the groups in ring order from the local one.
     fn update_sd_lb_stats(&mut self, env: &LbEnv) -> SdLbStats {
+        if env.idle == CpuIdleType::NewlyIdle && self.rqs[env.dst_cpu].nr_running == 0 {
+            if let Some(sds) = self.update_sd_lb_stats_newidle(env) {
+                return sds;
+            }
+        }
         let n = self.nr_cpus();
         let mut sds = SdLbStats {
             busiest: None,
@@ -307,8 +364,11 @@ impl Scheduler {
         };
         let mut sum_util = 0;
         let mut sg_overloaded = false;
+        let mut c = env.dst_cpu;
         for k in 0..n {
-            let c = (env.dst_cpu + k) % n;
+            if k > 0 {
+                c = if c + 1 == n { 0 } else { c + 1 };
+            }
             let sgs = self.update_sg_lb_stats(env, c, &mut sg_overloaded);
             sds.total_load += sgs.group_load;
             sds.total_capacity += sgs.group_capacity;
@@ -425,7 +485,7 @@ impl Scheduler {
     /// `sched_balance_find_src_rq()` (`find_busiest_queue()`) within the
     /// single-CPU group `g`.
     fn sched_balance_find_src_rq(&self, env: &LbEnv, g: usize) -> Option<usize> {
-        if !env.cpus[g] {
+        if !env.cpu_considered(g) {
             return None;
         }
         let nr_running = self.cfs_rqs[self.rqs[g].cfs.idx()].h_nr_queued;
@@ -508,11 +568,12 @@ impl Scheduler {
         if env.imbalance <= 0 {
             return 0;
         }
-        // The list is rotated by skipped tasks; a task is visited at most
+        // The walk takes the least recently used end of `rq->cfs_tasks`
+        // (index 0) each time: a skipped task is rotated to the other end,
+        // a moved one leaves the list, so a task is visited at most
         // loop_max times in total, as in the kernel.
-        let mut list = self.rqs[src].cfs_tasks.clone();
         let mut detached = 0;
-        while !list.is_empty() {
+        while let Some(&p) = self.rqs[src].cfs_tasks.first() {
             if env.idle.any() && self.rqs[src].nr_running <= 1 {
                 break;
             }
@@ -525,7 +586,6 @@ impl Scheduler {
                 env.flags |= LBF_NEED_BREAK;
                 break;
             }
-            let p = list.remove(0);
             let ok = self.can_migrate_task(p, env)
                 && match env.migration_type {
                     MigrationType::Load => {
@@ -555,7 +615,6 @@ impl Scheduler {
                 };
             if !ok {
                 // list_move() to the head: visited again last.
-                list.push(p);
                 self.cfs_tasks_rotate(src, p);
                 continue;
             }
@@ -590,13 +649,23 @@ impl Scheduler {
     /// single domain; returns the number of tasks moved.
     pub fn sched_balance_rq(&mut self, this_cpu: usize, idle: CpuIdleType) -> u32 {
         let n = self.nr_cpus();
-        let mut env = LbEnv::new(this_cpu, idle, n);
+        let mut env = LbEnv::new(this_cpu, idle);
         let mut ld_moved = 0;
         let mut active_balance = false;
         'redo: loop {
             // should_we_balance(): with single-CPU groups every CPU is its
             // group's balance CPU; newidle only if still empty.
             if idle == CpuIdleType::NewlyIdle && self.rqs[this_cpu].nr_running > 0 {
+                return self.lb_out_balanced(&env);
+            }
+            // A newly idle CPU is a has_spare local group; with no CPU
+            // running two tasks no group is overloaded and no sibling
+            // imbalance reaches one task, so sched_balance_find_src_group()
+            // finds nothing and its scan only clears rd->overloaded.
+            // Skipped, with the same outcome (not a kernel shortcut: the
+            // kernel skips by avg_idle, which is not modelled).
+            if idle == CpuIdleType::NewlyIdle && self.overloaded_cpus.weight() == 0 {
+                self.rd_overloaded = false;
                 return self.lb_out_balanced(&env);
             }
             let Some(group) = self.sched_balance_find_src_group(&mut env) else {
@@ -618,8 +687,10 @@ impl Scheduler {
                     break;
                 }
                 if env.flags & LBF_ALL_PINNED != 0 {
-                    env.cpus[busiest] = false;
-                    if (0..n).any(|c| c != this_cpu && env.cpus[c]) {
+                    // __cpumask_clear_cpu(busiest, env->cpus); redo while
+                    // a CPU other than this one is left.
+                    env.excluded.push(busiest);
+                    if env.excluded.len() + 1 < n {
                         env.loop_ = 0;
                         env.loop_break = SCHED_NR_MIGRATE_BREAK;
                         continue 'redo;
@@ -692,7 +763,7 @@ impl Scheduler {
         if self.rqs[b].nr_running <= 1 {
             return;
         }
-        let mut env = LbEnv::new(target.idx(), CpuIdleType::Idle, self.nr_cpus());
+        let mut env = LbEnv::new(target.idx(), CpuIdleType::Idle);
         env.src_cpu = b;
         env.flags = LBF_ACTIVE_LB;
         let list = self.rqs[b].cfs_tasks.clone();

@@ -103,6 +103,11 @@ impl Scheduler {
         rq.switched_at = now;
         rq.curr = next;
         rq.nr_switches += 1;
+        if next.is_some() {
+            self.nohz_track_busy(cpu);
+        } else {
+            self.nohz_track_idle(cpu);
+        }
         let mut prev_runnable = false;
         if let Some(p) = prev {
             let t = &mut self.tasks[p.idx()];
@@ -208,6 +213,7 @@ impl Scheduler {
             // IPI arrives (sched_ttwu_pending()).
             self.tasks[p.idx()].waking = true;
             self.rqs[cpu.idx()].ttwu_pending += 1;
+            self.nohz_track_busy(cpu);
             self.wakelist.push((p, flags));
             return true;
         }
@@ -240,6 +246,7 @@ impl Scheduler {
         let cpu = self.tasks[p.idx()].cpu;
         self.tasks[p.idx()].waking = false;
         self.rqs[cpu.idx()].ttwu_pending -= 1;
+        self.nohz_track_idle(cpu);
         self.ttwu_do_activate(p, flags, 0);
     }
 

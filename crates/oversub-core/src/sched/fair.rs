@@ -729,6 +729,7 @@ impl Scheduler {
         }
         // add_nr_running(): a second runnable task overloads the root domain.
         self.rqs[cpu.idx()].nr_running += 1;
+        self.balance_add_nr_running(cpu);
         if self.rqs[cpu.idx()].nr_running >= 2 {
             self.rd_overloaded = true;
         }
@@ -798,6 +799,7 @@ impl Scheduler {
             se = self.parent_entity(s);
         }
         self.rqs[cpu.idx()].nr_running -= h_nr_queued;
+        self.balance_sub_nr_running(cpu, h_nr_queued);
         if let (Some(t), true) = (p, task_delayed) {
             // __block_task(): the delayed task finally leaves the runqueue.
             self.tasks[t.idx()].on_rq = false;

@@ -11,6 +11,11 @@
 //! at); balancing costs no time, so `rq->avg_idle < max_newidle_lb_cost`
 //! never skips a newidle balance and `nohz_newidle_balance()` is not
 //! modelled.
+//!
+//! As in the kernel, the idle CPUs are a maintained mask (`nohz.idle_cpus_mask`
+//! with its count `nohz.nr_cpus`, a [`CpuMask`]), updated where a CPU's
+//! idleness changes (`nohz_balance_enter_idle()`/`nohz_balance_exit_idle()`),
+//! so the tick's kick test does not scan every CPU.
 
 use super::balance::CpuIdleType;
 use super::ids::CpuId;
@@ -21,7 +26,134 @@ const LOAD_AVG_PERIOD_MS: u64 = 32;
 const NOHZ_BALANCE_KICK: u32 = 0x1;
 const NOHZ_STATS_KICK: u32 = 0x2;
 
+/// A `struct cpumask` with its weight kept: `nohz.idle_cpus_mask` with
+/// `nohz.nr_cpus` (the idle CPUs, kept by [`Scheduler::nohz_track_busy`] and
+/// [`Scheduler::nohz_track_idle`] at every change of a runqueue's
+/// `nr_running`, `curr` or `ttwu_pending`), and the CPUs running two tasks
+/// or more (kept by `add_nr_running()`/`sub_nr_running()`).
+#[derive(Clone, Debug)]
+pub struct CpuMask {
+    mask: Vec<u64>,
+    weight: u32,
+}
+
+impl CpuMask {
+    /// `n` CPUs, none set.
+    pub fn empty(n: usize) -> CpuMask {
+        CpuMask {
+            mask: vec![0u64; n.div_ceil(64)],
+            weight: 0,
+        }
+    }
+
+    /// `n` CPUs, all set.
+    pub fn full(n: usize) -> CpuMask {
+        let mut m = CpuMask::empty(n);
+        for c in 0..n {
+            m.set(c, true);
+        }
+        m
+    }
+
+    /// `cpumask_test_cpu()`.
+    pub fn test(&self, c: usize) -> bool {
+        self.mask[c / 64] & (1 << (c % 64)) != 0
+    }
+
+    /// `cpumask_weight()`, kept.
+    pub fn weight(&self) -> u32 {
+        self.weight
+    }
+
+    #[inline]
+    fn set(&mut self, c: usize, on: bool) {
+        let word = &mut self.mask[c / 64];
+        let bit = 1 << (c % 64);
+        if (*word & bit != 0) != on {
+            *word ^= bit;
+            if on {
+                self.weight += 1;
+            } else {
+                self.weight -= 1;
+            }
+        }
+    }
+
+    /// The first CPU set in `from..to`.
+    pub fn next_in(&self, from: usize, to: usize) -> Option<usize> {
+        let mut w = from / 64;
+        let mut bits = self.mask.get(w)? & (u64::MAX << (from % 64));
+        loop {
+            if bits != 0 {
+                let c = w * 64 + bits.trailing_zeros() as usize;
+                return (c < to).then_some(c);
+            }
+            w += 1;
+            if w * 64 >= to {
+                return None;
+            }
+            bits = *self.mask.get(w)?;
+        }
+    }
+
+    /// The CPUs set, in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.mask.iter().enumerate().flat_map(|(w, &word)| {
+            let mut bits = word;
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let b = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    w * 64 + b
+                })
+            })
+        })
+    }
+}
+
 impl Scheduler {
+    /// The balancer's part of `add_nr_running()`, after `cpu`'s
+    /// `nr_running` went up by one: the CPU is busy, and overloaded at two.
+    #[inline]
+    pub(crate) fn balance_add_nr_running(&mut self, cpu: CpuId) {
+        self.nohz_track_busy(cpu);
+        if self.rqs[cpu.idx()].nr_running == 2 {
+            self.overloaded_cpus.set(cpu.idx(), true);
+        }
+    }
+
+    /// The balancer's part of `sub_nr_running()`, after `cpu`'s
+    /// `nr_running` went down by `count`.
+    #[inline]
+    pub(crate) fn balance_sub_nr_running(&mut self, cpu: CpuId, count: u32) {
+        let nr = self.rqs[cpu.idx()].nr_running;
+        if nr < 2 {
+            if nr + count >= 2 {
+                self.overloaded_cpus.set(cpu.idx(), false);
+            }
+            // Still running something: it was busy and stays busy.
+            if nr == 0 {
+                self.nohz_track_idle(cpu);
+            }
+        }
+    }
+
+    /// `nohz_balance_exit_idle()` as far as the idle mask goes: `cpu` has
+    /// just got a runnable task, a current task or a pending wakeup.
+    #[inline]
+    pub(crate) fn nohz_track_busy(&mut self, cpu: CpuId) {
+        self.nohz.set(cpu.idx(), false);
+    }
+
+    /// `nohz_balance_enter_idle()` as far as the idle mask goes: called
+    /// after `cpu` lost a runnable task, its current task or a pending
+    /// wakeup, which may have left it idle.
+    #[inline]
+    pub(crate) fn nohz_track_idle(&mut self, cpu: CpuId) {
+        let idle = self.idle_cpu(cpu.idx());
+        self.nohz.set(cpu.idx(), idle);
+    }
+
     /// `msecs_to_jiffies()`.
     fn msecs_to_jiffies(&self, ms: u64) -> u64 {
         let hz = self.cfg.hz as u64;
@@ -96,10 +228,10 @@ impl Scheduler {
 
     /// `nohz.next_balance`: the earliest next balance of the idle CPUs.
     fn nohz_next_balance(&self) -> Option<u64> {
-        (0..self.nr_cpus())
-            .filter(|&i| self.idle_cpu(i))
-            .map(|i| self.rqs[i].next_balance)
-            .min()
+        if self.nohz.weight() == 0 {
+            return None;
+        }
+        self.nohz.iter().map(|i| self.rqs[i].next_balance).min()
     }
 
     /// A CPU entering idle (`nohz_balance_enter_idle()`): it has blocked load
@@ -126,7 +258,7 @@ impl Scheduler {
                 flags = NOHZ_STATS_KICK | NOHZ_BALANCE_KICK;
             } else {
                 // sd_llc_shared->nr_busy_cpus > 1.
-                let busy = (0..self.nr_cpus()).filter(|&i| !self.idle_cpu(i)).count();
+                let busy = self.nr_cpus() as u32 - self.nohz.weight();
                 if busy > 1 {
                     flags = NOHZ_STATS_KICK | NOHZ_BALANCE_KICK;
                 }
@@ -136,7 +268,7 @@ impl Scheduler {
             return;
         }
         // kick_ilb(): the first idle CPU does the work (find_new_ilb()).
-        if let Some(ilb) = (0..self.nr_cpus()).find(|&i| self.idle_cpu(i)) {
+        if let Some(ilb) = self.nohz.next_in(0, self.nr_cpus()) {
             self.nohz_idle_balance(ilb, flags);
         }
     }
@@ -162,24 +294,15 @@ impl Scheduler {
         if flags & NOHZ_STATS_KICK != 0 {
             self.nohz_has_blocked = false;
         }
-        for k in 1..=n {
-            let c = (ilb + k) % n;
-            if !self.idle_cpu(c) {
-                continue;
-            }
-            if !self.idle_cpu(ilb) {
-                // this CPU got work (need_resched): leave the rest.
-                if flags & NOHZ_STATS_KICK != 0 {
-                    has_blocked_load = true;
+        // for_each_cpu_wrap(balance_cpu, nohz.idle_cpus_mask, this_cpu+1):
+        // the mask is read as the walk goes (balancing may fill a CPU).
+        for (from, to) in [(ilb + 1, n), (0, ilb + 1)] {
+            let mut next = from;
+            while let Some(c) = self.nohz.next_in(next, to) {
+                next = c + 1;
+                if !self.nohz_idle_balance_cpu(ilb, c, flags, &mut has_blocked_load) {
+                    return;
                 }
-                self.nohz_has_blocked |= has_blocked_load;
-                return;
-            }
-            if flags & NOHZ_STATS_KICK != 0 {
-                has_blocked_load |= self.update_nohz_stats(c);
-            }
-            if self.now >= self.rqs[c].next_balance && flags & NOHZ_BALANCE_KICK != 0 {
-                self.sched_balance_domains(c, CpuIdleType::Idle);
             }
         }
         if flags & NOHZ_STATS_KICK != 0 {
@@ -187,6 +310,32 @@ impl Scheduler {
                 self.now + self.jiffies_to_ns(self.msecs_to_jiffies(LOAD_AVG_PERIOD_MS));
         }
         self.nohz_has_blocked |= has_blocked_load;
+    }
+
+    /// One idle CPU `c` of `_nohz_idle_balance()`'s walk; false when the
+    /// walk stops because `ilb` itself got work.
+    fn nohz_idle_balance_cpu(
+        &mut self,
+        ilb: usize,
+        c: usize,
+        flags: u32,
+        has_blocked_load: &mut bool,
+    ) -> bool {
+        if !self.idle_cpu(ilb) {
+            // this CPU got work (need_resched): leave the rest.
+            if flags & NOHZ_STATS_KICK != 0 {
+                *has_blocked_load = true;
+            }
+            self.nohz_has_blocked |= *has_blocked_load;
+            return false;
+        }
+        if flags & NOHZ_STATS_KICK != 0 {
+            *has_blocked_load |= self.update_nohz_stats(c);
+        }
+        if self.now >= self.rqs[c].next_balance && flags & NOHZ_BALANCE_KICK != 0 {
+            self.sched_balance_domains(c, CpuIdleType::Idle);
+        }
+        true
     }
 
     /// `sched_balance_newidle()`: a CPU about to go idle pulls work if some
@@ -211,5 +360,37 @@ impl Scheduler {
             self.nohz_balance_enter_idle(cpu);
         }
         pulled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CpuMask;
+
+    /// The mask's walk agrees with a plain scan across word boundaries,
+    /// for every range, and the count follows `set`.
+    #[test]
+    fn nohz_mask_walk_matches_a_scan() {
+        let n = 130;
+        let mut m = CpuMask::full(n);
+        assert_eq!(m.weight(), n as u32);
+        let idle = |c: usize| c % 7 == 0 || c == 63 || c == 64 || c == 129;
+        for c in 0..n {
+            m.set(c, idle(c));
+        }
+        assert_eq!(m.weight() as usize, (0..n).filter(|&c| idle(c)).count());
+        assert_eq!(
+            m.iter().collect::<Vec<_>>(),
+            (0..n).filter(|&c| idle(c)).collect::<Vec<_>>()
+        );
+        for from in 0..=n {
+            for to in from..=n {
+                let want = (from..to).find(|&c| idle(c));
+                assert_eq!(m.next_in(from, to), want, "next_in({from}, {to})");
+            }
+        }
+        m.set(129, false);
+        m.set(129, false);
+        assert_eq!(m.weight() as usize, (0..n).filter(|&c| idle(c)).count() - 1);
     }
 }

@@ -476,39 +476,28 @@ impl Scheduler {
     }
 
     /// `update_cfs_rq_h_load()`: the hierarchical load factor of `cfs` and
-    /// its ancestors, top-down, cached per jiffy.
+    /// its ancestors, top-down from the first one already computed this
+    /// jiffy (or the root), cached per jiffy. The kernel walks up with
+    /// `h_load_next` and back down; here the recursion keeps the walk (no
+    /// allocation, depth is the hierarchy's).
     fn update_cfs_rq_h_load(&mut self, cfs: CfsRqId) {
         let now = Some(self.jiffies());
         if self.cfs_rqs[cfs.idx()].last_h_load_update == now {
             return;
         }
-        // The chain of entities from `cfs` up to the first cfs_rq already
-        // computed this jiffy (or the root).
-        let mut chain: Vec<SeId> = Vec::new();
-        let mut se = self.cfs_rqs[cfs.idx()].owner;
-        let mut top = cfs;
-        while let Some(s) = se {
-            top = self.cfs_rq_of(s);
-            chain.push(s);
-            if self.cfs_rqs[top.idx()].last_h_load_update == now {
-                break;
+        let load = match self.cfs_rqs[cfs.idx()].owner {
+            None => self.cfs_rqs[cfs.idx()].avg.load_avg,
+            Some(s) => {
+                let parent = self.cfs_rq_of(s);
+                self.update_cfs_rq_h_load(parent);
+                let q = &self.cfs_rqs[parent.idx()];
+                (q.h_load as u128 * self.ses[s.idx()].avg.load_avg as u128
+                    / (q.avg.load_avg as u128 + 1)) as u64
             }
-            se = self.parent_entity(s);
-        }
-        if se.is_none() {
-            let q = &mut self.cfs_rqs[top.idx()];
-            q.h_load = q.avg.load_avg;
-            q.last_h_load_update = now;
-        }
-        let mut q = top;
-        while let Some(s) = chain.pop() {
-            let load = self.cfs_rqs[q.idx()].h_load;
-            let load = (load as u128 * self.ses[s.idx()].avg.load_avg as u128
-                / (self.cfs_rqs[q.idx()].avg.load_avg as u128 + 1)) as u64;
-            q = self.ses[s.idx()].my_q.expect("group entity");
-            self.cfs_rqs[q.idx()].h_load = load;
-            self.cfs_rqs[q.idx()].last_h_load_update = now;
-        }
+        };
+        let q = &mut self.cfs_rqs[cfs.idx()];
+        q.h_load = load;
+        q.last_h_load_update = now;
     }
 
     /// `task_h_load()`: the task's share of its CPU's root load.

@@ -147,8 +147,9 @@ impl Scheduler {
                 return None;
             }
         }
-        for k in 1..=n {
-            let c = (target + k) % n;
+        let mut c = target;
+        for _ in 0..n {
+            c = if c + 1 == n { 0 } else { c + 1 };
             if !self.allowed(p, c) {
                 continue;
             }
