@@ -408,3 +408,31 @@ fn workload_override_errors_name_the_key_and_value() {
         &["vm[0].overrides.csns", "allowed compute_ns"],
     );
 }
+
+/// A key or value with an escaped control character (TOML `"a\nb"`, JSON
+/// `"ov\rsub"`) must not break the one-line error: it is shown escaped.
+#[test]
+fn control_characters_from_the_input_stay_escaped_in_the_one_line_error() {
+    rejected(
+        "check",
+        "ctl-key",
+        "[host]\ncpus = 2\n\"a\\nb\" = 1\n",
+        &[],
+        &["host.a\\nb", "unknown key"],
+    );
+    rejected(
+        "check",
+        "ctl-name",
+        "[[task]]\nname = \"a\\tb\"\nkind = \"hog\"\n",
+        &[],
+        &["task[0].name", "a\\tb"],
+    );
+    let f = file("ctl-json", "").with_extension("json");
+    let src = r#"{"ov\rsub": {"cpus": 2}, "tasks": {"t": {"run": 10}}}"#;
+    std::fs::write(&f, src).unwrap();
+    let out = oversub(&["check", f.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("ov\\rsub"), "{err}");
+}

@@ -31,12 +31,28 @@ pub struct ScenarioError {
 }
 
 impl fmt::Display for ScenarioError {
+    /// `file: field: message`, with any control character that came from the
+    /// input (a key or value with an escaped newline, say) written as its
+    /// escape, so that the error stays one line whatever the input held.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.field.is_empty() {
-            write!(f, "{}: {}", self.file, self.message)
-        } else {
-            write!(f, "{}: {}: {}", self.file, self.field, self.message)
+        let mut parts = vec![self.file.as_str()];
+        if !self.field.is_empty() {
+            parts.push(&self.field);
         }
+        parts.push(&self.message);
+        for (i, part) in parts.into_iter().enumerate() {
+            if i > 0 {
+                f.write_str(": ")?;
+            }
+            for c in part.chars() {
+                if c.is_control() {
+                    write!(f, "{}", c.escape_default())?;
+                } else {
+                    write!(f, "{c}")?;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
