@@ -86,6 +86,11 @@ pub(crate) struct GuestLevel {
     /// they flush on their next entry).
     pub(crate) tlb_flush_deferred: u64,
     pub(crate) tlb_shootdowns: u64,
+    /// Buffers kept between steps (the threads a program step wakes, the
+    /// guest CPUs to send a reschedule IPI), so the hot path allocates
+    /// nothing.
+    wake_buf: Vec<usize>,
+    resched_buf: Vec<usize>,
 }
 
 impl GuestLevel {
@@ -156,6 +161,8 @@ impl GuestLevel {
                 .any(|e| matches!(e, crate::workload::ir::Event::SleepingLock { .. })),
             tlb_flush_deferred: 0,
             tlb_shootdowns: 0,
+            wake_buf: Vec::new(),
+            resched_buf: Vec::new(),
         }
     }
 
@@ -267,10 +274,13 @@ impl Simulator {
                 let _ = g.sched.block_current(gcpu(i));
                 continue;
             }
-            let (wakes, action) = g.prog.step(t.0.idx(), now);
-            for w in wakes {
+            let mut wakes = std::mem::take(&mut g.wake_buf);
+            wakes.clear();
+            let action = g.prog.step_into(t.0.idx(), now, &mut wakes);
+            for &w in &wakes {
                 g.sched.try_to_wake_up(TaskId(w as u32), 0, Some(gcpu(i)));
             }
+            g.wake_buf = wakes;
             match action {
                 Action::Run(d) => g.remaining[t.0.idx()] = Some(d),
                 Action::Sleep(timer) => {
@@ -386,14 +396,15 @@ impl Simulator {
         let exit = self.kvm.round_trip();
         let g = self.guest(vi);
         g.sched.hrtick_requests.clear();
-        // Most steps mark no other CPU: no allocation then.
-        let mut targets = Vec::new();
+        let mut targets = std::mem::take(&mut g.resched_buf);
+        targets.clear();
         while let Some(c) = g.sched.take_resched() {
             if c.idx() != from && g.sched.rqs[c.idx()].need_resched {
                 targets.push(c.idx());
             }
         }
         if targets.is_empty() {
+            g.resched_buf = targets;
             return;
         }
         let running = if self.kvm.avic {
@@ -401,7 +412,7 @@ impl Simulator {
         } else {
             Vec::new()
         };
-        for t in targets {
+        for &t in &targets {
             let vm = &mut self.vms[vi];
             if vm.g[t].irqs.iter().any(|q| q.vector == RESCHEDULE_VECTOR) {
                 continue;
@@ -420,6 +431,7 @@ impl Simulator {
                 self.deliver(vi, from, tg.idx(), RESCHEDULE_VECTOR, false, cpu);
             }
         }
+        self.vms[vi].guest.as_mut().expect("program VM").resched_buf = targets;
     }
 
     /// A guest thread's hrtimer expired: the LAPIC timer interrupt of the
