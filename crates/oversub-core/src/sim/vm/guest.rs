@@ -407,11 +407,7 @@ impl Simulator {
             g.resched_buf = targets;
             return;
         }
-        let running = if self.kvm.avic {
-            self.vcpus_running(vi)
-        } else {
-            Vec::new()
-        };
+        let running = self.vcpus_running_if(self.kvm.avic, vi);
         for &t in &targets {
             let vm = &mut self.vms[vi];
             if vm.g[t].irqs.iter().any(|q| q.vector == RESCHEDULE_VECTOR) {
