@@ -24,7 +24,7 @@ pub fn run_many(
     specs: &[&SweepSpec],
     prefix: &str,
     progress: bool,
-) -> Result<Vec<(Vec<Point>, Vec<Row>)>, String> {
+) -> Result<Vec<sweep::SweepOutput>, String> {
     let mut jobs = 0;
     for s in specs {
         jobs += sweep::validated_points(s)?.len() * s.seeds.len();

@@ -29,6 +29,9 @@ pub struct Point {
     pub sets: Vec<Override>,
 }
 
+/// A sweep's points and its rows (in expansion order).
+pub type SweepOutput = (Vec<Point>, Vec<Row>);
+
 /// One run's row.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
@@ -155,7 +158,7 @@ pub fn run_one(spec: &SweepSpec, pts: &[Point], i: usize, seed: u64) -> Result<R
 /// them all in parallel (rayon), rows in expansion order (points, then
 /// seeds); `on_run` is called after each run (from the worker threads), for
 /// a caller's progress display.
-pub fn run(spec: &SweepSpec, on_run: &(dyn Fn() + Sync)) -> Result<(Vec<Point>, Vec<Row>), String> {
+pub fn run(spec: &SweepSpec, on_run: &(dyn Fn() + Sync)) -> Result<SweepOutput, String> {
     Ok(run_many(&[spec], on_run)?.pop().expect("one sweep"))
 }
 
@@ -169,7 +172,7 @@ pub fn run(spec: &SweepSpec, on_run: &(dyn Fn() + Sync)) -> Result<(Vec<Point>, 
 pub fn run_many(
     specs: &[&SweepSpec],
     on_run: &(dyn Fn() + Sync),
-) -> Result<Vec<(Vec<Point>, Vec<Row>)>, String> {
+) -> Result<Vec<SweepOutput>, String> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let mut pts = Vec::new();
     // (cost, sweep, point, seed, slot of the row in its sweep's rows)
