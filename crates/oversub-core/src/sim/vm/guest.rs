@@ -274,13 +274,12 @@ impl Simulator {
                 let _ = g.sched.block_current(gcpu(i));
                 continue;
             }
-            let mut wakes = std::mem::take(&mut g.wake_buf);
-            wakes.clear();
-            let action = g.prog.step_into(t.0.idx(), now, &mut wakes);
-            for &w in &wakes {
+            g.wake_buf.clear();
+            let action = g.prog.step_into(t.0.idx(), now, &mut g.wake_buf);
+            for k in 0..g.wake_buf.len() {
+                let w = g.wake_buf[k];
                 g.sched.try_to_wake_up(TaskId(w as u32), 0, Some(gcpu(i)));
             }
-            g.wake_buf = wakes;
             match action {
                 Action::Run(d) => g.remaining[t.0.idx()] = Some(d),
                 Action::Sleep(timer) => {
@@ -396,12 +395,18 @@ impl Simulator {
         let exit = self.kvm.round_trip();
         let g = self.guest(vi);
         g.sched.hrtick_requests.clear();
+        // Most steps mark no CPU: leave before touching the buffer.
+        let Some(first) = g.sched.take_resched() else {
+            return;
+        };
         let mut targets = std::mem::take(&mut g.resched_buf);
         targets.clear();
-        while let Some(c) = g.sched.take_resched() {
-            if c.idx() != from && g.sched.rqs[c.idx()].need_resched {
-                targets.push(c.idx());
+        let mut c = Some(first);
+        while let Some(cpu) = c {
+            if cpu.idx() != from && g.sched.rqs[cpu.idx()].need_resched {
+                targets.push(cpu.idx());
             }
+            c = g.sched.take_resched();
         }
         if targets.is_empty() {
             g.resched_buf = targets;
