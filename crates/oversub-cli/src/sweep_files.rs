@@ -18,6 +18,23 @@ pub fn run(spec: &SweepSpec, progress: bool) -> Result<(Vec<Point>, Vec<Row>), S
     r
 }
 
+/// Runs several sweeps as one batch (`sweep::run_many`: all runs share the
+/// cores, longest first), with one progress bar labelled `prefix`.
+pub fn run_many(
+    specs: &[&SweepSpec],
+    prefix: &str,
+    progress: bool,
+) -> Result<Vec<sweep::SweepOutput>, String> {
+    let mut jobs = 0;
+    for s in specs {
+        jobs += sweep::validated_points(s)?.len() * s.seeds.len();
+    }
+    let bar = crate::progress::Steps::new(jobs as u64, "runs", prefix, progress);
+    let r = sweep::run_many(specs, &|| bar.inc());
+    bar.finish();
+    r
+}
+
 /// Runs a sweep file and writes `DIR/results.csv`, `DIR/results.jsonl`,
 /// `DIR/summary.csv` and `DIR/summary.md`. Returns the summary text.
 pub fn sweep_to_dir(spec: &SweepSpec, out: &Path, progress: bool) -> Result<String, String> {

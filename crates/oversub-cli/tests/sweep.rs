@@ -102,6 +102,31 @@ fn sweep_is_deterministic_across_thread_counts() {
     assert_eq!(a, b);
 }
 
+/// `reproduce` runs its sections as one batch, longest runs first: each
+/// sweep still gets exactly the rows it gets alone, in its expansion order.
+#[test]
+fn a_batch_of_sweeps_gives_each_sweep_its_own_rows() {
+    let short = tiny();
+    let mut long = tiny();
+    // Longer runs and other seeds: the batch starts them first.
+    long.duration = Some(oversub::engine::Nanos::from_ms(300));
+    long.seeds = vec![3, 4, 5];
+    let axes: Vec<String> = short.axes.iter().map(|a| a.name.clone()).collect();
+    let text = |rows: &[oversub::sweep::Row]| {
+        (
+            oversub::sweep::to_csv(&axes, rows),
+            oversub::sweep::to_jsonl(rows),
+        )
+    };
+    let batch = oversub::sweep::run_many(&[&short, &long], &|| {}).expect("batch runs");
+    assert_eq!(batch.len(), 2);
+    assert_eq!(batch[0].1.len(), 4, "2 policies x 2 seeds");
+    assert_eq!(batch[1].1.len(), 6, "2 policies x 3 seeds");
+    assert_eq!(text(&batch[0].1), outputs(&short));
+    assert_eq!(text(&batch[1].1), outputs(&long));
+    assert_ne!(text(&batch[0].1), text(&batch[1].1));
+}
+
 #[test]
 fn summary_pairs_by_seed_against_the_baseline() {
     let spec = tiny();

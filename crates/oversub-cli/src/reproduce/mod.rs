@@ -128,7 +128,7 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     })?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: cannot create: {e}", out.display()))?;
     let wall = std::time::Instant::now();
-    let mut sections = Vec::new();
+    let mut specs = Vec::new();
     for s in &m.section {
         let mut spec = SweepSpec::load(&dir.join(&s.sweep))?;
         let (seeds, d, df) = if quick {
@@ -141,7 +141,14 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         }
         spec.seeds = seeds.clone();
         spec.duration = Some(dur(&format!("{mf}: section {}: {df}", s.name), d)?);
-        let (points, rows) = sweep_files::run(&spec, progress)?;
+        specs.push(spec);
+    }
+    // Every section's runs in one batch: the cores stay busy to the end
+    // instead of waiting at each section's last long run.
+    let refs: Vec<&SweepSpec> = specs.iter().collect();
+    let results = sweep_files::run_many(&refs, "reproduce", progress)?;
+    let mut sections = Vec::new();
+    for ((s, spec), (points, rows)) in m.section.iter().zip(specs).zip(results) {
         sweep_files::write_outputs(&spec, &points, &rows, &out.join(&s.name))?;
         let summary = sweep::summary::summarise(&spec, &points, &rows);
         sections.push(Section {

@@ -98,6 +98,19 @@ pub fn kvm_irq_delivery_to_apic(
     src: Option<VcpuIdx>,
     irq: &LapicIrq,
 ) -> Vec<VcpuIdx> {
+    // A physical unicast (the common case) matches its destination id
+    // only: skip the scan over every vCPU. Lowest priority among one
+    // match picks it.
+    if irq.shorthand == Shorthand::NoShorthand
+        && irq.dest_mode == DestMode::Physical
+        && irq.dest_id != APIC_BROADCAST
+    {
+        return if irq.dest_id < nr_vcpus {
+            vec![VcpuIdx(irq.dest_id)]
+        } else {
+            Vec::new()
+        };
+    }
     let matching: Vec<VcpuIdx> = (0..nr_vcpus)
         .map(VcpuIdx)
         .filter(|&v| kvm_apic_match_dest(v, src, irq))

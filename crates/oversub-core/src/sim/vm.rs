@@ -557,6 +557,16 @@ impl Simulator {
             .collect()
     }
 
+    /// [`Self::vcpus_running`] with AVIC (`avic`), else empty (nothing
+    /// looks at it then).
+    pub(super) fn vcpus_running_if(&self, avic: bool, vi: usize) -> Vec<bool> {
+        if avic {
+            self.vcpus_running(vi)
+        } else {
+            Vec::new()
+        }
+    }
+
     /// Arms the guest tick of every vCPU of VM `vi` (spread over one period).
     pub(super) fn arm_guest_ticks(&mut self, vi: usize) {
         let hz = u64::from(self.kvm.guest_hz);
@@ -877,11 +887,7 @@ impl Simulator {
                             handler,
                             wait,
                         } => {
-                            let running = if self.kvm.avic {
-                                self.vcpus_running(vi)
-                            } else {
-                                Vec::new()
-                            };
+                            let running = self.vcpus_running_if(self.kvm.avic, vi);
                             let then = wait.then_some(Phase::Spin {
                                 wait: Wait::Csd,
                                 ple: false,
@@ -1355,12 +1361,9 @@ impl Simulator {
         let now = self.now;
         let exit = self.kvm.round_trip();
         let pv = self.pv;
-        // AVIC: which vCPUs run now (an IPI to one that does not exits).
-        let running = if self.kvm.avic && stage < 2 {
-            self.vcpus_running(vi)
-        } else {
-            Vec::new()
-        };
+        // AVIC: which vCPUs run now (an IPI to one that does not exits);
+        // built only once an IPI is drawn.
+        let avic = self.kvm.avic;
         let vm = &mut self.vms[vi];
         let me = VcpuIdx(i as u32);
         let ms = len.0 as f64 / 1e6;
@@ -1403,7 +1406,8 @@ impl Simulator {
                         RESCHEDULE_VECTOR
                     };
                     vm.stats.ipis_sent += 1;
-                    let w = vm.icr_write(
+                    let running = self.vcpus_running_if(avic, vi);
+                    let w = self.vms[vi].icr_write(
                         me,
                         &LapicIrq::unicast(VcpuIdx(t as u32), vector),
                         now,
@@ -1448,6 +1452,7 @@ impl Simulator {
                         then: 2,
                         len,
                     };
+                    let running = self.vcpus_running_if(avic, vi);
                     if let Some(sw) = self.smp_call_function_many(
                         cpu,
                         vi,

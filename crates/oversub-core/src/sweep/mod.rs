@@ -15,7 +15,6 @@ pub mod summary;
 use crate::scenario::overrides::Override;
 use crate::scenario::Scenario;
 use metrics::Metrics;
-use rayon::prelude::*;
 use serde::Serialize;
 use spec::SweepSpec;
 use std::fmt::Write as _;
@@ -29,6 +28,9 @@ pub struct Point {
     pub file: PathBuf,
     pub sets: Vec<Override>,
 }
+
+/// A sweep's points and its rows (in expansion order).
+pub type SweepOutput = (Vec<Point>, Vec<Row>);
 
 /// One run's row.
 #[derive(Clone, Debug, Serialize)]
@@ -102,11 +104,22 @@ fn load(p: &Point, seed: u64, spec: &SweepSpec) -> Result<Scenario, String> {
 /// Expands the axes and loads every point with the first seed, so that a
 /// bad value fails before any run.
 pub fn validated_points(spec: &SweepSpec) -> Result<Vec<Point>, String> {
-    let pts = points(spec);
-    for p in &pts {
-        load(p, spec.seeds[0], spec)?;
-    }
-    Ok(pts)
+    Ok(costed_points(spec)?.into_iter().map(|(p, _)| p).collect())
+}
+
+/// [`validated_points`] with each point's estimated cost per run: its
+/// simulated time times the tasks it runs (vCPUs and host tasks, at least
+/// one). Only the order of the runs depends on it ([`run_many`]).
+fn costed_points(spec: &SweepSpec) -> Result<Vec<(Point, u128)>, String> {
+    points(spec)
+        .into_iter()
+        .map(|p| {
+            let sc = load(&p, spec.seeds[0], spec)?;
+            let tasks: u64 =
+                sc.vms.iter().map(|v| u64::from(v.vcpus)).sum::<u64>() + sc.tasks.len() as u64;
+            Ok((p, u128::from(sc.host.duration.0) * u128::from(tasks.max(1))))
+        })
+        .collect()
 }
 
 /// Runs point `i` of `pts` (from [`validated_points`]) with `seed`: one
@@ -145,20 +158,85 @@ pub fn run_one(spec: &SweepSpec, pts: &[Point], i: usize, seed: u64) -> Result<R
 /// them all in parallel (rayon), rows in expansion order (points, then
 /// seeds); `on_run` is called after each run (from the worker threads), for
 /// a caller's progress display.
-pub fn run(spec: &SweepSpec, on_run: &(dyn Fn() + Sync)) -> Result<(Vec<Point>, Vec<Row>), String> {
-    let pts = validated_points(spec)?;
-    let jobs: Vec<(usize, u64)> = (0..pts.len())
-        .flat_map(|i| spec.seeds.iter().map(move |&s| (i, s)))
-        .collect();
-    let rows: Result<Vec<Row>, String> = jobs
-        .par_iter()
-        .map(|&(i, seed)| {
-            let row = run_one(spec, &pts, i, seed);
+pub fn run(spec: &SweepSpec, on_run: &(dyn Fn() + Sync)) -> Result<SweepOutput, String> {
+    Ok(run_many(&[spec], on_run)?.pop().expect("one sweep"))
+}
+
+/// Several sweeps as one batch of runs: every point of every sweep is
+/// validated first, then all runs share the rayon pool, longest first (by
+/// the points' estimated cost; ties in expansion order), each worker taking
+/// the next run as it becomes free. Longest-first list scheduling leaves no
+/// long run for the end, where it would run alone while the other cores
+/// idle. The result, per sweep, is what [`run`] returns: rows in expansion
+/// order, so the order of execution shows in nothing but the wall time.
+pub fn run_many(
+    specs: &[&SweepSpec],
+    on_run: &(dyn Fn() + Sync),
+) -> Result<Vec<SweepOutput>, String> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let mut pts = Vec::new();
+    // (cost, sweep, point, seed, slot of the row in its sweep's rows)
+    let mut jobs: Vec<(u128, usize, usize, u64, usize)> = Vec::new();
+    for (k, spec) in specs.iter().enumerate() {
+        let costed = costed_points(spec)?;
+        let mut slot = 0;
+        for (i, (_, cost)) in costed.iter().enumerate() {
+            for &seed in &spec.seeds {
+                jobs.push((*cost, k, i, seed, slot));
+                slot += 1;
+            }
+        }
+        pts.push(costed.into_iter().map(|(p, _)| p).collect::<Vec<_>>());
+    }
+    // Stable: equal costs keep the expansion order.
+    jobs.sort_by_key(|j| std::cmp::Reverse(j.0));
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let done: Vec<Vec<(usize, Result<Row, String>)>> = rayon::broadcast(|_| {
+        let mut mine = Vec::new();
+        while !failed.load(Ordering::Relaxed) {
+            let j = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&(_, k, i, seed, _)) = jobs.get(j) else {
+                break;
+            };
+            let row = run_one(specs[k], &pts[k], i, seed);
+            if row.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
             on_run();
-            row
-        })
+            mine.push((j, row));
+        }
+        mine
+    });
+    let mut out: Vec<Vec<Option<Row>>> = specs
+        .iter()
+        .zip(&pts)
+        .map(|(s, p)| (0..p.len() * s.seeds.len()).map(|_| None).collect())
         .collect();
-    Ok((pts, rows?))
+    // The first failure in batch order (the order runs were started).
+    let mut err: Option<(usize, String)> = None;
+    for (j, row) in done.into_iter().flatten() {
+        let (_, k, _, _, slot) = jobs[j];
+        match row {
+            Ok(r) => out[k][slot] = Some(r),
+            Err(e) if err.as_ref().is_none_or(|(f, _)| j < *f) => err = Some((j, e)),
+            Err(_) => {}
+        }
+    }
+    if let Some((_, e)) = err {
+        return Err(e);
+    }
+    Ok(pts
+        .into_iter()
+        .zip(out)
+        .map(|(p, rows)| {
+            let rows = rows
+                .into_iter()
+                .map(|r| r.expect("every run of a batch without failure has a row"))
+                .collect();
+            (p, rows)
+        })
+        .collect())
 }
 
 /// Metric columns: the union over rows, in first-seen order.

@@ -211,6 +211,7 @@ impl ProgramRt {
         self.threads.iter().all(|t| t.done)
     }
 
+    #[inline]
     fn event(&self, t: usize) -> &Event {
         let th = &self.threads[t];
         &self.prog.threads[t].phases[th.phase].events[th.ev]
@@ -409,6 +410,13 @@ impl ProgramRt {
     /// needs CPU time or blocks. Returns the threads to wake, in order.
     pub fn step(&mut self, t: usize, now: Time) -> (Vec<usize>, Action) {
         let mut wake = Vec::new();
+        let action = self.step_into(t, now, &mut wake);
+        (wake, action)
+    }
+
+    /// [`Self::step`] appending the threads to wake to `wake` (a buffer the
+    /// caller keeps, so the hot path allocates nothing).
+    pub fn step_into(&mut self, t: usize, now: Time, wake: &mut Vec<usize>) -> Action {
         if !self.threads[t].started {
             self.threads[t].started = true;
             let delay = self.prog.threads[t].delay;
@@ -418,12 +426,12 @@ impl ProgramRt {
                 now
             });
             if delay > Nanos::ZERO {
-                return (wake, Action::Sleep(Some(Time::ZERO + delay)));
+                return Action::Sleep(Some(Time::ZERO + delay));
             }
         }
         loop {
             if self.threads[t].done {
-                return (wake, Action::Exit);
+                return Action::Exit;
             }
             match self.threads[t].pending {
                 Pending::None => {}
@@ -433,14 +441,14 @@ impl ProgramRt {
                 }
                 Pending::Mutex(m) => {
                     if !self.try_lock(t, m, now) {
-                        return (wake, Action::Sleep(None));
+                        return Action::Sleep(None);
                     }
                     self.advance(t, now);
                     continue;
                 }
                 Pending::Reacquire(m) => {
                     if !self.try_lock(t, m, now) {
-                        return (wake, Action::Sleep(None));
+                        return Action::Sleep(None);
                     }
                     self.advance(t, now);
                     continue;
@@ -452,28 +460,25 @@ impl ProgramRt {
                 }
                 Pending::KernelLock(lock, hold) => {
                     self.threads[t].pending = Pending::Done;
-                    return (wake, Action::KernelLock { lock, hold });
+                    return Action::KernelLock { lock, hold };
                 }
                 Pending::Shootdown(pages) => {
                     self.threads[t].pending = Pending::Done;
-                    return (wake, Action::Kernel(KernelOp::TlbShootdown { pages }));
+                    return Action::Kernel(KernelOp::TlbShootdown { pages });
                 }
                 Pending::SleepingWant(lock, mode, hold) => {
                     if !self.sleeping_try(t, lock, mode, now) {
                         let owner = self.sleeping[lock.idx()].owner;
-                        return (
-                            wake,
-                            Action::Kernel(KernelOp::SleepingLockBusy { lock, mode, owner }),
-                        );
+                        return Action::Kernel(KernelOp::SleepingLockBusy { lock, mode, owner });
                     }
                     self.threads[t].pending = Pending::SleepingHeld(lock, mode);
                     if hold > Nanos::ZERO {
-                        return (wake, Action::Run(hold));
+                        return Action::Run(hold);
                     }
                     continue;
                 }
                 Pending::SleepingHeld(lock, mode) => {
-                    self.sleeping_release(t, lock, mode, &mut wake);
+                    self.sleeping_release(t, lock, mode, wake);
                     self.advance(t, now);
                     continue;
                 }
@@ -485,14 +490,14 @@ impl ProgramRt {
                         continue;
                     }
                     self.threads[t].pending = Pending::Done;
-                    return (wake, Action::Run(d));
+                    return Action::Run(d);
                 }
                 // nanosleep(0): the hrtimer has expired when it is started,
                 // so the task never schedules.
                 Event::Sleep(d) if d == Nanos::ZERO => self.advance(t, now),
                 Event::Sleep(d) => {
                     self.threads[t].pending = Pending::Done;
-                    return (wake, Action::Sleep(Some(now + d)));
+                    return Action::Sleep(Some(now + d));
                 }
                 Event::Timer {
                     timer,
@@ -501,23 +506,23 @@ impl ProgramRt {
                 } => match self.timer(t, timer, period, absolute, now) {
                     Some(at) => {
                         self.threads[t].pending = Pending::Done;
-                        return (wake, Action::Sleep(Some(at)));
+                        return Action::Sleep(Some(at));
                     }
                     None => self.advance(t, now),
                 },
                 Event::Lock(m) => {
                     if !self.try_lock(t, m, now) {
                         self.threads[t].pending = Pending::Mutex(m);
-                        return (wake, Action::Sleep(None));
+                        return Action::Sleep(None);
                     }
                     self.advance(t, now);
                 }
                 Event::Unlock(m) => {
-                    self.unlock(t, m, &mut wake);
+                    self.unlock(t, m, wake);
                     self.advance(t, now);
                 }
                 Event::Signal(c) => {
-                    self.signal(c, &mut wake);
+                    self.signal(c, wake);
                     self.advance(t, now);
                 }
                 Event::Broad(c) => {
@@ -526,12 +531,12 @@ impl ProgramRt {
                 }
                 Event::Wait { cond, mutex } | Event::SignalWait { cond, mutex } => {
                     if matches!(self.event(t), Event::SignalWait { .. }) {
-                        self.signal(cond, &mut wake);
+                        self.signal(cond, wake);
                     }
-                    self.unlock(t, mutex, &mut wake);
+                    self.unlock(t, mutex, wake);
                     self.cond_waiters[cond.idx()].push_back(t);
                     self.threads[t].pending = Pending::Reacquire(mutex);
-                    return (wake, Action::Sleep(None));
+                    return Action::Sleep(None);
                 }
                 Event::Barrier(b) => {
                     if self.barrier_waiting[b.idx()] == 0 {
@@ -541,22 +546,22 @@ impl ProgramRt {
                         self.barrier_waiting[b.idx()] -= 1;
                         self.barrier_waiters[b.idx()].push(t);
                         self.threads[t].pending = Pending::Barrier(b);
-                        return (wake, Action::Sleep(None));
+                        return Action::Sleep(None);
                     }
                 }
                 Event::Yield => {
                     self.threads[t].pending = Pending::Done;
-                    return (wake, Action::Yield);
+                    return Action::Yield;
                 }
                 // `run` in the kernel, the last `hold` of it under `lock`.
                 Event::Syscall { lock, run, hold } => {
                     let pre = Nanos(run.0.saturating_sub(hold.0));
                     if pre > Nanos::ZERO {
                         self.threads[t].pending = Pending::KernelLock(lock, hold);
-                        return (wake, Action::Run(pre));
+                        return Action::Run(pre);
                     }
                     self.threads[t].pending = Pending::Done;
-                    return (wake, Action::KernelLock { lock, hold });
+                    return Action::KernelLock { lock, hold };
                 }
                 // Kernel work, then the lock (the lock is taken at the end).
                 Event::SleepingLock {
@@ -568,13 +573,13 @@ impl ProgramRt {
                     self.threads[t].pending = Pending::SleepingWant(lock, mode, hold);
                     let pre = Nanos(run.0.saturating_sub(hold.0));
                     if pre > Nanos::ZERO {
-                        return (wake, Action::Run(pre));
+                        return Action::Run(pre);
                     }
                 }
                 Event::Munmap { run, pages } => {
                     self.threads[t].pending = Pending::Shootdown(pages);
                     if run > Nanos::ZERO {
-                        return (wake, Action::Run(run));
+                        return Action::Run(run);
                     }
                 }
                 Event::SmpCall {
@@ -583,14 +588,11 @@ impl ProgramRt {
                     wait,
                 } => {
                     self.threads[t].pending = Pending::Done;
-                    return (
-                        wake,
-                        Action::Kernel(KernelOp::SmpCall {
-                            targets,
-                            handler,
-                            wait,
-                        }),
-                    );
+                    return Action::Kernel(KernelOp::SmpCall {
+                        targets,
+                        handler,
+                        wait,
+                    });
                 }
             }
         }

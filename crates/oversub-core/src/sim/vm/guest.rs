@@ -86,6 +86,11 @@ pub(crate) struct GuestLevel {
     /// they flush on their next entry).
     pub(crate) tlb_flush_deferred: u64,
     pub(crate) tlb_shootdowns: u64,
+    /// Buffers kept between steps (the threads a program step wakes, the
+    /// guest CPUs to send a reschedule IPI), so the hot path allocates
+    /// nothing.
+    wake_buf: Vec<usize>,
+    resched_buf: Vec<usize>,
 }
 
 impl GuestLevel {
@@ -156,6 +161,8 @@ impl GuestLevel {
                 .any(|e| matches!(e, crate::workload::ir::Event::SleepingLock { .. })),
             tlb_flush_deferred: 0,
             tlb_shootdowns: 0,
+            wake_buf: Vec::new(),
+            resched_buf: Vec::new(),
         }
     }
 
@@ -267,8 +274,10 @@ impl Simulator {
                 let _ = g.sched.block_current(gcpu(i));
                 continue;
             }
-            let (wakes, action) = g.prog.step(t.0.idx(), now);
-            for w in wakes {
+            g.wake_buf.clear();
+            let action = g.prog.step_into(t.0.idx(), now, &mut g.wake_buf);
+            for k in 0..g.wake_buf.len() {
+                let w = g.wake_buf[k];
                 g.sched.try_to_wake_up(TaskId(w as u32), 0, Some(gcpu(i)));
             }
             match action {
@@ -386,22 +395,25 @@ impl Simulator {
         let exit = self.kvm.round_trip();
         let g = self.guest(vi);
         g.sched.hrtick_requests.clear();
-        // Most steps mark no other CPU: no allocation then.
-        let mut targets = Vec::new();
-        while let Some(c) = g.sched.take_resched() {
-            if c.idx() != from && g.sched.rqs[c.idx()].need_resched {
-                targets.push(c.idx());
+        // Most steps mark no CPU: leave before touching the buffer.
+        let Some(first) = g.sched.take_resched() else {
+            return;
+        };
+        let mut targets = std::mem::take(&mut g.resched_buf);
+        targets.clear();
+        let mut c = Some(first);
+        while let Some(cpu) = c {
+            if cpu.idx() != from && g.sched.rqs[cpu.idx()].need_resched {
+                targets.push(cpu.idx());
             }
+            c = g.sched.take_resched();
         }
         if targets.is_empty() {
+            g.resched_buf = targets;
             return;
         }
-        let running = if self.kvm.avic {
-            self.vcpus_running(vi)
-        } else {
-            Vec::new()
-        };
-        for t in targets {
+        let running = self.vcpus_running_if(self.kvm.avic, vi);
+        for &t in &targets {
             let vm = &mut self.vms[vi];
             if vm.g[t].irqs.iter().any(|q| q.vector == RESCHEDULE_VECTOR) {
                 continue;
@@ -420,6 +432,7 @@ impl Simulator {
                 self.deliver(vi, from, tg.idx(), RESCHEDULE_VECTOR, false, cpu);
             }
         }
+        self.vms[vi].guest.as_mut().expect("program VM").resched_buf = targets;
     }
 
     /// A guest thread's hrtimer expired: the LAPIC timer interrupt of the
