@@ -15,9 +15,12 @@ const LOAD_AVG_PERIOD: u64 = 32;
 pub const LOAD_AVG_MAX: u64 = 47742;
 const PELT_MIN_DIVIDER: u64 = LOAD_AVG_MAX - 1024;
 
-/// y^n * 2^32 for n in 0..32, with y = 2^(-1/32). Built from five correctly
-/// rounded square roots and exact-rounding multiplications, so it is identical
-/// on every IEEE-754 machine.
+/// `runnable_avg_yN_inv[]`: (2^32 - 1) * y^n truncated, for n in 0..32, with
+/// y = 2^(-1/32), as the kernel's generator (Documentation/scheduler/
+/// sched-pelt.c, 6.12.117) computes it; entry 0 is 0xffffffff. Built from five
+/// correctly rounded square roots and exact-rounding multiplications, so it
+/// is identical on every IEEE-754 machine (the unit test checks the entries
+/// the kernel's header has that a 2^32 scale would get wrong).
 fn y_n_inv() -> &'static [u64; 32] {
     static TABLE: OnceLock<[u64; 32]> = OnceLock::new();
     TABLE.get_or_init(|| {
@@ -27,12 +30,8 @@ fn y_n_inv() -> &'static [u64; 32] {
         }
         let mut t = [0u64; 32];
         let mut p = 1.0f64;
-        for (n, slot) in t.iter_mut().enumerate() {
-            *slot = if n == 0 {
-                0xffff_ffff
-            } else {
-                (p * 4_294_967_296.0) as u64
-            };
+        for slot in t.iter_mut() {
+            *slot = (p * 4_294_967_295.0) as u64;
             p *= y;
         }
         t
@@ -216,6 +215,18 @@ pub fn add_positive(v: &mut u64, d: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decay_table_is_the_kernels_scale() {
+        // Entries of the kernel's sched-pelt.h (Linux 6.12.117): a table
+        // scaled by 2^32 instead of 2^32 - 1 is one higher at n = 1 and 5.
+        let t = y_n_inv();
+        assert_eq!(t[0], 0xffff_ffff);
+        assert_eq!(t[1], 0xfa83_b2da);
+        assert_eq!(t[5], 0xe5b9_06e6);
+        assert_eq!(t[16], 0xb504_f333);
+        assert_eq!(t[31], 0x82cd_8698);
+    }
 
     #[test]
     fn decay_halves_every_32_periods() {
