@@ -285,6 +285,38 @@ pub fn run_once(
     Ok(out)
 }
 
+/// Spawns this binary as `__worker KIND` with `params`, stdin closed; its
+/// stdout and stderr are piped when `piped` (to read a result), else closed.
+fn spawn_worker(
+    exe: &Path,
+    kind: &str,
+    params: &[(&str, u64)],
+    piped: bool,
+) -> Result<Child, String> {
+    let out = || if piped { Stdio::piped() } else { Stdio::null() };
+    Command::new(exe)
+        .arg("__worker")
+        .args(worker::args_for(kind, params))
+        .stdin(Stdio::null())
+        .stdout(out())
+        .stderr(out())
+        .spawn()
+        .map_err(|e| format!("spawn {kind} worker: {e}"))
+}
+
+/// A piped worker's whole stdout and stderr, after it exited.
+fn collect(c: &mut Child) -> (String, String) {
+    let (mut out, mut err) = (String::new(), String::new());
+    if let Some(mut o) = c.stdout.take() {
+        let _ = o.read_to_string(&mut out);
+    }
+    if let Some(mut e) = c.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    let _ = c.wait();
+    (out, err)
+}
+
 /// Runs the calibration probes (`calibrate::calibrate`) in a worker process
 /// placed in its own cgroup of weight [`BASE_WEIGHT`], as the scenarios'
 /// workers are, so that both see the machine the same way.
@@ -305,29 +337,15 @@ pub fn calibrate_in_cgroup(
     )?;
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let start = mono_now() + 100_000_000;
-    let child = Command::new(&exe)
-        .arg("__worker")
-        .args(worker::args_for(
-            "calibrate",
-            &[
-                ("start", start),
-                ("end", start),
-                ("samples", u64::from(samples)),
-            ],
-        ))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("spawn calibration worker: {e}"))?;
+    let params = [
+        ("start", start),
+        ("end", start),
+        ("samples", u64::from(samples)),
+    ];
+    let child = spawn_worker(&exe, "calibrate", &params, true)?;
     let mut workers = Workers(vec![(child, "calibrate".into(), "/".into())]);
     tree.attach("/", workers.0[0].0.id())?;
-    let (c, _, _) = &mut workers.0[0];
-    let mut out = String::new();
-    if let Some(mut o) = c.stdout.take() {
-        let _ = o.read_to_string(&mut out);
-    }
-    let _ = c.wait();
+    let (out, _) = collect(&mut workers.0[0].0);
     drop(workers);
     drop(tree);
     super::calibrate::Calibration::from_json(&out)
@@ -377,17 +395,12 @@ pub fn timer_probe_batch(
         let mut workers = Workers(Vec::new());
         // The hog spins from now on; it is killed when the batch is done
         // (its `end` is only a bound should the parent die).
-        let hog = Command::new(&exe)
-            .arg("__worker")
-            .args(worker::args_for(
-                "hog",
-                &[("start", now), ("end", now + 60_000_000_000)],
-            ))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("spawn probe hog: {e}"))?;
+        let hog = spawn_worker(
+            &exe,
+            "hog",
+            &[("start", now), ("end", now + 60_000_000_000)],
+            false,
+        )?;
         let hpid = hog.id();
         workers.0.push((hog, "probe-hog".into(), "/".into()));
         tree.attach("/", hpid)?;
@@ -397,36 +410,18 @@ pub fn timer_probe_batch(
         // `run_once`): the previous run's exit and cgroup removal are then
         // as far behind as they are for a real run.
         let start = mono_now() + 300_000_000;
-        let probe = Command::new(&exe)
-            .arg("__worker")
-            .args(worker::args_for(
-                "timer_probe",
-                &[
-                    ("start", start),
-                    ("end", start),
-                    ("cpu", u64::from(cpu)),
-                    ("samples", u64::from(samples)),
-                ],
-            ))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("spawn timer probe: {e}"))?;
+        let params = [
+            ("start", start),
+            ("end", start),
+            ("cpu", u64::from(cpu)),
+            ("samples", u64::from(samples)),
+        ];
+        let probe = spawn_worker(&exe, "timer_probe", &params, true)?;
         let ppid = probe.id();
         workers.0.push((probe, "probe".into(), "/".into()));
         tree.attach("/", ppid)?;
         pin(ppid, cpu)?;
-        let (c, _, _) = &mut workers.0[1];
-        let mut text = String::new();
-        if let Some(mut o) = c.stdout.take() {
-            let _ = o.read_to_string(&mut text);
-        }
-        let mut err = String::new();
-        if let Some(mut e) = c.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
-        let _ = c.wait();
+        let (text, err) = collect(&mut workers.0[1].0);
         drop(workers);
         let v = worker::parse_timer_probe(&text)
             .ok_or_else(|| format!("timer probe on CPU {cpu} gave no result: {}", err.trim()))?;
