@@ -7,7 +7,7 @@
 #   ft.ft_timeout=SECS               whole functional suite timeout (default 1200)
 #   ft.verbose=1                     ftest prints every trace line it reads
 # Output markers parsed by kernel/functional/run.py (one per line, at line start):
-#   @@BEGIN, @@ST_BEGIN name, @@ST_END name rc=N, @@FT_BEGIN, @@FT_END rc=N, @@DMESG_BEGIN/END, @@DONE
+#   @@BEGIN, @@ST_BEGIN name, @@ST_RETRY name rc=N, @@ST_END name rc=N, @@FT_BEGIN, @@FT_END rc=N, @@DMESG_BEGIN/END, @@DONE
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -49,6 +49,16 @@ case ",$suites," in *,selftests,*)
 		t0=$(cut -d' ' -f1 /proc/uptime)
 		timeout "$st_timeout" /st/$name $(grep "^$name " /st/args | cut -d' ' -f2-) >/tmp/st.out 2>&1
 		rc=$?
+		# One retry of a failure (not a skip or timeout), the same on every
+		# kernel: upstream selftests bound guest waits in TSC cycles sized
+		# for hardware (xapic_ipi_test: 2e9 cycles for an IPI round trip),
+		# which TCG on a loaded host can exceed.  The retry is reported.
+		if [ "$rc" != 0 ] && [ "$rc" != 4 ] && [ "$rc" != 124 ] && [ "$rc" != 143 ]; then
+			tail -n 25 /tmp/st.out
+			echo "@@ST_RETRY $name rc=$rc"
+			timeout "$st_timeout" /st/$name $(grep "^$name " /st/args | cut -d' ' -f2-) >/tmp/st.out 2>&1
+			rc=$?
+		fi
 		t1=$(cut -d' ' -f1 /proc/uptime)
 		tail -n 25 /tmp/st.out
 		echo "@@ST_END $name rc=$rc t0=$t0 t1=$t1"

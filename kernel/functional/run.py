@@ -204,6 +204,10 @@ def parse(lines):
             in_ft = True
         elif "@@FT_END" in line:
             in_ft = False
+        m = re.search(r"@@ST_RETRY (\S+) rc=(\d+)", line)
+        if m:
+            log(f"selftest {m.group(1)} failed with rc={m.group(2)} and is run once more (init.sh)")
+            continue
         m = re.search(r"@@ST_END (\S+) rc=(\d+)(?: t0=(\S+) t1=(\S+))?", line)
         if m:
             rc = int(m.group(2))
