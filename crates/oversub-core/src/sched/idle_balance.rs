@@ -13,7 +13,7 @@
 //! modelled.
 //!
 //! As in the kernel, the idle CPUs are a maintained mask (`nohz.idle_cpus_mask`
-//! with its count `nohz.nr_cpus`, a [`CpuMask`]), updated where a CPU's
+//! with its count `nohz.nr_cpus`, a [`CpuMask`](super::CpuMask)), updated where a CPU's
 //! idleness changes (`nohz_balance_enter_idle()`/`nohz_balance_exit_idle()`),
 //! so the tick's kick test does not scan every CPU.
 
@@ -25,91 +25,6 @@ use super::Scheduler;
 const LOAD_AVG_PERIOD_MS: u64 = 32;
 const NOHZ_BALANCE_KICK: u32 = 0x1;
 const NOHZ_STATS_KICK: u32 = 0x2;
-
-/// A `struct cpumask` with its weight kept: `nohz.idle_cpus_mask` with
-/// `nohz.nr_cpus` (the idle CPUs, kept by [`Scheduler::nohz_track_busy`] and
-/// [`Scheduler::nohz_track_idle`] at every change of a runqueue's
-/// `nr_running`, `curr` or `ttwu_pending`), and the CPUs running two tasks
-/// or more (kept by `add_nr_running()`/`sub_nr_running()`).
-#[derive(Clone, Debug)]
-pub struct CpuMask {
-    mask: Vec<u64>,
-    weight: u32,
-}
-
-impl CpuMask {
-    /// `n` CPUs, none set.
-    pub fn empty(n: usize) -> CpuMask {
-        CpuMask {
-            mask: vec![0u64; n.div_ceil(64)],
-            weight: 0,
-        }
-    }
-
-    /// `n` CPUs, all set.
-    pub fn full(n: usize) -> CpuMask {
-        let mut m = CpuMask::empty(n);
-        for c in 0..n {
-            m.set(c, true);
-        }
-        m
-    }
-
-    /// `cpumask_test_cpu()`.
-    pub fn test(&self, c: usize) -> bool {
-        self.mask[c / 64] & (1 << (c % 64)) != 0
-    }
-
-    /// `cpumask_weight()`, kept.
-    pub fn weight(&self) -> u32 {
-        self.weight
-    }
-
-    #[inline]
-    fn set(&mut self, c: usize, on: bool) {
-        let word = &mut self.mask[c / 64];
-        let bit = 1 << (c % 64);
-        if (*word & bit != 0) != on {
-            *word ^= bit;
-            if on {
-                self.weight += 1;
-            } else {
-                self.weight -= 1;
-            }
-        }
-    }
-
-    /// The first CPU set in `from..to`.
-    pub fn next_in(&self, from: usize, to: usize) -> Option<usize> {
-        let mut w = from / 64;
-        let mut bits = self.mask.get(w)? & (u64::MAX << (from % 64));
-        loop {
-            if bits != 0 {
-                let c = w * 64 + bits.trailing_zeros() as usize;
-                return (c < to).then_some(c);
-            }
-            w += 1;
-            if w * 64 >= to {
-                return None;
-            }
-            bits = *self.mask.get(w)?;
-        }
-    }
-
-    /// The CPUs set, in increasing order.
-    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        self.mask.iter().enumerate().flat_map(|(w, &word)| {
-            let mut bits = word;
-            std::iter::from_fn(move || {
-                (bits != 0).then(|| {
-                    let b = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    w * 64 + b
-                })
-            })
-        })
-    }
-}
 
 impl Scheduler {
     /// The balancer's part of `add_nr_running()`, after `cpu`'s
@@ -360,37 +275,5 @@ impl Scheduler {
             self.nohz_balance_enter_idle(cpu);
         }
         pulled
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::CpuMask;
-
-    /// The mask's walk agrees with a plain scan across word boundaries,
-    /// for every range, and the count follows `set`.
-    #[test]
-    fn nohz_mask_walk_matches_a_scan() {
-        let n = 130;
-        let mut m = CpuMask::full(n);
-        assert_eq!(m.weight(), n as u32);
-        let idle = |c: usize| c % 7 == 0 || c == 63 || c == 64 || c == 129;
-        for c in 0..n {
-            m.set(c, idle(c));
-        }
-        assert_eq!(m.weight() as usize, (0..n).filter(|&c| idle(c)).count());
-        assert_eq!(
-            m.iter().collect::<Vec<_>>(),
-            (0..n).filter(|&c| idle(c)).collect::<Vec<_>>()
-        );
-        for from in 0..=n {
-            for to in from..=n {
-                let want = (from..to).find(|&c| idle(c));
-                assert_eq!(m.next_in(from, to), want, "next_in({from}, {to})");
-            }
-        }
-        m.set(129, false);
-        m.set(129, false);
-        assert_eq!(m.weight() as usize, (0..n).filter(|&c| idle(c)).count() - 1);
     }
 }

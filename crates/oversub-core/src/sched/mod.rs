@@ -201,10 +201,10 @@ pub struct Scheduler {
     pub nohz_has_blocked: bool,
     pub nohz_next_blocked: u64,
     /// `nohz.idle_cpus_mask` and `nohz.nr_cpus`, kept on idle entry and exit.
-    pub nohz: idle_balance::CpuMask,
+    pub nohz: CpuMask,
     /// CPUs with two or more runnable tasks right now (what sets
     /// `rd->overloaded`), kept by `add_nr_running()`/`sub_nr_running()`.
-    pub overloaded_cpus: idle_balance::CpuMask,
+    pub overloaded_cpus: CpuMask,
     /// `sd_llc_shared->nr_idle_scan` (SIS_UTIL), set by the load balancer.
     pub nr_idle_scan: u32,
     /// Scratch for `__update_blocked_fair()` (kept to avoid allocations).
@@ -250,8 +250,8 @@ impl Scheduler {
             rd_overloaded: false,
             nohz_has_blocked: false,
             nohz_next_blocked: 0,
-            nohz: idle_balance::CpuMask::full(n),
-            overloaded_cpus: idle_balance::CpuMask::empty(n),
+            nohz: CpuMask::full(n),
+            overloaded_cpus: CpuMask::empty(n),
             nr_idle_scan: 0,
             scratch_child_on: Vec::new(),
             yield_cfg: yield_to::YieldConfig::default(),
