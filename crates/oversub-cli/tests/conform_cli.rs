@@ -6,34 +6,40 @@ fn oversub() -> Command {
     Command::new(env!("CARGO_BIN_EXE_oversub"))
 }
 
-#[test]
-fn conform_rejects_messaging_in_one_line() {
-    let dir = std::env::temp_dir().join(format!("oversub-conform-test-{}", std::process::id()));
+/// Runs `oversub conform` on a file `name` holding `src`, which it must
+/// reject: exit 1 and the file's result line carrying `error`. Returns the
+/// whole stdout.
+fn conform_rejects(tag: &str, name: &str, src: &str, error: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("oversub-conform-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("hb.toml");
-    std::fs::write(
-        &f,
-        "[[task]]\nname = \"hb\"\nkind = \"messaging\"\nfds = 2\nsend = \"10us\"\nrecv = \"10us\"\n",
-    )
-    .unwrap();
+    let f = dir.join(name);
+    std::fs::write(&f, src).unwrap();
     let out = oversub()
         .args(["conform", "--runs", "1", "--duration", "100ms"])
         .arg(&f)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert_eq!(out.status.code(), Some(1), "{text}");
-    let line = text.lines().find(|l| l.contains("hb.toml")).unwrap();
-    assert!(
-        line.contains("ERROR (rejected: task hb: kind messaging is not host-only"),
-        "{line}"
+    let line = text.lines().find(|l| l.contains(name)).unwrap();
+    assert!(line.contains(error), "{line}");
+    text
+}
+
+#[test]
+fn conform_rejects_messaging_in_one_line() {
+    let text = conform_rejects(
+        "test",
+        "hb.toml",
+        "[[task]]\nname = \"hb\"\nkind = \"messaging\"\nfds = 2\nsend = \"10us\"\nrecv = \"10us\"\n",
+        "ERROR (rejected: task hb: kind messaging is not host-only",
     );
     assert!(text.contains("tolerances:"), "{text}");
     assert!(
         text.contains("0 passed, 0 failed, 0 skipped, 1 errors"),
         "{text}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -57,27 +63,12 @@ fn periodic_worker_reports_latency_line() {
 
 #[test]
 fn conform_refuses_programs_that_end_by_themselves() {
-    let dir = std::env::temp_dir().join(format!("oversub-conform-prog-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("finite.json");
-    std::fs::write(
-        &f,
+    conform_rejects(
+        "prog",
+        "finite.json",
         r#"{"global": {"duration": -1}, "tasks": {"t": {"loop": 2, "phases": {"p": {"run": 10}}}}}"#,
-    )
-    .unwrap();
-    let out = oversub()
-        .args(["conform", "--runs", "1", "--duration", "100ms"])
-        .arg(&f)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    let line = text.lines().find(|l| l.contains("finite.json")).unwrap();
-    assert!(
-        line.contains("ERROR (rejected: global.duration -1"),
-        "{line}"
+        "ERROR (rejected: global.duration -1",
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
