@@ -384,9 +384,12 @@ fn row(
     }
 }
 
+/// Float slack of a share verdict (shares are fractions summed from ns).
+const SHARE_EPS: f64 = 1e-12;
+
 fn share_row(kind: &str, name: &str, real: &[f64], sim: f64, floor: f64) -> Row {
     let tol = |mean: f64, spread: f64| (SHARE_REL_TOL * mean).max(spread).max(floor);
-    row((kind, name, "share"), real, sim, tol, Some(1e-12))
+    row((kind, name, "share"), real, sim, tol, Some(SHARE_EPS))
 }
 
 fn lat_row(name: &str, metric: &str, real: &[f64], sim: f64, judged: bool) -> Row {
@@ -459,16 +462,22 @@ pub fn compare(
     rows
 }
 
+/// Adds `extra` (measured in the same run) to the tolerance of the judged
+/// `metric` rows and judges them again, with the `eps` they were built with.
+fn widen(rows: &mut [Row], metric: &str, extra: f64, eps: f64) {
+    for r in rows
+        .iter_mut()
+        .filter(|r| r.metric == metric && r.pass.is_some())
+    {
+        r.tolerance += extra;
+        r.pass = Some((r.sim - r.real_mean).abs() <= r.tolerance + eps);
+    }
+}
+
 /// Adds `spread` (ns, measured in the same run) to the tolerance of the
 /// judged latency medians and judges them again.
 pub fn widen_latency(rows: &mut [Row], spread: f64) {
-    for r in rows
-        .iter_mut()
-        .filter(|r| r.metric == "lat_p50" && r.pass.is_some())
-    {
-        r.tolerance += spread;
-        r.pass = Some((r.sim - r.real_mean).abs() <= r.tolerance);
-    }
+    widen(rows, "lat_p50", spread, 0.0);
 }
 
 /// Migrations per second (`se.nr_migrations` over the window): agree when
@@ -866,7 +875,7 @@ fn run_program_file(
     // can move for that reason alone.
     for r in rows.iter_mut().filter(|r| r.metric == "share") {
         r.tolerance = r.tolerance.max(drift * r.real_mean);
-        r.pass = Some((r.sim - r.real_mean).abs() <= r.tolerance + 1e-12);
+        r.pass = Some((r.sim - r.real_mean).abs() <= r.tolerance + SHARE_EPS);
     }
     rows.extend(program_rows(&names, &real_threads, &simr, duration));
     let note = format!(
@@ -989,10 +998,7 @@ fn run_file(
     // A periodic activation that the machine delayed past the next expiry
     // is skipped, and its `run` of CPU goes to the other tasks: the share
     // so moved, measured in the run, widens every share tolerance.
-    for r in rows.iter_mut().filter(|r| r.metric == "share") {
-        r.tolerance += skipped_share;
-        r.pass = Some((r.sim - r.real_mean).abs() <= r.tolerance + 1e-12);
-    }
+    widen(&mut rows, "share", skipped_share, SHARE_EPS);
     apply_known(&mut rows, &known);
     let ok = !rows.iter().any(row_fails);
     let nknown = rows
