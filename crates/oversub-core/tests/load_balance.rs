@@ -6,6 +6,8 @@ mod common;
 
 use common::{cpu_ns, task};
 use oversub::report::Report;
+use oversub::sched::fair::WF_SYNC;
+use oversub::sched::{CpuId, KernelPreset, SchedConfig, Scheduler, TaskId, ROOT_GROUP};
 
 fn run_for(src: &str, duration: &str) -> Report {
     common::run(&src.replace("DURATION", duration))
@@ -264,4 +266,68 @@ fn active_balance_moves_the_running_task() {
     assert_eq!(s.rqs[0].curr, Some(a));
     assert_eq!(s.tasks[b.idx()].stats.nr_migrations, 1);
     oversub::invariants::check(&s).unwrap();
+}
+
+/// Serves every pending reschedule.
+fn serve(s: &mut Scheduler) {
+    while let Some(c) = s.take_resched() {
+        if s.rqs[c.idx()].need_resched {
+            s.schedule(c);
+        }
+    }
+}
+
+/// A pipe pair on 2 CPUs with a hog: W runs alone on CPU 0; P last ran on
+/// CPU 1, which H keeps busy, and sleeps there. W wakes P with the given
+/// wake flags; returns the CPU P lands on.
+fn wakee_cpu(wake_flags: u32) -> usize {
+    let mut s = Scheduler::new(SchedConfig {
+        nr_cpus: 2,
+        hz: 250,
+        features: KernelPreset::V6_12_117.features(),
+        preset: KernelPreset::V6_12_117,
+        costs: oversub::sched::HostCosts::ZERO,
+    });
+    let w = s.create_task("w", ROOT_GROUP, 0, vec![true, false], CpuId(0), None);
+    let h = s.create_task("h", ROOT_GROUP, 0, vec![false, true], CpuId(1), None);
+    let p = s.create_task("p", ROOT_GROUP, 0, vec![false, true], CpuId(1), None);
+    for t in [w, h, p] {
+        s.wake_up_new_task(t);
+    }
+    serve(&mut s);
+    // Let P run on CPU 1 (ticks until EEVDF picks it), then sleep there.
+    let mut running: Option<TaskId> = s.rqs[1].curr;
+    while running != Some(p) {
+        s.now += 1_000_000;
+        s.sched_tick(CpuId(0));
+        s.sched_tick(CpuId(1));
+        serve(&mut s);
+        running = s.rqs[1].curr;
+        assert!(s.now < 1_000_000_000, "p never ran");
+    }
+    s.now += 500_000;
+    s.block_current(CpuId(1));
+    serve(&mut s);
+    assert_eq!(s.rqs[1].curr, Some(h));
+    assert_eq!(s.rqs[0].curr, Some(w));
+    s.now += 100_000;
+    // P may now run anywhere (its prev CPU stays 1).
+    s.tasks[p.idx()].allowed.set(0, true);
+    assert!(s.try_to_wake_up(p, wake_flags, Some(CpuId(0))));
+    s.tasks[p.idx()].cpu.idx()
+}
+
+/// WF_SYNC (pipe wakeups): the waker is about to sleep, so a wakee whose
+/// previous CPU is busy goes to the waker's CPU when the waker is alone
+/// there (`wake_affine_idle()`'s sync branch). Without it neither CPU is
+/// idle and `wake_affine_weight()` compares the waker's CPU with the
+/// waker's load still on it against the hog's CPU without P: prev wins.
+#[test]
+fn sync_wakeup_pulls_the_wakee_to_a_lone_wakers_cpu() {
+    assert_eq!(
+        wakee_cpu(WF_SYNC),
+        0,
+        "sync wakeup stays on the busy prev CPU"
+    );
+    assert_eq!(wakee_cpu(0), 1, "plain wakeup left the busy prev CPU");
 }

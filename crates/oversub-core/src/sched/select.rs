@@ -7,8 +7,10 @@
 //!
 //! Topology as in `balance`: one LLC domain of single-CPU groups, no SMT
 //! (so no idle-core search), no energy model (`find_energy_efficient_cpu()`
-//! never applies), no core scheduling. Sync wakeups are only what the
-//! caller passes (WF_SYNC).
+//! never applies), no core scheduling. Sync wakeups (WF_SYNC) are what
+//! the caller passes: the pipe wakeups of the `pingpong` and `messaging`
+//! tasks (task::Step::wake_flags); in 6.12.117 fair.c reads WF_SYNC only
+//! here, in `wake_affine_idle()` and `wake_affine_weight()`.
 
 use super::balance::{GroupType, SgLbStats};
 use super::fair::WF_SYNC;
@@ -57,7 +59,11 @@ impl Scheduler {
         !(slave < factor || master < slave.saturating_mul(factor))
     }
 
-    /// `wake_affine_idle()`: None is `nr_cpumask_bits` (no decision).
+    /// `wake_affine_idle()`: None is `nr_cpumask_bits` (no decision). A
+    /// sync wakeup (the waker is about to sleep) whose waker is alone on
+    /// its CPU, not counting delayed-dequeue entities
+    /// (`rq->nr_running - cfs_h_nr_delayed(rq)`, 6.12.117), takes the
+    /// waker's CPU.
     fn wake_affine_idle(&self, this_cpu: usize, prev: usize, sync: bool) -> Option<usize> {
         if self.available_idle_cpu(this_cpu) {
             return Some(if self.available_idle_cpu(prev) {
@@ -66,8 +72,12 @@ impl Scheduler {
                 this_cpu
             });
         }
-        if sync && self.rqs[this_cpu].nr_running == 1 {
-            return Some(this_cpu);
+        if sync {
+            let rq = &self.rqs[this_cpu];
+            let delayed = self.cfs_rqs[rq.cfs.idx()].h_nr_delayed;
+            if rq.nr_running.saturating_sub(delayed) == 1 {
+                return Some(this_cpu);
+            }
         }
         if self.available_idle_cpu(prev) {
             return Some(prev);

@@ -586,7 +586,7 @@ impl Simulator {
             ts.behaviour.start(p, now, &mut self.world)
         };
         for w in step.wake {
-            if self.sched.try_to_wake_up(w, 0, Some(cpu)) {
+            if self.sched.try_to_wake_up(w, step.wake_flags, Some(cpu)) {
                 self.trace_wakeup(w);
             }
         }

@@ -12,6 +12,7 @@
 pub mod program;
 
 use crate::engine::{Nanos, Time};
+use crate::sched::fair::WF_SYNC;
 use crate::sched::TaskId;
 
 /// What a task does when its current burst is used up.
@@ -31,6 +32,10 @@ pub enum Next {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Step {
     pub wake: Vec<TaskId>,
+    /// The wake flags of those wakeups: `WF_SYNC` for a pipe's
+    /// (`pipe_write()`/`pipe_read()` wake with
+    /// `wake_up_interruptible_sync_poll()`), 0 for a futex's.
+    pub wake_flags: u32,
     pub next: Next,
 }
 
@@ -38,6 +43,19 @@ impl Step {
     pub fn just(next: Next) -> Step {
         Step {
             wake: Vec::new(),
+            wake_flags: 0,
+            next,
+        }
+    }
+
+    /// Pipe wakeups (fs/pipe.c, 6.12.117): the writer wakes a reader
+    /// blocked on an empty pipe and the reader wakes writers blocked on a
+    /// full one, both through `wake_up_interruptible_sync_poll()`, i.e.
+    /// `__wake_up_sync_key()` with WF_SYNC: the waker is about to sleep.
+    fn pipe(wake: Vec<TaskId>, next: Next) -> Step {
+        Step {
+            wake,
+            wake_flags: WF_SYNC,
             next,
         }
     }
@@ -194,7 +212,7 @@ impl Behaviour {
                 } else {
                     Next::Sleep(None)
                 };
-                Step { wake, next }
+                Step::pipe(wake, next)
             }
             Behaviour::Sender {
                 send,
@@ -211,16 +229,10 @@ impl Behaviour {
                     wake.push(reader);
                 }
                 *cursor = (*cursor + 1) % n;
-                Step {
-                    wake,
-                    next: Next::Run(*send),
-                }
+                Step::pipe(wake, Next::Run(*send))
             }
             Behaviour::Receiver { recv, pipe } => match world.read(*pipe, me) {
-                Some(writers) => Step {
-                    wake: writers,
-                    next: Next::Run(*recv),
-                },
+                Some(writers) => Step::pipe(writers, Next::Run(*recv)),
                 None => Step::just(Next::Sleep(None)),
             },
             Behaviour::Program { thread } => {
@@ -240,7 +252,12 @@ impl Behaviour {
                         unreachable!("kernel extension events need the guest kernel model")
                     }
                 };
-                Step { wake, next }
+                // glibc's futex wakeups (FUTEX_WAKE) are not sync.
+                Step {
+                    wake,
+                    wake_flags: 0,
+                    next,
+                }
             }
             // The simulator steps vCPUs itself; blocking is the safe answer.
             Behaviour::Vcpu { .. } => Step::just(Next::Sleep(None)),
@@ -278,5 +295,57 @@ impl World {
         }
         p.len -= 1;
         Some(std::mem::take(&mut p.writers_waiting))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pipe wakeups carry WF_SYNC in both directions (fs/pipe.c: the writer
+    /// wakes a blocked reader, the reader wakes a blocked writer).
+    #[test]
+    fn pipe_wakeups_are_sync() {
+        let now = Time(0);
+        let (a, b) = (TaskId(0), TaskId(1));
+        let mut w = World::default();
+        let (p0, p1) = (w.new_pipe(1), w.new_pipe(1));
+        let pp = |rx, tx, partner, working| Behaviour::PingPong {
+            run: Nanos(1000),
+            rx,
+            tx,
+            partner,
+            working,
+        };
+        let (mut ba, mut bb) = (pp(p0, p1, b, true), pp(p1, p0, a, false));
+        // b blocks reading its empty pipe; a passes the token and wakes it.
+        assert_eq!(bb.on_burst_end(b, now, &mut w).next, Next::Sleep(None));
+        let s = ba.on_burst_end(a, now, &mut w);
+        assert_eq!((s.wake, s.wake_flags), (vec![b], WF_SYNC));
+
+        // Messaging: a receiver blocked on an empty pipe is woken by the
+        // sender's write; a sender blocked on a full pipe by the read.
+        let (r, snd) = (TaskId(2), TaskId(3));
+        let p = w.new_pipe(1);
+        w.groups.push(MsgGroup {
+            pipes: vec![p],
+            readers: vec![r],
+        });
+        let mut recv = Behaviour::Receiver {
+            recv: Nanos(1000),
+            pipe: p,
+        };
+        let mut send = Behaviour::Sender {
+            send: Nanos(1000),
+            group: 0,
+            cursor: 0,
+        };
+        assert_eq!(recv.on_burst_end(r, now, &mut w).next, Next::Sleep(None));
+        let s = send.on_burst_end(snd, now, &mut w);
+        assert_eq!((s.wake, s.wake_flags), (vec![r], WF_SYNC));
+        // The pipe is full now: the sender blocks, the reader wakes it.
+        assert_eq!(send.on_burst_end(snd, now, &mut w).next, Next::Sleep(None));
+        let s = recv.on_burst_end(r, now, &mut w);
+        assert_eq!((s.wake, s.wake_flags), (vec![snd], WF_SYNC));
     }
 }
