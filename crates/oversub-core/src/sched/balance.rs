@@ -297,30 +297,39 @@ impl Scheduler {
         self.nr_idle_scan = y as u32;
     }
 
-    /// `update_sd_lb_stats()` for a newly idle CPU, visiting only the CPUs
-    /// running two tasks or more (in ring order, after the local group),
-    /// or None to do the full scan. A newly idle local group has spare
+    /// `update_sd_lb_stats()` for a newly idle CPU: the same busiest group,
+    /// local group and `rd->overloaded` as the full scan, without visiting
+    /// the CPUs that cannot matter. A newly idle local group has spare
     /// capacity, so the outcome needs only the busiest group and the local
-    /// one (`calculate_imbalance()` returns before the domain sums), and an
-    /// overloaded group can only be a CPU with two tasks; a non-overloaded
-    /// busiest is never preferred to an overloaded one and among overloaded
-    /// ones the first with the highest `avg_load` in ring order wins, so
-    /// when the busiest found here is overloaded it is the full scan's.
-    /// Otherwise (no overloaded group) the full scan decides.
-    fn update_sd_lb_stats_newidle(&mut self, env: &LbEnv) -> Option<SdLbStats> {
+    /// one (`calculate_imbalance()` returns before the domain sums, and
+    /// `update_idle_cpu_scan()` skips newidle balancing).
+    ///
+    /// First the CPUs running two tasks or more, in ring order after the
+    /// local group: only they can be overloaded; a non-overloaded busiest
+    /// is never preferred to an overloaded one and among overloaded ones
+    /// the first with the highest `avg_load` in ring order wins, so when
+    /// the busiest found there is overloaded it is the full scan's.
+    /// Otherwise every CPU in ring order, skipping the empty ones: a group
+    /// with no task (`sum_h_nr_running == 0`) is never picked by
+    /// `update_sd_pick_busiest()` and leaves its state as it was, so the
+    /// pick over the others, in the same order, is the full scan's. In
+    /// both passes the CPUs not visited run at most one task, so the
+    /// overload indicator seen is the full scan's.
+    fn update_sd_lb_stats_newidle(&mut self, env: &LbEnv) -> SdLbStats {
         let n = self.nr_cpus();
         let dst = env.dst_cpu;
         let mut sg_overloaded = false;
         let local_stat = self.update_sg_lb_stats(env, dst, &mut sg_overloaded);
+        let no_busiest = || SgLbStats {
+            idle_cpus: u32::MAX,
+            ..SgLbStats::zero()
+        };
         let mut sds = SdLbStats {
             busiest: None,
             total_load: 0,
             total_capacity: 0,
             avg_load: 0,
-            busiest_stat: SgLbStats {
-                idle_cpus: u32::MAX,
-                ..SgLbStats::zero()
-            },
+            busiest_stat: no_busiest(),
             local_stat,
         };
         for (from, to) in [(dst + 1, n), (0, dst)] {
@@ -335,20 +344,31 @@ impl Scheduler {
             }
         }
         if sds.busiest_stat.group_type != GroupType::Overloaded {
-            return None;
+            sds.busiest = None;
+            sds.busiest_stat = no_busiest();
+            for (from, to) in [(dst + 1, n), (0, dst)] {
+                for c in from..to {
+                    if self.rqs[c].nr_running == 0
+                        && self.cfs_rqs[self.rqs[c].cfs.idx()].h_nr_queued == 0
+                    {
+                        continue;
+                    }
+                    let sgs = self.update_sg_lb_stats(env, c, &mut sg_overloaded);
+                    if Self::update_sd_pick_busiest(&sds, &sgs) {
+                        sds.busiest = Some(c);
+                        sds.busiest_stat = sgs;
+                    }
+                }
+            }
         }
-        // The CPUs not visited run at most one task: the full scan's
-        // overload indicator is the one seen here.
         self.rd_overloaded = sg_overloaded;
-        Some(sds)
+        sds
     }
 
     /// `update_sd_lb_stats()`: the groups in ring order from the local one.
     fn update_sd_lb_stats(&mut self, env: &LbEnv) -> SdLbStats {
         if env.idle == CpuIdleType::NewlyIdle && self.rqs[env.dst_cpu].nr_running == 0 {
-            if let Some(sds) = self.update_sd_lb_stats_newidle(env) {
-                return sds;
-            }
+            return self.update_sd_lb_stats_newidle(env);
         }
         let n = self.nr_cpus();
         let mut sds = SdLbStats {

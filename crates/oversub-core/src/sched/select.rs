@@ -157,6 +157,22 @@ impl Scheduler {
                 return None;
             }
         }
+        if self.tasks[p.idx()].allowed.weight() as usize == n {
+            // Every CPU allowed: each step of the walk below costs one of
+            // `nr`, so the first idle CPU in ring order after `target`
+            // (`nohz.idle_cpus_mask` is exactly the idle CPUs), at ring
+            // distance d, is returned iff d < nr. Same result, no walk.
+            let c = self
+                .nohz
+                .next_in(target + 1, n)
+                .or_else(|| self.nohz.next_in(0, target + 1))?;
+            let d = if c > target {
+                c - target
+            } else {
+                c + n - target
+            };
+            return ((d as i64) < nr).then_some(c);
+        }
         let mut c = target;
         for _ in 0..n {
             c = if c + 1 == n { 0 } else { c + 1 };
