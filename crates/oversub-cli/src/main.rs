@@ -90,6 +90,10 @@ enum Cmd {
         /// Override each scenario's [host].duration ("2s", "500ms", ...).
         #[arg(long, allow_hyphen_values = true)]
         duration: Option<String>,
+        /// Simulate with this kernel preset instead of the running kernel's
+        /// (6.12.0, 6.12.117, 6.18, 6.19).
+        #[arg(long)]
+        kernel: Option<String>,
     },
     /// Measure this machine's wake-path and switch costs and print them as a
     /// `[host.costs]` table to paste into scenarios.
@@ -172,7 +176,21 @@ fn main() -> ExitCode {
             runs,
             json,
             duration,
+            kernel,
         } => {
+            let kernel = match kernel.as_deref() {
+                None => None,
+                Some(k) => match oversub::sched::KernelPreset::parse(k) {
+                    Some(p) => Some(p),
+                    None => {
+                        eprintln!(
+                            "--kernel: unknown preset {k:?}: allowed {}",
+                            oversub::sched::KernelPreset::names()
+                        );
+                        return ExitCode::from(2);
+                    }
+                },
+            };
             let duration = match duration.as_deref().map(parse_cli_duration) {
                 None => None,
                 Some(Ok(d)) => Some(d.0),
@@ -186,6 +204,7 @@ fn main() -> ExitCode {
                 runs,
                 json,
                 duration,
+                kernel,
             };
             ExitCode::from(conform::run(&opts) as u8)
         }

@@ -300,7 +300,7 @@ fn pick_buddy_on_6_12_0_is_rejected() {
         &[
             "host.features.PICK_BUDDY",
             "6.12.0",
-            "allowed on 6.12.117, 6.19",
+            "allowed on 6.12.117, 6.18, 6.19",
         ],
     );
 }

@@ -27,12 +27,12 @@ proptest! {
         ncpus in 1u8..4,
         weights in proptest::collection::vec(1u16..2000, 0..3),
         tasks in proptest::collection::vec((0u8..5, -5i8..6, proptest::option::of(0u8..4), 0usize..4), 1..7),
-        preset in 0usize..3,
+        preset in 0usize..4,
         delay in any::<bool>(),
         parity in any::<bool>(),
         seed in 0u64..1000,
     ) {
-        let kernel = ["6.12.0", "6.12.117", "6.19"][preset];
+        let kernel = ["6.12.0", "6.12.117", "6.18", "6.19"][preset];
         let mut src = format!(
             "[host]\ncpus = {ncpus}\nduration = \"60ms\"\nkernel = \"{kernel}\"\nseed = {seed}\n\
              [host.features]\nDELAY_DEQUEUE = {delay}\nRUN_TO_PARITY = {parity}\n"

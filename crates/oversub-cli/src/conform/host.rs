@@ -57,11 +57,14 @@ pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
-/// The preset that approximates a running kernel: 6.19 from v6.19 on, else
-/// 6.12.117 (forfeit on yield and PICK_BUDDY, as in 6.13..6.18).
+/// The preset that approximates a running kernel: 6.19 from v6.19 on, 6.18
+/// for v6.17 and v6.18 (the run-to-parity rework of v6.17 and the delayed
+/// task's wakeup of v6.13), else 6.12.117 (forfeit on yield and PICK_BUDDY;
+/// v6.13..v6.16 also have TTWU_DEQUEUE_DELAYED, which this leaves out).
 pub fn preset_for(release: &str) -> KernelPreset {
     match kernel_version(release) {
         Some(v) if v >= (6, 19) => KernelPreset::V6_19,
+        Some(v) if v >= (6, 17) => KernelPreset::V6_18,
         _ => KernelPreset::V6_12_117,
     }
 }
@@ -241,7 +244,10 @@ mod tests {
     #[test]
     fn versions_and_hz() {
         assert_eq!(kernel_version("6.18.0-1-cloud-amd64"), Some((6, 18)));
-        assert_eq!(preset_for("6.18.3"), KernelPreset::V6_12_117);
+        assert_eq!(preset_for("6.18.3"), KernelPreset::V6_18);
+        assert_eq!(preset_for("6.17.0"), KernelPreset::V6_18);
+        assert_eq!(preset_for("6.16.9"), KernelPreset::V6_12_117);
+        assert_eq!(preset_for("6.12.117"), KernelPreset::V6_12_117);
         assert_eq!(preset_for("6.19.0"), KernelPreset::V6_19);
         assert_eq!(preset_for("7.0"), KernelPreset::V6_19);
         assert_eq!(

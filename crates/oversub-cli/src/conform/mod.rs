@@ -86,6 +86,8 @@ pub struct Options {
     pub json: bool,
     /// Overrides each scenario's `[host].duration`, ns.
     pub duration: Option<u64>,
+    /// Simulate with this preset instead of the running kernel's.
+    pub kernel: Option<oversub::sched::KernelPreset>,
 }
 
 /// One compared figure.
@@ -583,12 +585,19 @@ fn sim_figures(
 /// 1 a disagreement or error).
 pub fn run(opts: &Options) -> i32 {
     let stop = crate::progress::interrupt_flag();
-    let h = HostInfo::detect();
+    let mut h = HostInfo::detect();
+    let chosen = match opts.kernel {
+        Some(k) => {
+            h.preset = k;
+            "--kernel"
+        }
+        None => "the running kernel's",
+    };
     let ctl = host::detect_cpu_controller();
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "host: {} CPUs, kernel {} (simulated with preset {}), {}",
+        "host: {} CPUs, kernel {} (simulated with preset {}, {chosen}), {}",
         h.cpus,
         h.release,
         h.preset,

@@ -591,7 +591,10 @@ impl Scenario {
         let kernel = KernelPreset::parse(&kname).ok_or_else(|| {
             cx.err(
                 "host.kernel",
-                format!("unknown kernel preset \"{kname}\": allowed 6.12.0, 6.12.117, 6.19"),
+                format!(
+                    "unknown kernel preset \"{kname}\": allowed {}",
+                    KernelPreset::names()
+                ),
             )
         })?;
         let duration = cx.dur(

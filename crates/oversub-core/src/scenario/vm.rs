@@ -777,7 +777,10 @@ fn guest_kernel(
             let p = KernelPreset::parse(k).ok_or_else(|| {
                 cx.err(
                     format!("{f}.kernel"),
-                    format!("unknown kernel preset \"{k}\": allowed 6.12.0, 6.12.117, 6.19"),
+                    format!(
+                        "unknown kernel preset \"{k}\": allowed {}",
+                        KernelPreset::names()
+                    ),
                 )
             })?;
             (p, p.features())

@@ -8,7 +8,9 @@
 //! a vCPU in guest mode is preempted on the next interrupt return, which the
 //! model takes as immediate).
 
-use super::fair::{DEQUEUE_SLEEP, ENQUEUE_INITIAL, ENQUEUE_MIGRATED, ENQUEUE_WAKEUP, WF_FORK};
+use super::fair::{
+    DEQUEUE_DELAYED, DEQUEUE_SLEEP, ENQUEUE_INITIAL, ENQUEUE_MIGRATED, ENQUEUE_WAKEUP, WF_FORK,
+};
 use super::ids::{CpuId, TaskId};
 use super::{Scheduler, TaskState};
 
@@ -172,6 +174,9 @@ impl Scheduler {
 
     /// `try_to_wake_up()`: a delayed task is re-queued where it is
     /// (`ttwu_runnable()`); a dequeued one goes through `select_task_rq_fair()`.
+    /// With TTWU_DEQUEUE_DELAYED (v6.13, d68803506ffb) `ttwu_runnable()`
+    /// fully dequeues a delayed task whose CPU has other tasks and that may
+    /// run elsewhere, and it takes the dequeued task's path.
     /// Returns false if the task was already awake.
     pub fn try_to_wake_up(&mut self, p: TaskId, wake_flags: u32, waker: Option<CpuId>) -> bool {
         if self.tasks[p.idx()].state == TaskState::Running {
@@ -183,6 +188,16 @@ impl Scheduler {
             t.state = TaskState::Running;
             t.stats.nr_wakeups += 1;
             t.wake_time = Some(now);
+        }
+        if self.tasks[p.idx()].on_rq
+            && self.feat.ttwu_dequeue_delayed
+            && self.ses[self.tasks[p.idx()].se.idx()].sched_delayed
+            && self.rqs[self.tasks[p.idx()].cpu.idx()].nr_running > 1
+            && self.tasks[p.idx()].allowed.weight() > 1
+        {
+            // dequeue_task(DEQUEUE_SLEEP | DEQUEUE_DELAYED): __block_task()
+            // clears on_rq; ttwu_runnable() returns 0.
+            self.dequeue_task_fair(p, DEQUEUE_SLEEP | DEQUEUE_DELAYED);
         }
         if self.tasks[p.idx()].on_rq {
             let cpu = self.tasks[p.idx()].cpu;

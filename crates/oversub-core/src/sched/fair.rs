@@ -233,6 +233,18 @@ impl Scheduler {
         }
     }
 
+    /// `update_protect_slice()` (v6.17, 3a0baa8e6c57; VPROT): a wakee with a
+    /// shorter slice that did not preempt shortens curr's protection to the
+    /// queue's minimum slice from now on.
+    fn update_protect_slice(&mut self, cfs: CfsRqId, se: SeId) {
+        let slice = self.cfs_rq_min_slice(cfs);
+        let e = &mut self.ses[se.idx()];
+        let end = e.vruntime().wrapping_add(calc_delta_fair(slice, &e.load));
+        if vdiff(end, e.vprot) < 0 {
+            e.vprot = end;
+        }
+    }
+
     /// `protect_slice()`.
     pub fn protect_slice(&self, se: SeId) -> bool {
         let e = &self.ses[se.idx()];
@@ -264,6 +276,14 @@ impl Scheduler {
     /// of a hierarchy walk hold one entity); the rest is `pick_eevdf_queue()`.
     #[inline]
     pub fn pick_eevdf(&self, cfs: CfsRqId) -> Option<SeId> {
+        self.__pick_eevdf(cfs, true)
+    }
+
+    /// `__pick_eevdf()` (v6.17, 9de74a9850b9): `pick_eevdf()` with curr's
+    /// slice protection honoured only if `protect`.
+    #[inline]
+    #[allow(non_snake_case)]
+    pub fn __pick_eevdf(&self, cfs: CfsRqId, protect: bool) -> Option<SeId> {
         let q = &self.cfs_rqs[cfs.idx()];
         if q.nr_running == 1 {
             return match q.curr {
@@ -271,12 +291,12 @@ impl Scheduler {
                 _ => self.first_entity(cfs),
             };
         }
-        self.pick_eevdf_queue(cfs)
+        self.pick_eevdf_queue(cfs, protect)
     }
 
     /// `pick_eevdf()` past its single-entity shortcut.
     #[inline(never)]
-    fn pick_eevdf_queue(&self, cfs: CfsRqId) -> Option<SeId> {
+    fn pick_eevdf_queue(&self, cfs: CfsRqId, protect: bool) -> Option<SeId> {
         let q = &self.cfs_rqs[cfs.idx()];
         let mut curr = q.curr;
         if self.feat.buddy_in_pick_eevdf && self.feat.pick_buddy {
@@ -293,7 +313,7 @@ impl Scheduler {
         }
         let parity = self.feat.run_to_parity || self.feat.vprot;
         if let Some(c) = curr {
-            if parity && self.protect_slice(c) {
+            if parity && protect && self.protect_slice(c) {
                 return Some(c);
             }
         }
@@ -380,7 +400,14 @@ impl Scheduler {
         if self.cfs_rqs[cfs.idx()].nr_running == 1 {
             return;
         }
-        if resched || self.did_preempt_short(cfs, curr) {
+        // RESCHED_UNPROTECTED (v6.17, 0b9ca2dcabc3): reschedule once the
+        // protected period is over, whatever PREEMPT_SHORT says.
+        let unprotected = if self.feat.resched_unprotected {
+            !self.protect_slice(curr)
+        } else {
+            self.did_preempt_short(cfs, curr)
+        };
+        if resched || unprotected {
             let cpu = self.cpu_of(cfs);
             self.resched_curr(cpu);
             self.clear_buddies(cfs, curr);
@@ -851,6 +878,10 @@ impl Scheduler {
     /// `check_preempt_wakeup_fair()` (6.12.117): WAKEUP_PREEMPTION with
     /// PREEMPT_SHORT cancelling curr's protection; preempt if the wakee would
     /// be picked at the level where the two hierarchies meet.
+    /// With WAKEUP_PICK_PROTECT (v6.17, 9de74a9850b9 and 3a0baa8e6c57) a
+    /// shorter-slice wakee is judged by `__pick_eevdf(cfs_rq, false)`, curr's
+    /// protection is cancelled only if the wakee preempts, and a declined
+    /// shorter-slice wakee shortens it (`update_protect_slice()`).
     pub fn check_preempt_wakeup_fair(&mut self, cpu: CpuId, p: TaskId, wake_flags: u32) {
         let Some(curr) = self.rqs[cpu.idx()].curr else {
             self.resched_curr(cpu);
@@ -870,6 +901,19 @@ impl Scheduler {
         let (se, pse) = self.find_matching_se(se, pse);
         let cfs = self.cfs_rq_of(se);
         self.update_curr(cfs);
+        if self.feat.wakeup_pick_protect {
+            let short =
+                self.feat.preempt_short && self.ses[pse.idx()].slice < self.ses[se.idx()].slice;
+            if self.__pick_eevdf(cfs, !short) == Some(pse) {
+                if short {
+                    self.cancel_protect_slice(se);
+                }
+                self.resched_curr(cpu);
+            } else if self.feat.run_to_parity && short {
+                self.update_protect_slice(cfs, se);
+            }
+            return;
+        }
         if self.do_preempt_short(cfs, pse, se) {
             self.cancel_protect_slice(se);
         }

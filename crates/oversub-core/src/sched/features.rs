@@ -13,14 +13,22 @@ pub enum KernelPreset {
     V6_12_0,
     /// Debian 6.12.117 (the project's base): PICK_BUDDY and forfeit backported.
     V6_12_117,
-    /// v6.19: forfeit, PICK_BUDDY inside `__pick_eevdf()`, vprot slice protection.
+    /// v6.18 (the conform host's mainline base): 6.12.117 plus the v6.13
+    /// wakeup of a delayed task on a busy CPU (TTWU_DEQUEUE_DELAYED) and the
+    /// v6.17 run-to-parity rework (VPROT in the vlag union, WAKEUP_PICK_PROTECT,
+    /// RESCHED_UNPROTECTED). docs/model.md, "Kernel versions", lists what of
+    /// 6.13..6.18 is and is not switched here.
+    V6_18,
+    /// v6.19: 6.18 plus PICK_BUDDY inside `__pick_eevdf()` and `se->vprot` as a
+    /// field of its own.
     V6_19,
 }
 
 impl KernelPreset {
-    pub const ALL: [KernelPreset; 3] = [
+    pub const ALL: [KernelPreset; 4] = [
         KernelPreset::V6_12_0,
         KernelPreset::V6_12_117,
+        KernelPreset::V6_18,
         KernelPreset::V6_19,
     ];
 
@@ -28,8 +36,14 @@ impl KernelPreset {
         match self {
             KernelPreset::V6_12_0 => "6.12.0",
             KernelPreset::V6_12_117 => "6.12.117",
+            KernelPreset::V6_18 => "6.18",
             KernelPreset::V6_19 => "6.19",
         }
+    }
+
+    /// The preset names, comma-separated (for error messages).
+    pub fn names() -> String {
+        KernelPreset::ALL.map(|p| p.name()).join(", ")
     }
 
     pub fn parse(s: &str) -> Option<KernelPreset> {
@@ -64,6 +78,10 @@ impl KernelPreset {
             forfeit_yield: true,
             buddy_in_pick_eevdf: false,
             vprot: false,
+            vprot_in_vlag: false,
+            wakeup_pick_protect: false,
+            resched_unprotected: false,
+            ttwu_dequeue_delayed: false,
             next_buddy_gates_pick: false,
             wa_idle: true,
             wa_weight: true,
@@ -79,9 +97,20 @@ impl KernelPreset {
                 ..base
             },
             KernelPreset::V6_12_117 => base,
+            KernelPreset::V6_18 => SchedFeatures {
+                vprot: true,
+                vprot_in_vlag: true,
+                wakeup_pick_protect: true,
+                resched_unprotected: true,
+                ttwu_dequeue_delayed: true,
+                ..base
+            },
             KernelPreset::V6_19 => SchedFeatures {
                 buddy_in_pick_eevdf: true,
                 vprot: true,
+                wakeup_pick_protect: true,
+                resched_unprotected: true,
+                ttwu_dequeue_delayed: true,
                 ..base
             },
         }
@@ -120,9 +149,37 @@ pub struct SchedFeatures {
     /// PICK_BUDDY_IN_PICK_EEVDF: the buddy check sits in `__pick_eevdf()` after the
     /// single-entity shortcut and before curr/RUN_TO_PARITY (523afd46059d, v6.19).
     pub buddy_in_pick_eevdf: bool,
-    /// VPROT: slice protection in `se->vprot`, bounded by the queue's minimum
-    /// slice (v6.17+), instead of the 6.12 "vlag == deadline" stash.
+    /// VPROT: slice protection ends at `se->vprot` = min(deadline, v + the
+    /// queue's minimum slice) (v6.17: 74eec63661d4 "Fix NO_RUN_TO_PARITY
+    /// case", 052c3d87c82e "Limit run to parity to the min slice of enqueued
+    /// entities", 3a0baa8e6c57 "Fix entity's lag with run to parity") instead
+    /// of the 6.12 "vlag == deadline" stash.
     pub vprot: bool,
+    /// VPROT_IN_VLAG: in v6.17/v6.18 `vprot` is a union with `vlag`
+    /// (74eec63661d4), so `reweight_entity()`'s `update_entity_lag()` of a
+    /// queued curr overwrites it; the protection then ends. v6.19 gave vprot
+    /// a field of its own (80390ead2080 "Separate se->vlag from se->vprot").
+    pub vprot_in_vlag: bool,
+    /// WAKEUP_PICK_PROTECT: `check_preempt_wakeup_fair()` asks
+    /// `__pick_eevdf(cfs_rq, !do_preempt_short)`, cancels curr's protection
+    /// only when it preempts, and otherwise shortens it with
+    /// `update_protect_slice()` (v6.17: 9de74a9850b9 "Remove spurious shorter
+    /// slice preemption", 3a0baa8e6c57). Off: 6.12's `do_preempt_short()`,
+    /// which cancels the protection even when the wakee is not picked.
+    pub wakeup_pick_protect: bool,
+    /// RESCHED_UNPROTECTED: `update_curr()` reschedules whenever curr's
+    /// protection has ended and others are queued (v6.17: 0b9ca2dcabc3
+    /// "Always trigger resched at the end of a protected period"). Off:
+    /// only on deadline expiry or 6.12's `did_preempt_short()`.
+    pub resched_unprotected: bool,
+    /// TTWU_DEQUEUE_DELAYED: `ttwu_runnable()` fully dequeues a delayed task
+    /// woken on a CPU with other tasks (nr_running > 1) when it may run on
+    /// another CPU, and lets it take the whole wakeup path
+    /// (`select_task_rq()`, ENQUEUE_WAKEUP placement) (v6.13: d68803506ffb
+    /// "sched/fair: Dequeue sched_delayed tasks when waking to a busy CPU";
+    /// not in Debian's 6.12.117). Off: the delayed task is re-queued where it
+    /// is by `requeue_delayed_entity()`. Not a sched_feat bit in the kernel.
+    pub ttwu_dequeue_delayed: bool,
     /// NEXT_BUDDY_GATES_PICK: 6.12.0's `pick_next_entity()` honours the buddy
     /// under NEXT_BUDDY (there is no PICK_BUDDY bit before 2a77e4be12cb).
     pub next_buddy_gates_pick: bool,
@@ -144,7 +201,7 @@ pub struct SchedFeatures {
 }
 
 /// Names accepted in `[host.features]`, in the order they are documented.
-pub const FEATURE_NAMES: [&str; 21] = [
+pub const FEATURE_NAMES: [&str; 25] = [
     "PLACE_LAG",
     "PLACE_DEADLINE_INITIAL",
     "PLACE_REL_DEADLINE",
@@ -160,6 +217,10 @@ pub const FEATURE_NAMES: [&str; 21] = [
     "FORFEIT_YIELD",
     "PICK_BUDDY_IN_PICK_EEVDF",
     "VPROT",
+    "VPROT_IN_VLAG",
+    "WAKEUP_PICK_PROTECT",
+    "RESCHED_UNPROTECTED",
+    "TTWU_DEQUEUE_DELAYED",
     "NEXT_BUDDY_GATES_PICK",
     "WA_IDLE",
     "WA_WEIGHT",
@@ -186,6 +247,10 @@ impl SchedFeatures {
             "FORFEIT_YIELD" => &mut self.forfeit_yield,
             "PICK_BUDDY_IN_PICK_EEVDF" => &mut self.buddy_in_pick_eevdf,
             "VPROT" => &mut self.vprot,
+            "VPROT_IN_VLAG" => &mut self.vprot_in_vlag,
+            "WAKEUP_PICK_PROTECT" => &mut self.wakeup_pick_protect,
+            "RESCHED_UNPROTECTED" => &mut self.resched_unprotected,
+            "TTWU_DEQUEUE_DELAYED" => &mut self.ttwu_dequeue_delayed,
             "NEXT_BUDDY_GATES_PICK" => &mut self.next_buddy_gates_pick,
             "WA_IDLE" => &mut self.wa_idle,
             "WA_WEIGHT" => &mut self.wa_weight,
@@ -230,10 +295,15 @@ mod tests {
     fn presets_differ_where_the_kernels_do() {
         let v0 = KernelPreset::V6_12_0.features();
         let v117 = KernelPreset::V6_12_117.features();
+        let v18 = KernelPreset::V6_18.features();
         let v19 = KernelPreset::V6_19.features();
         assert!(!v0.pick_buddy && !v0.forfeit_yield && !v0.honour_buddy());
         assert!(v117.pick_buddy && v117.forfeit_yield && !v117.buddy_in_pick_eevdf);
+        assert!(!v117.vprot && !v117.ttwu_dequeue_delayed && !v117.resched_unprotected);
+        assert!(v18.vprot && v18.vprot_in_vlag && v18.ttwu_dequeue_delayed);
+        assert!(v18.wakeup_pick_protect && v18.resched_unprotected && !v18.buddy_in_pick_eevdf);
         assert!(v19.buddy_in_pick_eevdf && v19.vprot && v19.forfeit_yield);
+        assert!(!v19.vprot_in_vlag && v19.ttwu_dequeue_delayed);
         assert!(!v117.hrtick && !v117.next_buddy);
     }
 

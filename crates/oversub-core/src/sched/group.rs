@@ -81,6 +81,12 @@ impl Scheduler {
         }
         self.dequeue_load_avg(cfs, se);
         if on_rq {
+            if is_curr && self.feat.vprot_in_vlag {
+                // VPROT_IN_VLAG (v6.17/v6.18): update_entity_lag() writes the
+                // lag into the vlag/vprot union, so protect_slice() compares
+                // curr's vruntime with its lag from now on.
+                self.ses[se.idx()].vprot = self.entity_lag(avruntime, se) as u64;
+            }
             self.reweight_eevdf(se, avruntime, weight);
         } else {
             let e = &mut self.ses[se.idx()];
