@@ -95,3 +95,19 @@ fn timer_probe_worker_reports_its_median() {
     // A timer cannot fire before its expiry; 0 would mean no sample taken.
     assert!(v > 0, "{text}");
 }
+
+#[test]
+fn conform_rejects_an_unknown_kernel_preset_in_one_line() {
+    let out = oversub()
+        .args(["conform", "--kernel", "6.15", "conform/weights.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--kernel: unknown preset \"6.15\": allowed 6.12.0, 6.12.117, 6.18, 6.19"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}

@@ -1,8 +1,9 @@
 //! The EEVDF fair class: the functions of kernel/sched/fair.c, Linux 6.12.117,
 //! named after them and following their control flow. Every function follows
 //! 6.12.117 unless its doc names another version; version differences are
-//! switches in `SchedFeatures` (6.12.0 buddy gating, forfeit on yield, the v6.19
-//! buddy placement and vprot slice protection).
+//! switches in `SchedFeatures` (6.12.0 buddy gating, forfeit on yield, the
+//! v6.17 run-to-parity rework with vprot, the v6.19 buddy placement;
+//! docs/model.md, "Kernel versions").
 //!
 //! Not modelled (docs/model.md): CFS bandwidth (throttling), SCHED_IDLE
 //! entities, util_est/uclamp, the dl_server, core scheduling, NUMA balancing.

@@ -19,8 +19,7 @@ pub enum KernelPreset {
     /// RESCHED_UNPROTECTED). docs/model.md, "Kernel versions", lists what of
     /// 6.13..6.18 is and is not switched here.
     V6_18,
-    /// v6.19: 6.18 plus PICK_BUDDY inside `__pick_eevdf()` and `se->vprot` as a
-    /// field of its own.
+    /// v6.19: 6.18 plus PICK_BUDDY inside `__pick_eevdf()` (523afd46059d).
     V6_19,
 }
 
@@ -108,6 +107,7 @@ impl KernelPreset {
             KernelPreset::V6_19 => SchedFeatures {
                 buddy_in_pick_eevdf: true,
                 vprot: true,
+                vprot_in_vlag: true,
                 wakeup_pick_protect: true,
                 resched_unprotected: true,
                 ttwu_dequeue_delayed: true,
@@ -155,10 +155,11 @@ pub struct SchedFeatures {
     /// entities", 3a0baa8e6c57 "Fix entity's lag with run to parity") instead
     /// of the 6.12 "vlag == deadline" stash.
     pub vprot: bool,
-    /// VPROT_IN_VLAG: in v6.17/v6.18 `vprot` is a union with `vlag`
+    /// VPROT_IN_VLAG: from v6.17 `vprot` is a union with `vlag`
     /// (74eec63661d4), so `reweight_entity()`'s `update_entity_lag()` of a
-    /// queued curr overwrites it; the protection then ends. v6.19 gave vprot
-    /// a field of its own (80390ead2080 "Separate se->vlag from se->vprot").
+    /// queued curr overwrites it with the lag. 80390ead2080 "Separate
+    /// se->vlag from se->vprot" (tip sched/core 2025-12-15, after the v6.19
+    /// merge window, so v7.0) gave vprot a field of its own.
     pub vprot_in_vlag: bool,
     /// WAKEUP_PICK_PROTECT: `check_preempt_wakeup_fair()` asks
     /// `__pick_eevdf(cfs_rq, !do_preempt_short)`, cancels curr's protection
@@ -175,9 +176,10 @@ pub struct SchedFeatures {
     /// TTWU_DEQUEUE_DELAYED: `ttwu_runnable()` fully dequeues a delayed task
     /// woken on a CPU with other tasks (nr_running > 1) when it may run on
     /// another CPU, and lets it take the whole wakeup path
-    /// (`select_task_rq()`, ENQUEUE_WAKEUP placement) (v6.13: d68803506ffb
-    /// "sched/fair: Dequeue sched_delayed tasks when waking to a busy CPU";
-    /// not in Debian's 6.12.117). Off: the delayed task is re-queued where it
+    /// (`select_task_rq()`, ENQUEUE_WAKEUP placement) (d68803506ffb
+    /// "sched/fair: Dequeue sched_delayed tasks when waking to a busy CPU",
+    /// tip sched/urgent 2024-11-11, in v6.13; not in Debian's 6.12.117
+    /// source). Off: the delayed task is re-queued where it
     /// is by `requeue_delayed_entity()`. Not a sched_feat bit in the kernel.
     pub ttwu_dequeue_delayed: bool,
     /// NEXT_BUDDY_GATES_PICK: 6.12.0's `pick_next_entity()` honours the buddy
@@ -303,7 +305,7 @@ mod tests {
         assert!(v18.vprot && v18.vprot_in_vlag && v18.ttwu_dequeue_delayed);
         assert!(v18.wakeup_pick_protect && v18.resched_unprotected && !v18.buddy_in_pick_eevdf);
         assert!(v19.buddy_in_pick_eevdf && v19.vprot && v19.forfeit_yield);
-        assert!(!v19.vprot_in_vlag && v19.ttwu_dequeue_delayed);
+        assert!(v19.vprot_in_vlag && v19.ttwu_dequeue_delayed);
         assert!(!v117.hrtick && !v117.next_buddy);
     }
 
