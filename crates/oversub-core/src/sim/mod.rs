@@ -93,7 +93,12 @@ pub struct Simulator {
     pub now: Time,
     /// End of the run: events after it are never queued.
     end: Time,
+    /// Events popped from the queue, stale ones included.
     events: u64,
+    /// Of those, the stale ones: a burst end, HRTICK or guest timer
+    /// superseded by a newer one (its generation is outdated when it
+    /// pops), dropped without doing anything.
+    stale: u64,
     /// Cgroup path of each task group, for reports.
     pub group_paths: Vec<String>,
     pub task_group: Vec<GroupId>,
@@ -153,6 +158,7 @@ impl Simulator {
             now: Time::ZERO,
             end: Time(u64::MAX),
             events: 0,
+            stale: 0,
             group_paths,
             task_group: Vec::new(),
             // Debug builds check every event; release builds on request.
@@ -435,8 +441,11 @@ impl Simulator {
         Some(self.build_report(end - Time::ZERO, wall.elapsed().as_nanos() as u64))
     }
 
+    /// Events that did model work: every event popped except the stale
+    /// ones, which are queue bookkeeping (how a superseded event is
+    /// cancelled), not part of the model.
     pub fn events(&self) -> u64 {
-        self.events
+        self.events - self.stale
     }
 
     fn set_now(&mut self, t: Time) {
@@ -496,7 +505,9 @@ impl Simulator {
                 }
             }
             Ev::HrTick(cpu, gen) => {
-                if gen == self.hrtick_gen[cpu.idx()] {
+                if gen != self.hrtick_gen[cpu.idx()] {
+                    self.stale += 1;
+                } else {
                     // The borrow bound shares the hrtick timer (docs/yield-policies.md).
                     let borrow = self.sched.borrow_bound(cpu);
                     if !borrow || self.sched.feat.hrtick {
@@ -508,6 +519,7 @@ impl Simulator {
             }
             Ev::BurstEnd(cpu, gen) => {
                 if gen != self.cpu_gen[cpu.idx()] {
+                    self.stale += 1;
                     return;
                 }
                 let p = self.sched.rqs[cpu.idx()]
@@ -562,6 +574,9 @@ impl Simulator {
             Ev::GuestTimer(p, gen) => {
                 let d = self.timer_delay(p);
                 if d > Nanos::ZERO {
+                    if self.guest_timer_stale(p, gen) {
+                        self.stale += 1;
+                    }
                     self.queue.push(self.now + d, Ev::GuestTimerWake(p, gen));
                 } else {
                     self.guest_timer(p, gen);

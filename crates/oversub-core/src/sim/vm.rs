@@ -540,9 +540,21 @@ impl Simulator {
         };
         let (vi, i) = (vm as usize, idx as usize);
         if self.vms[vi].g[i].timer_gen != gen {
+            self.stale += 1;
             return;
         }
         self.wake_vcpu(vi, i, None);
+    }
+
+    /// Whether vCPU task `p`'s guest timer of generation `gen` was
+    /// superseded (the vCPU ran again, or re-armed it, since).
+    pub(super) fn guest_timer_stale(&self, p: TaskId, gen: u64) -> bool {
+        match self.tasks[p.idx()].behaviour {
+            crate::task::Behaviour::Vcpu { vm, idx } => {
+                self.vms[vm as usize].g[idx as usize].timer_gen != gen
+            }
+            _ => false,
+        }
     }
 
     /// Which vCPUs of VM `vi` are on a CPU now.

@@ -438,10 +438,11 @@ impl Simulator {
     /// A guest thread's hrtimer expired: the LAPIC timer interrupt of the
     /// vCPU that armed it (the CPU the thread slept on) runs the wakeup.
     pub(crate) fn guest_hrtimer(&mut self, vi: usize, t: u32, gen: u64) {
-        let g = self.guest(vi);
-        if g.timer_gen[t as usize] != gen {
+        if self.guest(vi).timer_gen[t as usize] != gen {
+            self.stale += 1;
             return;
         }
+        let g = self.guest(vi);
         let v = g.sched.tasks[t as usize].cpu.idx();
         g.expired[v].push(GuestTask(TaskId(t)));
         let host_cpu = self.sched.tasks[self.vms[vi].task(v).idx()].cpu;
