@@ -574,10 +574,13 @@ impl Simulator {
             Ev::GuestTimer(p, gen) => {
                 let d = self.timer_delay(p);
                 if d > Nanos::ZERO {
+                    // A superseded timer stays superseded: its interrupt
+                    // would only pop stale.
                     if self.guest_timer_stale(p, gen) {
                         self.stale += 1;
+                    } else {
+                        self.queue.push(self.now + d, Ev::GuestTimerWake(p, gen));
                     }
-                    self.queue.push(self.now + d, Ev::GuestTimerWake(p, gen));
                 } else {
                     self.guest_timer(p, gen);
                 }
@@ -696,7 +699,13 @@ impl Simulator {
                 }
                 _ => self.tasks[next.idx()].overhead += Nanos(cost),
             }
-            self.start_burst(sw.cpu, next);
+            match self.tasks[next.idx()].behaviour {
+                // A vCPU's burst starts with the VM entry below
+                // (`kick_burst`), which supersedes any burst end queued
+                // here: none is queued (it would only pop stale).
+                Behaviour::Vcpu { .. } => self.tasks[next.idx()].running_since = Some(self.now),
+                _ => self.start_burst(sw.cpu, next),
+            }
             if !self.tick_armed[c] {
                 self.arm_tick(sw.cpu);
             }
