@@ -390,15 +390,22 @@ impl Simulator {
 
     /// Reschedule IPIs from vCPU `from` to every other guest CPU that
     /// `resched_curr()` marked (`smp_send_reschedule`).
+    #[inline]
     fn guest_send_resched(&mut self, cpu: CpuId, vi: usize, from: usize) {
+        let g = self.guest(vi);
+        g.sched.hrtick_requests.clear();
+        // Most steps (1.5 calls per event in dedup) mark no CPU: leave
+        // here, inlined into the caller, before any call.
+        if let Some(first) = g.sched.take_resched() {
+            self.guest_send_resched_to(cpu, vi, from, first);
+        }
+    }
+
+    /// [`Self::guest_send_resched`] once a CPU (`first`) was marked.
+    fn guest_send_resched_to(&mut self, cpu: CpuId, vi: usize, from: usize, first: CpuId) {
         let now = self.now;
         let exit = self.kvm.round_trip();
         let g = self.guest(vi);
-        g.sched.hrtick_requests.clear();
-        // Most steps mark no CPU: leave before touching the buffer.
-        let Some(first) = g.sched.take_resched() else {
-            return;
-        };
         let mut targets = std::mem::take(&mut g.resched_buf);
         targets.clear();
         let mut c = Some(first);
