@@ -8,8 +8,10 @@ test-kernel:
 	@kernel/scripts/test.sh
 
 ## make test-mutation: rebuild the patched kernel with one bug each (MUTANTS=borrow,token,wrap:
-## the borrow's assignment removed, the token taken on cross-CPU yields, v1's wrap guard back)
-## and require the effect test named after it to fail (not in make test: a build + boot each).
+## the borrow reverted (no pick ahead of eligibility, no reschedule after the budget), the token
+## taken on cross-CPU yields, v1's wrap guard back; borrow_pick on request: only the borrow's
+## assignment removed) and require the effect test named after it to fail (not in make test:
+## a build + boot each).
 test-mutation:
 	@kernel/scripts/mutation.sh
 

@@ -16,6 +16,7 @@ See kernel/functional/README.md.
 """
 import argparse
 import fcntl
+import hashlib
 import os
 import re
 import selectors
@@ -117,8 +118,37 @@ def build_ftest():
     return out
 
 
-def build_guest_image(variant, tree, ftest, selftests):
-    d = os.path.join(CACHE, variant)
+# What the selftests and their UAPI headers are built from.  The series touches none of it, so
+# the unpatched and the patched tree give the same selftests (they differed only in the source
+# paths recorded in their debug info): they are built once, from the first tree, and one
+# initramfs serves both kernels.  A tree whose inputs differ (a series that changes a UAPI
+# header, say) gets its own build.
+SELFTEST_INPUTS = ["tools", "include/uapi", "arch/x86/include/uapi", "scripts", "Makefile"]
+
+
+def selftest_source_id(variant, tree):
+    """Id of the selftests' inputs in a git tree (committed and clean); else one per variant."""
+    try:
+        # GIT_OPTIONAL_LOCKS=0: status must not write the tree's index (a build may be using it).
+        dirty = sh(["git", "-C", tree, "status", "--porcelain", "--"] + SELFTEST_INPUTS,
+                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                   env=dict(os.environ, GIT_OPTIONAL_LOCKS="0")).stdout.strip()
+        ids = sh(["git", "-C", tree, "rev-parse"] + [f"HEAD:{i}" for i in SELFTEST_INPUTS],
+                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.split()
+    except (subprocess.CalledProcessError, OSError):
+        return variant
+    if dirty:
+        return variant
+    return "src-" + hashlib.sha256(" ".join(ids).encode()).hexdigest()[:12]
+
+
+def build_guest_image(variant, tree, ftest, selftests, built):
+    """The initramfs for a variant; `built` maps a selftest source id to its initramfs."""
+    sid = selftest_source_id(variant, tree)
+    if sid in built:
+        log(f"{variant}: selftests + initramfs shared with {built[sid][1]} (same selftest sources, {sid})")
+        return built[sid][0]
+    d = os.path.join(CACHE, "selftests", sid)
     os.makedirs(d, exist_ok=True)
     st_dir = os.path.join(d, "selftests")
     t0 = time.time()
@@ -126,13 +156,15 @@ def build_guest_image(variant, tree, ftest, selftests):
     initrd = os.path.join(d, "initrd.gz")
     specs = [f"{s}:{a}" if a else s for s, a, _ in selftests]
     sh([os.path.join(HERE, "build-initramfs.sh"), initrd, ftest, os.path.join(st_dir, "kvm")] + specs)
-    log(f"{variant}: selftests + initramfs ready ({time.time() - t0:.0f} s)")
+    log(f"{variant}: selftests + initramfs ready from {tree} ({sid}, {time.time() - t0:.0f} s)")
+    built[sid] = (initrd, variant)
     return initrd
 
 
 def boot(variant, bz, initrd, suites, tests, timeout, smp):
     """Boot one kernel, stream its console, return (lines, status)."""
     d = os.path.join(CACHE, variant)
+    os.makedirs(d, exist_ok=True)
     append = (f"console=ttyS0 loglevel=4 no_timer_check panic=-1 oops=panic ft.suites={','.join(suites)}"
               + (f" ft.tests={','.join(tests)}" if tests else ""))
     cmd = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "EPYC", "-smp", str(smp), "-m", "1024",
@@ -249,6 +281,7 @@ def main():
     res = {}
     timing = {}
     kernel_build_s = 0.0
+    images = {}
     for v in variants:
         t_k = time.time()
         try:
@@ -258,7 +291,7 @@ def main():
             print("0 passed, 1 failed")
             return 1
         kernel_build_s += time.time() - t_k
-        initrd = build_guest_image(v, tree, ftest, SELFTESTS)
+        initrd = build_guest_image(v, tree, ftest, SELFTESTS, images)
         lines, status, secs = boot(v, bz, initrd, suites, tests, a.timeout, a.smp)
         st, ft = parse(lines)
         kvm = any("@@KVM yes" in l for l in lines)

@@ -28,6 +28,19 @@ export KBUILD_BUILD_TIMESTAMP='Thu Jan  1 00:00:00 UTC 2026'
 export KBUILD_BUILD_USER=oversub KBUILD_BUILD_HOST=oversub
 GIT_ID=(-c user.name="oversub developers" -c user.email="dev@oversub.invalid" -c commit.gpgsign=false)
 
+# "HITS MISSES" of the ccache in use (direct + preprocessed hits; misses).
+ccache_counts() {
+	ccache --print-stats 2>/dev/null | awk -F'\t' '
+		$1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { h += $2 }
+		$1 == "cache_miss" { m += $2 }
+		END { print h + 0, m + 0 }'
+}
+
+# User + system CPU seconds of the main shell's waited-for children (cutime + cstime).
+children_cpu() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f", ($14 + $15) / hz }' "/proc/$$/stat"
+}
+
 log() { echo "[kernel] $*" >&2; }
 die() { echo "[kernel] ERROR: $*" >&2; exit 1; }
 
@@ -163,4 +176,15 @@ configure_tree() {
 		done
 	fi
 	echo "$id" >"$out/.oversub-config-id"
+}
+
+# reconfigure_tree TREE OUT: merge every kernel/config/*.config again onto OUT's .config and
+# run olddefconfig, for a tree checked out at another commit since configure_tree: symbols the
+# commit adds get the fragments' values instead of their defaults (kbuild only updates what
+# depends on a changed symbol).
+reconfigure_tree() {
+	local tree=$1 out=$2
+	(cd "$tree" && scripts/kconfig/merge_config.sh -m -O "$out" "$out/.config" \
+		$(printf '%s\n' "$KDIR"/config/*.config | sort)) >/dev/null
+	kmake "$tree" "$out" olddefconfig >/dev/null
 }

@@ -4,8 +4,13 @@
 # emulated host with the functional tests that must catch it, and at least one of them must
 # fail there:
 #
-#  borrow  the borrow's one assignment removed (`cfs_rq->next_borrow = se;` in
-#          yield_to_borrow())      -> deboost_switches_to_target
+#  borrow  the borrow reverted: yield_to_borrow() returns before it computes the budget, so
+#          no level gets ->next_borrow (the pick ahead of eligibility) and no target becomes
+#          rq->yield_borrower (the reschedule once it has run the budget); the kernel then
+#          behaves as with YIELD_TO_BORROW off     -> deboost_switches_to_target
+#  borrow_pick (not in the default list) only the assignment `cfs_rq->next_borrow = se;`
+#          removed: the target is still made the borrower and rescheduled after the budget
+#          if it runs                              -> deboost_switches_to_target
 #  token   a yield_to() whose target is on another CPU takes the rate-limit token of
 #          every cfs_rq of the yielder's CPU (in yield_to_penalty(), instead of returning
 #          before the token)       -> deboost_cross_cpu_token
@@ -33,6 +38,19 @@ restore() { git -C "$tree" checkout -q -- kernel/sched/fair.c kernel/sched/yield
 mutate() {
 	case $1 in
 	borrow)
+		python3 - "$f" <<'PY' || die "borrow mutation site not found in $f"
+import sys
+p = sys.argv[1]
+s = open(p).read()
+site = ("\t/* A new yield ends the bound of an earlier borrow. */\n"
+        "\trq->yield_borrower = NULL;\n")
+if s.count(site) != 1:
+    sys.exit(1)
+open(p, "w").write(s.replace(site, site + "\treturn 0;\n"))
+PY
+		echo "deboost_switches_to_target"
+		;;
+	borrow_pick)
 		local m='cfs_rq->next_borrow = se;' n
 		n=$(grep -cF "$m" "$f" || true)
 		[[ $n == 1 ]] || die "mutation site '$m' found $n times in $f (expected 1)"
@@ -69,7 +87,7 @@ open(p, "w").write(s.replace(site, mut))
 PY
 		echo "deboost_fresh_cgroup"
 		;;
-	*) die "unknown mutant '$1' (allowed: borrow, token, wrap)" ;;
+	*) die "unknown mutant '$1' (allowed: borrow, borrow_pick, token, wrap)" ;;
 	esac
 }
 

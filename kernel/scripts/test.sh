@@ -22,10 +22,29 @@ T_START=$SECONDS
 
 pass() { PASS=$((PASS + 1)); echo "[kernel] PASS: $*"; }
 fail() { FAIL=$((FAIL + 1)); FAILED+=("$*"); echo "[kernel] FAIL: $*"; }
-stage() { echo; echo "[kernel] === $* ($((SECONDS - T_START))s elapsed)"; }
+# Each stage's cost in load-independent terms: CPU seconds of its child processes and
+# ccache hits/misses (wall time depends on the other users of the machine).
+STAGE_NAME=
+STAGE_CPU=0
+read -r STAGE_HIT STAGE_MISS < <(ccache_counts)
+stage_cost() {
+	local cpu hit miss
+	cpu=$(children_cpu)
+	read -r hit miss < <(ccache_counts)
+	[[ -n $STAGE_NAME ]] &&
+		echo "[kernel] cost of '$STAGE_NAME': $(awk -v a="$cpu" -v b="$STAGE_CPU" 'BEGIN { printf "%.1f", a - b }') CPU-s, ccache $((hit - STAGE_HIT)) hits, $((miss - STAGE_MISS)) misses"
+	STAGE_CPU=$cpu STAGE_HIT=$hit STAGE_MISS=$miss
+}
+stage() {
+	stage_cost
+	STAGE_NAME=$*
+	echo
+	echo "[kernel] === $* ($((SECONDS - T_START))s elapsed)"
+}
 
 finish() {
 	trap - ERR
+	stage_cost
 	echo
 	if ((FAIL)); then
 		echo "[kernel] failures:"
@@ -129,6 +148,10 @@ else
 	for c in $(git -C "$TREE_PATCHED" rev-list --reverse base..HEAD); do
 		subj=$(git -C "$TREE_PATCHED" log -1 --format=%s "$c")
 		git -C "$BISECT_TREE" checkout -q --detach "$c"
+		# The config was made at the base, where the series' own symbols (its KUnit
+		# suites) do not exist yet: merge the fragments again, so that a patch adding
+		# a symbol gets it set as in the full build and its code is compiled here.
+		reconfigure_tree "$BISECT_TREE" "$(out_of "$BISECT_TREE")"
 		dirs=$(dirs_for_commit "$TREE_PATCHED" "$c")
 		[[ -n $dirs ]] || dirs="kernel/sched/"
 		t0=$SECONDS
@@ -152,7 +175,7 @@ CHECK_OBJS="kernel/sched/core.o kernel/sched/fair.o kernel/sched/build_utility.o
 # Warnings of the touched files, without line:col (the series moves lines).
 norm_warnings() {
 	local tree=$1 touched=$2
-	sed -E -e "s#$tree/##g" -e 's#^[^ :]*/src/(un)?patched/##' -e 's#^\./##' |
+	sed -E -e "s#$tree/##g" -e 's#^[^ :]*/src/(un)?patched/##' -e 's#^\.\.?/##' |
 		{ grep -E '^[^ :]+:[0-9]+(:[0-9]+)?: (warning|error)' || true; } |
 		sed -E 's#^([^ :]+):[0-9]+(:[0-9]+)?: #\1: #' |
 		{ grep -F -f "$touched" || true; } | sort
@@ -168,7 +191,7 @@ else
 	for v in unpatched patched; do
 		tree=$TREE_UNPATCHED
 		[[ $v == patched ]] && tree=$TREE_PATCHED
-		out=$BUILD/check-$v
+		out=$(out_of "$tree" check)
 		configure_tree "$tree" "$out"
 		# Force the checked objects to be rebuilt so every warning is seen.
 		for o in $CHECK_OBJS; do rm -f "$out/$o"; done
@@ -184,12 +207,14 @@ else
 		done
 	done
 	wc_ok=1
+	base_out=$(out_of "$TREE_UNPATCHED" check)
+	series_out=$(out_of "$TREE_PATCHED" check)
 	for k in w1 sparse; do
-		new=$(comm -13 "$BUILD/check-unpatched/$k.norm" "$BUILD/check-patched/$k.norm")
+		new=$(comm -13 "$base_out/$k.norm" "$series_out/$k.norm")
 		label=W=1
 		[[ $k == sparse ]] && label=sparse
 		if [[ -z $new ]]; then
-			pass "$label: no new warnings in touched files ($(wc -l <"$BUILD/check-patched/$k.norm") pre-existing)"
+			pass "$label: no new warnings in touched files ($(wc -l <"$series_out/$k.norm") pre-existing)"
 		else
 			echo "$new"
 			fail "$label: new warnings in touched files"
@@ -202,7 +227,7 @@ fi
 stage "i386 build of kernel/sched: no 64-bit division helpers"
 # KVM cannot be built for i386 in 6.12 (it depends on X86_64), so only the
 # scheduler objects are checked here.
-I386=$BUILD/i386
+I386=$(out_of "$TREE_PATCHED" i386)
 if stamp_ok "i386-$KEY"; then
 	pass "i386 kernel/sched has no __udivdi3/__divdi3/__umoddi3/__moddi3 (cached result)"
 else
