@@ -135,7 +135,7 @@ dirs_for_commit() {
 
 stage "each patch builds on its own"
 BISECT_TREE=$SRC/bisect
-if stamp_ok "bisect-$KEY"; then
+if stamp_ok "bisect-cfg-$KEY"; then
 	pass "per-patch builds (cached result for this series and config)"
 else
 	ok=1
@@ -164,7 +164,7 @@ else
 			ok=0
 		fi
 	done
-	((ok)) && stamp_set "bisect-$KEY"
+	((ok)) && stamp_set "bisect-cfg-$KEY"
 fi
 
 # Objects containing the files the series touches.
