@@ -5,14 +5,16 @@
 //! 4-ary heap is half as deep as a binary one and its pop, the hot path of
 //! the event loop, touches fewer cache lines.
 //!
-//! Pending events can be cancelled by id; the simulator itself does not
-//! cancel, its handlers drop stale events by a generation number carried in
-//! the event (`BurstEnd`, `HrTick`, guest timers), which costs nothing per pop.
-//! Cancelled ids are remembered until the event reaches the head and is
-//! dropped.
+//! There is no cancellation: the simulator's handlers drop stale events by
+//! a generation number carried in the event (`BurstEnd`, `HrTick`, guest
+//! timers), which costs nothing per pop. (A cancel-by-id set used to be
+//! here; nothing called it, and every pop paid for testing it.)
+//!
+//! An entry is its time, its sequence number and the event, 8-byte aligned
+//! (a `u128` key would align the entry to 16 bytes and pad it); the pair
+//! compares as one 128-bit key.
 
 use super::time::Time;
-use std::collections::HashSet;
 
 /// Identifies one scheduled event (its insertion sequence number).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -23,19 +25,46 @@ const ARITY: usize = 4;
 
 #[derive(Clone, Copy)]
 struct Entry<E> {
-    /// (time << 64) | insertion sequence: one comparison orders entries.
-    key: u128,
+    at: u64,
+    seq: u64,
     ev: E,
 }
 
 impl<E> Entry<E> {
-    fn at(&self) -> Time {
-        Time((self.key >> 64) as u64)
+    /// (time << 64) | insertion sequence: one comparison orders entries.
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        ((self.at as u128) << 64) | self.seq as u128
     }
+}
 
-    fn seq(&self) -> u64 {
-        self.key as u64
+/// The index and key of the earliest of a node's children: a full node as
+/// a fixed tournament of two pairs (branch-light, no loop), the last node
+/// of the heap, which may have fewer, by a scan.
+#[inline(always)]
+fn min_child<E>(kids: &[Entry<E>]) -> (usize, u128) {
+    if let [a, b, c, d] = kids {
+        let (i, ki) = if b.key() < a.key() {
+            (1, b.key())
+        } else {
+            (0, a.key())
+        };
+        let (j, kj) = if d.key() < c.key() {
+            (3, d.key())
+        } else {
+            (2, c.key())
+        };
+        return if kj < ki { (j, kj) } else { (i, ki) };
     }
+    let mut min = 0;
+    let mut min_key = kids[0].key();
+    for (i, k) in kids.iter().enumerate().skip(1) {
+        if k.key() < min_key {
+            min = i;
+            min_key = k.key();
+        }
+    }
+    (min, min_key)
 }
 
 /// Min-queue of events keyed by (time, insertion sequence).
@@ -44,7 +73,6 @@ pub struct EventQueue<E> {
     /// `ARITY * i + 1 ..= ARITY * i + ARITY`.
     heap: Vec<Entry<E>>,
     next_seq: u64,
-    cancelled: HashSet<u64>,
     popped: u64,
 }
 
@@ -59,23 +87,23 @@ impl<E: Copy> EventQueue<E> {
         EventQueue {
             heap: Vec::new(),
             next_seq: 0,
-            cancelled: HashSet::new(),
             popped: 0,
         }
     }
 
-    /// Schedules `ev` at `at`; returns an id that `cancel` accepts.
+    /// Schedules `ev` at `at`; returns its id (its insertion sequence).
+    #[inline]
     pub fn push(&mut self, at: Time, ev: E) -> EventId {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let key = ((at.0 as u128) << 64) | seq as u128;
-        let entry = Entry { key, ev };
+        let entry = Entry { at: at.0, seq, ev };
+        let key = entry.key();
         // Sift up: move parents down into the hole until the entry fits.
         let mut hole = self.heap.len();
         self.heap.push(entry);
         while hole > 0 {
             let parent = (hole - 1) / ARITY;
-            if self.heap[parent].key <= key {
+            if self.heap[parent].key() <= key {
                 break;
             }
             self.heap[hole] = self.heap[parent];
@@ -85,14 +113,16 @@ impl<E: Copy> EventQueue<E> {
         EventId(seq)
     }
 
-    /// Removes the earliest entry, cancelled or not.
+    /// Removes and returns the earliest event.
     #[inline]
-    fn pop_entry(&mut self) -> Option<Entry<E>> {
+    pub fn pop(&mut self) -> Option<(Time, E)> {
         let last = self.heap.pop()?;
         let heap = &mut self.heap[..];
         let Some(&top) = heap.first() else {
-            return Some(last);
+            self.popped += 1;
+            return Some((Time(last.at), last.ev));
         };
+        let last_key = last.key();
         // Sift `last` down from the root: move the smallest child up into
         // the hole while it is earlier than `last`. The children are taken
         // as one slice (one bounds check per level, not one per child).
@@ -106,75 +136,41 @@ impl<E: Copy> EventQueue<E> {
                     _ => break,
                 },
             };
-            let mut min = 0;
-            let mut min_key = kids[0].key;
-            for (i, k) in kids.iter().enumerate().skip(1) {
-                if k.key < min_key {
-                    min = i;
-                    min_key = k.key;
-                }
-            }
-            if min_key >= last.key {
+            let (min, min_key) = min_child(kids);
+            if min_key >= last_key {
                 break;
             }
             heap[hole] = kids[min];
             hole = first + min;
         }
         heap[hole] = last;
-        Some(top)
+        self.popped += 1;
+        Some((Time(top.at), top.ev))
     }
 
-    /// Cancels a pending event. Cancelling an event that already fired is a no-op.
-    pub fn cancel(&mut self, id: EventId) {
-        if id.0 < self.next_seq {
-            self.cancelled.insert(id.0);
-        }
-    }
-
-    /// Removes and returns the earliest live event.
-    pub fn pop(&mut self) -> Option<(Time, E)> {
-        while let Some(e) = self.pop_entry() {
-            if !self.cancelled.is_empty() && self.cancelled.remove(&e.seq()) {
-                continue;
-            }
-            self.popped += 1;
-            return Some((e.at(), e.ev));
-        }
-        None
-    }
-
-    /// Time of the earliest pending entry (possibly a cancelled one).
+    /// Time of the earliest pending event.
     #[inline]
-    pub fn peek_time(&mut self) -> Option<Time> {
-        while let Some(e) = self.heap.first() {
-            if !self.cancelled.is_empty() && self.cancelled.contains(&e.seq()) {
-                let seq = e.seq();
-                self.pop_entry();
-                self.cancelled.remove(&seq);
-                continue;
-            }
-            return Some(e.at());
-        }
-        None
+    pub fn peek_time(&self) -> Option<Time> {
+        self.heap.first().map(|e| Time(e.at))
     }
 
-    /// The earliest live event without removing it.
-    pub fn peek(&mut self) -> Option<(Time, &E)> {
-        self.peek_time()?;
-        self.heap.first().map(|e| (e.at(), &e.ev))
+    /// The earliest pending event without removing it.
+    #[inline]
+    pub fn peek(&self) -> Option<(Time, &E)> {
+        self.heap.first().map(|e| (Time(e.at), &e.ev))
     }
 
-    /// Number of events popped so far (cancelled ones excluded).
+    /// Number of events popped so far.
     pub fn popped(&self) -> u64 {
         self.popped
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() - self.cancelled.len()
+        self.heap.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.heap.is_empty()
     }
 }
 
@@ -194,18 +190,19 @@ mod tests {
     }
 
     #[test]
-    fn cancelled_events_never_pop() {
+    fn ids_are_insertion_order_and_pops_are_counted() {
         let mut q = EventQueue::new();
-        let a = q.push(Time(1), 1);
-        q.push(Time(2), 2);
-        let c = q.push(Time(3), 3);
-        q.cancel(a);
-        q.cancel(c);
-        assert_eq!(q.len(), 1);
+        let a = q.push(Time(3), 1);
+        let b = q.push(Time(2), 2);
+        assert!(a < b);
+        assert_eq!(q.len(), 2);
         assert_eq!(q.peek_time(), Some(Time(2)));
+        assert_eq!(q.peek(), Some((Time(2), &2)));
         assert_eq!(q.pop(), Some((Time(2), 2)));
+        assert_eq!(q.pop(), Some((Time(3), 1)));
         assert_eq!(q.pop(), None);
-        assert_eq!(q.popped(), 1);
+        assert!(q.is_empty());
+        assert_eq!(q.popped(), 2);
     }
 
     #[test]

@@ -148,11 +148,13 @@ impl Scheduler {
 
     /// `vruntime_eligible()`: Σ(v_i - v0)w_i >= (v - v0) Σw_i, curr included,
     /// without the division (exact).
+    #[inline]
     pub fn vruntime_eligible(&self, cfs: CfsRqId, vruntime: u64) -> bool {
         self.eligible_with(cfs, self.eligibility_sums(cfs), vruntime)
     }
 
     /// `entity_eligible()`: lag >= 0.
+    #[inline]
     pub fn entity_eligible(&self, cfs: CfsRqId, se: SeId) -> bool {
         self.vruntime_eligible(cfs, self.ses[se.idx()].vruntime())
     }
