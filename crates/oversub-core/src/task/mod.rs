@@ -31,7 +31,7 @@ pub enum Next {
 /// One step of a behaviour: tasks to wake (in order), then what to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Step {
-    pub wake: Vec<TaskId>,
+    pub wake: Wake,
     /// The wake flags of those wakeups: `WF_SYNC` for a pipe's
     /// (`pipe_write()`/`pipe_read()` wake with
     /// `wake_up_interruptible_sync_poll()`), 0 for a futex's.
@@ -42,7 +42,7 @@ pub struct Step {
 impl Step {
     pub fn just(next: Next) -> Step {
         Step {
-            wake: Vec::new(),
+            wake: Wake::None,
             wake_flags: 0,
             next,
         }
@@ -52,11 +52,64 @@ impl Step {
     /// blocked on an empty pipe and the reader wakes writers blocked on a
     /// full one, both through `wake_up_interruptible_sync_poll()`, i.e.
     /// `__wake_up_sync_key()` with WF_SYNC: the waker is about to sleep.
-    fn pipe(wake: Vec<TaskId>, next: Next) -> Step {
+    fn pipe(wake: Wake, next: Next) -> Step {
         Step {
             wake,
             wake_flags: WF_SYNC,
             next,
+        }
+    }
+}
+
+/// The tasks a step wakes, in order. A step wakes at most one task except
+/// for a reader releasing blocked writers and a program step: one wakeup is
+/// held inline, so the ping-pong and messaging steps do not allocate (a
+/// `Vec` of one cost a malloc/free pair per wakeup on the event loop).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wake {
+    None,
+    One(TaskId),
+    Many(Vec<TaskId>),
+}
+
+impl Wake {
+    /// One task if `wake`, else none.
+    fn one_if(wake: bool, p: TaskId) -> Wake {
+        if wake {
+            Wake::One(p)
+        } else {
+            Wake::None
+        }
+    }
+}
+
+impl IntoIterator for Wake {
+    type Item = TaskId;
+    type IntoIter = WakeIter;
+
+    fn into_iter(self) -> WakeIter {
+        match self {
+            Wake::None => WakeIter::One(None),
+            Wake::One(p) => WakeIter::One(Some(p)),
+            Wake::Many(v) => WakeIter::Many(v.into_iter()),
+        }
+    }
+}
+
+/// Iterator over a [`Wake`].
+pub enum WakeIter {
+    One(Option<TaskId>),
+    Many(std::vec::IntoIter<TaskId>),
+}
+
+impl Iterator for WakeIter {
+    type Item = TaskId;
+
+    #[inline]
+    fn next(&mut self) -> Option<TaskId> {
+        match self {
+            WakeIter::One(p) => p.take(),
+            WakeIter::Many(v) => v.next(),
         }
     }
 }
@@ -198,13 +251,11 @@ impl Behaviour {
                 partner,
                 working,
             } => {
-                let mut wake = Vec::new();
+                let mut wake = Wake::None;
                 if *working {
                     // Pass the token on.
                     *working = false;
-                    if world.write(*tx) {
-                        wake.push(*partner);
-                    }
+                    wake = Wake::one_if(world.write(*tx), *partner);
                 }
                 let next = if world.read(*rx, me).is_some() {
                     *working = true;
@@ -224,15 +275,12 @@ impl Behaviour {
                 if !world.try_write(pi, me) {
                     return Step::just(Next::Sleep(None));
                 }
-                let mut wake = Vec::new();
-                if world.write(pi) {
-                    wake.push(reader);
-                }
+                let wake = Wake::one_if(world.write(pi), reader);
                 *cursor = (*cursor + 1) % n;
                 Step::pipe(wake, Next::Run(*send))
             }
             Behaviour::Receiver { recv, pipe } => match world.read(*pipe, me) {
-                Some(writers) => Step::pipe(writers, Next::Run(*recv)),
+                Some(writers) => Step::pipe(Wake::Many(writers), Next::Run(*recv)),
                 None => Step::just(Next::Sleep(None)),
             },
             Behaviour::Program { thread } => {
@@ -241,7 +289,7 @@ impl Behaviour {
                     .as_mut()
                     .expect("a program task needs its program");
                 let (wake, action) = prog.step(*thread as usize, now);
-                let wake = wake.into_iter().map(|i| world.program_tasks[i]).collect();
+                let wake = Wake::Many(wake.into_iter().map(|i| world.program_tasks[i]).collect());
                 let next = match action {
                     program::Action::Run(d) => Next::Run(d),
                     program::Action::Sleep(at) => Next::Sleep(at),
