@@ -369,7 +369,10 @@ mod tests {
         // b blocks reading its empty pipe; a passes the token and wakes it.
         assert_eq!(bb.on_burst_end(b, now, &mut w).next, Next::Sleep(None));
         let s = ba.on_burst_end(a, now, &mut w);
-        assert_eq!((s.wake, s.wake_flags), (vec![b], WF_SYNC));
+        assert_eq!(
+            (s.wake.into_iter().collect::<Vec<_>>(), s.wake_flags),
+            (vec![b], WF_SYNC)
+        );
 
         // Messaging: a receiver blocked on an empty pipe is woken by the
         // sender's write; a sender blocked on a full pipe by the read.
@@ -390,10 +393,16 @@ mod tests {
         };
         assert_eq!(recv.on_burst_end(r, now, &mut w).next, Next::Sleep(None));
         let s = send.on_burst_end(snd, now, &mut w);
-        assert_eq!((s.wake, s.wake_flags), (vec![r], WF_SYNC));
+        assert_eq!(
+            (s.wake.into_iter().collect::<Vec<_>>(), s.wake_flags),
+            (vec![r], WF_SYNC)
+        );
         // The pipe is full now: the sender blocks, the reader wakes it.
         assert_eq!(send.on_burst_end(snd, now, &mut w).next, Next::Sleep(None));
         let s = recv.on_burst_end(r, now, &mut w);
-        assert_eq!((s.wake, s.wake_flags), (vec![snd], WF_SYNC));
+        assert_eq!(
+            (s.wake.into_iter().collect::<Vec<_>>(), s.wake_flags),
+            (vec![snd], WF_SYNC)
+        );
     }
 }
