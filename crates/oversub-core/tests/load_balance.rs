@@ -86,34 +86,10 @@ fn migrated_group_load_leaves_the_old_cpu() {
 /// (conform/smp_weights.toml). Balancing by task count pairs b with an a.
 #[test]
 fn heavy_group_gets_a_cpu_of_its_own() {
-    let r = run_for(
-        r#"
-        [host]
-        cpus = 2
-        duration = "DURATION"
-        [[cgroup]]
-        path = "/a"
-        weight = 100
-        [[cgroup]]
-        path = "/b"
-        weight = 300
-        [[task]]
-        name = "a"
-        kind = "hog"
-        count = 2
-        cgroup = "/a"
-        [[task]]
-        name = "b"
-        kind = "hog"
-        cgroup = "/b"
-        [[task]]
-        name = "p"
-        kind = "periodic"
-        period = "5ms"
-        run = "1ms"
-    "#,
-        "3s",
-    );
+    let r = common::run(&format!(
+        "[host]\ncpus = 2\nduration = \"3s\"\n{}",
+        common::SMP_WEIGHTS
+    ));
     let total = 6e9;
     let share = |n: &str| cpu_ns(&r, n) as f64 / total;
     let (a0, a1, b, p) = (share("a.0"), share("a.1"), share("b"), share("p"));

@@ -29,27 +29,8 @@ fn smp_weights(kernel: &str, switches: &str) -> Report {
         duration = "10s"
         [host.features]
         {switches}
-        [[cgroup]]
-        path = "/a"
-        weight = 100
-        [[cgroup]]
-        path = "/b"
-        weight = 300
-        [[task]]
-        name = "a"
-        kind = "hog"
-        count = 2
-        cgroup = "/a"
-        [[task]]
-        name = "b"
-        kind = "hog"
-        cgroup = "/b"
-        [[task]]
-        name = "p"
-        kind = "periodic"
-        period = "5ms"
-        run = "1ms"
-    "#
+        {}"#,
+        common::SMP_WEIGHTS
     ))
 }
 

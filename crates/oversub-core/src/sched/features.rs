@@ -104,14 +104,10 @@ impl KernelPreset {
                 ttwu_dequeue_delayed: true,
                 ..base
             },
+            // 6.19 is 6.18 plus the buddy check inside `__pick_eevdf()`.
             KernelPreset::V6_19 => SchedFeatures {
                 buddy_in_pick_eevdf: true,
-                vprot: true,
-                vprot_in_vlag: true,
-                wakeup_pick_protect: true,
-                resched_unprotected: true,
-                ttwu_dequeue_delayed: true,
-                ..base
+                ..KernelPreset::V6_18.features()
             },
         }
     }

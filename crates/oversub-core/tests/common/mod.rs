@@ -29,3 +29,29 @@ pub fn task<'a>(r: &'a Report, name: &str) -> &'a TaskReport {
 pub fn cpu_ns(r: &Report, name: &str) -> u64 {
     task(r, name).cpu_ns
 }
+
+/// Issue 10's first layout (conform/smp_weights.toml) without its `[host]`
+/// table: /a (weight 100) with hogs a.0 and a.1, /b (weight 300) with hog b,
+/// and a periodic task p (1 ms every 5 ms) in the root, none pinned.
+pub const SMP_WEIGHTS: &str = r#"
+    [[cgroup]]
+    path = "/a"
+    weight = 100
+    [[cgroup]]
+    path = "/b"
+    weight = 300
+    [[task]]
+    name = "a"
+    kind = "hog"
+    count = 2
+    cgroup = "/a"
+    [[task]]
+    name = "b"
+    kind = "hog"
+    cgroup = "/b"
+    [[task]]
+    name = "p"
+    kind = "periodic"
+    period = "5ms"
+    run = "1ms"
+"#;
