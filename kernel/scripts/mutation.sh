@@ -33,21 +33,28 @@ f=$tree/kernel/sched/fair.c
 h=$tree/kernel/sched/yield_to.h
 restore() { git -C "$tree" checkout -q -- kernel/sched/fair.c kernel/sched/yield_to.h; }
 
+# replace_once FILE SITE NEW: replace the one occurrence of SITE in FILE by NEW; fails
+# unless SITE occurs exactly once.
+replace_once() {
+	python3 - "$@" <<'PY'
+import sys
+p, site, new = sys.argv[1:4]
+s = open(p).read()
+if s.count(site) != 1:
+    sys.exit(1)
+open(p, "w").write(s.replace(site, new))
+PY
+}
+
 # mutate NAME: edit fair.c or yield_to.h in place; prints the functional tests that must
 # catch it.
 mutate() {
+	local site new
 	case $1 in
 	borrow)
-		python3 - "$f" <<'PY' || die "borrow mutation site not found in $f"
-import sys
-p = sys.argv[1]
-s = open(p).read()
-site = ("\t/* A new yield ends the bound of an earlier borrow. */\n"
-        "\trq->yield_borrower = NULL;\n")
-if s.count(site) != 1:
-    sys.exit(1)
-open(p, "w").write(s.replace(site, site + "\treturn 0;\n"))
-PY
+		site=$'\t/* A new yield ends the bound of an earlier borrow. */\n\trq->yield_borrower = NULL;\n'
+		replace_once "$f" "$site" "$site"$'\treturn 0;\n' ||
+			die "borrow mutation site not found in $f"
 		echo "deboost_switches_to_target"
 		;;
 	borrow_pick)
@@ -58,33 +65,19 @@ PY
 		echo "deboost_switches_to_target"
 		;;
 	token)
-		python3 - "$f" <<'PY' || die "token mutation site not found in $f"
-import sys
-p = sys.argv[1]
-s = open(p).read()
-site = "\t/* A target on another CPU must not consume this CPU's token. */\n"
-if s.count(site) != 1:
-    sys.exit(1)
-mut = ("\tif (task_rq(p) != rq) {\n\t\tstruct sched_entity *m;\n\n"
-       "\t\tfor (m = &curr->se; m; m = parent_entity(m))\n"
-       "\t\t\tyield_penalty_commit(&cfs_rq_of(m)->yield_penalty, curr->pid,\n"
-       "\t\t\t\t\t     p->pid, rq_clock(rq), false);\n\t\treturn 0;\n\t}\n")
-open(p, "w").write(s.replace(site, site + mut))
-PY
+		site=$'\t/* A target on another CPU must not consume this CPU\'s token. */\n'
+		new=$'\tif (task_rq(p) != rq) {\n\t\tstruct sched_entity *m;\n\n'
+		new+=$'\t\tfor (m = &curr->se; m; m = parent_entity(m))\n'
+		new+=$'\t\t\tyield_penalty_commit(&cfs_rq_of(m)->yield_penalty, curr->pid,\n'
+		new+=$'\t\t\t\t\t     p->pid, rq_clock(rq), false);\n\t\treturn 0;\n\t}\n'
+		replace_once "$f" "$site" "$site$new" ||
+			die "token mutation site not found in $f"
 		echo "deboost_cross_cpu_token"
 		;;
 	wrap)
-		python3 - "$h" <<'PY' || die "wrap mutation site not found in $h"
-import sys
-p = sys.argv[1]
-s = open(p).read()
-site = "\tif (!penalty)\n\t\treturn false;\n\t*new_vruntime = vruntime + penalty;\n"
-if s.count(site) != 1:
-    sys.exit(1)
-mut = ("\tif (!penalty || vruntime + penalty < vruntime)\n\t\treturn false;\n"
-       "\t*new_vruntime = vruntime + penalty;\n")
-open(p, "w").write(s.replace(site, mut))
-PY
+		replace_once "$h" $'\tif (!penalty)\n\t\treturn false;\n\t*new_vruntime = vruntime + penalty;\n' \
+			$'\tif (!penalty || vruntime + penalty < vruntime)\n\t\treturn false;\n\t*new_vruntime = vruntime + penalty;\n' ||
+			die "wrap mutation site not found in $h"
 		echo "deboost_fresh_cgroup"
 		;;
 	*) die "unknown mutant '$1' (allowed: borrow, borrow_pick, token, wrap)" ;;
