@@ -12,6 +12,9 @@ cache=${2:-/tmp/same-output-ref}
 new=${NEW:-target/release/oversub}
 jobs=${JOBS:-2}
 bench=target/release/oversub-bench
+for b in "$ref" "$new"; do
+    [ -f "$b" ] && [ -x "$b" ] || { echo "same-output: $b is not an executable file (give the oversub binary, not its directory)" >&2; exit 2; }
+done
 mkdir -p "$cache" "$cache/gen"
 for spec in 16:64:2000 16:4096:500 1024:4096:100; do
     f="$cache/gen/gen-$(echo "$spec" | tr : -).toml"

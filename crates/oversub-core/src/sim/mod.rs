@@ -762,8 +762,7 @@ impl Simulator {
     fn serve_resched(&mut self) {
         loop {
             self.send_ipis();
-            let hrticks = !self.sched.hrtick_requests.is_empty();
-            for (cpu, at) in self.sched.hrtick_requests.drain(..).filter(|_| hrticks) {
+            for (cpu, at) in self.sched.hrtick_requests.drain(..) {
                 self.hrtick_gen[cpu.idx()] += 1;
                 let gen = self.hrtick_gen[cpu.idx()];
                 self.queue.push(Time(at), Ev::HrTick(cpu, gen));
