@@ -14,6 +14,7 @@ pub mod program;
 use crate::engine::{Nanos, Time};
 use crate::sched::fair::WF_SYNC;
 use crate::sched::TaskId;
+use smallvec::{smallvec, SmallVec};
 
 /// What a task does when its current burst is used up.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,7 +43,7 @@ pub struct Step {
 impl Step {
     pub fn just(next: Next) -> Step {
         Step {
-            wake: Wake::None,
+            wake: Wake::new(),
             wake_flags: 0,
             next,
         }
@@ -65,52 +66,14 @@ impl Step {
 /// for a reader releasing blocked writers and a program step: one wakeup is
 /// held inline, so the ping-pong and messaging steps do not allocate (a
 /// `Vec` of one cost a malloc/free pair per wakeup on the event loop).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Wake {
-    None,
-    One(TaskId),
-    Many(Vec<TaskId>),
-}
+pub type Wake = SmallVec<[TaskId; 1]>;
 
-impl Wake {
-    /// One task if `wake`, else none.
-    fn one_if(wake: bool, p: TaskId) -> Wake {
-        if wake {
-            Wake::One(p)
-        } else {
-            Wake::None
-        }
-    }
-}
-
-impl IntoIterator for Wake {
-    type Item = TaskId;
-    type IntoIter = WakeIter;
-
-    fn into_iter(self) -> WakeIter {
-        match self {
-            Wake::None => WakeIter::One(None),
-            Wake::One(p) => WakeIter::One(Some(p)),
-            Wake::Many(v) => WakeIter::Many(v.into_iter()),
-        }
-    }
-}
-
-/// Iterator over a [`Wake`].
-pub enum WakeIter {
-    One(Option<TaskId>),
-    Many(std::vec::IntoIter<TaskId>),
-}
-
-impl Iterator for WakeIter {
-    type Item = TaskId;
-
-    #[inline]
-    fn next(&mut self) -> Option<TaskId> {
-        match self {
-            WakeIter::One(p) => p.take(),
-            WakeIter::Many(v) => v.next(),
-        }
+/// One task if `wake`, else none.
+fn wake_one_if(wake: bool, p: TaskId) -> Wake {
+    if wake {
+        smallvec![p]
+    } else {
+        Wake::new()
     }
 }
 
@@ -251,11 +214,11 @@ impl Behaviour {
                 partner,
                 working,
             } => {
-                let mut wake = Wake::None;
+                let mut wake = Wake::new();
                 if *working {
                     // Pass the token on.
                     *working = false;
-                    wake = Wake::one_if(world.write(*tx), *partner);
+                    wake = wake_one_if(world.write(*tx), *partner);
                 }
                 let next = if world.read(*rx, me).is_some() {
                     *working = true;
@@ -275,12 +238,12 @@ impl Behaviour {
                 if !world.try_write(pi, me) {
                     return Step::just(Next::Sleep(None));
                 }
-                let wake = Wake::one_if(world.write(pi), reader);
+                let wake = wake_one_if(world.write(pi), reader);
                 *cursor = (*cursor + 1) % n;
                 Step::pipe(wake, Next::Run(*send))
             }
             Behaviour::Receiver { recv, pipe } => match world.read(*pipe, me) {
-                Some(writers) => Step::pipe(Wake::Many(writers), Next::Run(*recv)),
+                Some(writers) => Step::pipe(Wake::from_vec(writers), Next::Run(*recv)),
                 None => Step::just(Next::Sleep(None)),
             },
             Behaviour::Program { thread } => {
@@ -289,7 +252,7 @@ impl Behaviour {
                     .as_mut()
                     .expect("a program task needs its program");
                 let (wake, action) = prog.step(*thread as usize, now);
-                let wake = Wake::Many(wake.into_iter().map(|i| world.program_tasks[i]).collect());
+                let wake: Wake = wake.into_iter().map(|i| world.program_tasks[i]).collect();
                 let next = match action {
                     program::Action::Run(d) => Next::Run(d),
                     program::Action::Sleep(at) => Next::Sleep(at),
