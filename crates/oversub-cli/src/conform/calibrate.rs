@@ -63,16 +63,65 @@ fn median(mut v: Vec<u64>) -> u64 {
     v[(v.len() - 1) / 2]
 }
 
-/// Timer lateness on `cpu`, `n` samples, expiries at a phase that walks over
+/// Timer lateness on `cpu`, `n` samples, expiries at a phase that walk over
 /// the tick period (so that they do not sit on the tick grid).
 pub fn timer_probe(cpu: usize, n: u32) -> u64 {
+    timer_probe_shaped(Some(cpu), n, ProbeShape::BARE)
+}
+
+/// What the sleeper of a timer probe does between its wakeups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeShape {
+    /// The shortest sleep, ns: each expiry is this much after the end of the
+    /// burst plus a phase that walks over 1 ms in steps of 37 us.
+    pub sleep: u64,
+    /// CPU time burnt after each wakeup, ns, as a periodic worker's burst
+    /// (a CPU budget on the thread's clock, conform's `Budget`).
+    pub burn: u64,
+}
+
+impl ProbeShape {
+    /// `oversub calibrate`'s probe: sleeps of 0.5-1.5 ms, nothing burnt.
+    pub const BARE: ProbeShape = ProbeShape {
+        sleep: 500_000,
+        burn: 0,
+    };
+
+    /// Shaped like a periodic task of `period` and `run`: it burns `run` per
+    /// activation and sleeps about as long as such a task does (period - run,
+    /// within -0.5/+0.5 ms), so that the wakeup pays what that task's does
+    /// (its lag after the burst, the delayed dequeue of a task that sleeps
+    /// ineligible, its cache footprint after the sleep) against a hog.
+    pub fn periodic(period: u64, run: u64) -> ProbeShape {
+        ProbeShape {
+            sleep: period
+                .saturating_sub(run)
+                .saturating_sub(500_000)
+                .max(500_000),
+            burn: run,
+        }
+    }
+}
+
+/// [`timer_probe`] with the sleeper doing what `shape` says between wakeups,
+/// pinned to `cpu` or (None) left with the affinity its process has.
+pub fn timer_probe_shaped(cpu: Option<usize>, n: u32, shape: ProbeShape) -> u64 {
     std::thread::spawn(move || {
-        pin(cpu);
+        match cpu {
+            Some(c) => pin(c),
+            None => {
+                let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
+            }
+        }
+        let mut budget = super::worker::Budget::new();
         let mut v = Vec::with_capacity(n as usize);
         for i in 0..n {
-            let expiry = mono_now() + 500_000 + (u64::from(i) * 37_000) % 1_000_000;
+            let expiry = mono_now() + shape.sleep + (u64::from(i) * 37_000) % 1_000_000;
             sleep_until(expiry);
             v.push(mono_now().saturating_sub(expiry));
+            if shape.burn > 0 {
+                budget.spin(shape.burn);
+            }
         }
         median(v)
     })

@@ -114,6 +114,51 @@ fn detect_hz(release: &str) -> (u32, HzSource) {
     (250, HzSource::Default)
 }
 
+/// The phase of the periodic tick on CLOCK_MONOTONIC, in ns within a tick
+/// period of `tick_ns`: the expiry of a CPU's tick hrtimer
+/// (`tick_nohz_handler` since v6.8, `tick_sched_timer` before; both
+/// CPUs' ticks expire together unless `skew_tick=1`) as `/proc/timer_list`
+/// prints it ("expires at SOFT-HARD nsecs", on the monotonic base), modulo
+/// the period. `None` when no tick timer is listed (every CPU idle with its
+/// tick stopped) or the text cannot be read.
+pub fn tick_phase_from_timer_list(text: &str, tick_ns: u64) -> Option<u64> {
+    if tick_ns == 0 {
+        return None;
+    }
+    let mut lines = text.lines();
+    while let Some(l) = lines.next() {
+        if !(l.contains("tick_nohz_handler") || l.contains("tick_sched_timer")) {
+            continue;
+        }
+        let next = lines.next()?;
+        let at = next.split("expires at ").nth(1)?;
+        let soft: u64 = at.split('-').next()?.trim().parse().ok()?;
+        return Some(soft % tick_ns);
+    }
+    None
+}
+
+/// [`tick_phase_from_timer_list`] of this machine's `/proc/timer_list`.
+pub fn tick_phase(tick_ns: u64) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/timer_list").ok()?;
+    tick_phase_from_timer_list(&text, tick_ns)
+}
+
+/// The first instant at or after `t` that lies at `phase` within the tick
+/// period `tick_ns`: a real run started there has the simulator's tick grid
+/// (ticks at multiples of the period after the start).
+pub fn align_to_tick(t: u64, tick_ns: u64, phase: u64) -> u64 {
+    if tick_ns == 0 {
+        return t;
+    }
+    let base = t - t % tick_ns + phase % tick_ns;
+    if base >= t {
+        base
+    } else {
+        base + tick_ns
+    }
+}
+
 /// Which interface sets a cgroup's CPU weight.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CpuController {
@@ -239,6 +284,23 @@ mod tests {
         let c = find_cpu_controller(HYBRID, |_| Some("cpu io memory".into())).unwrap();
         assert_eq!(c.weight_file(300), ("cpu.weight", "300".to_string()));
         assert!(find_cpu_controller("", |_| None).is_none());
+    }
+
+    #[test]
+    fn tick_phase_and_alignment() {
+        let text = "active timers:\n #0: <00000000f1855edf>, tick_nohz_handler, S:01\n # expires at 40616496000000-40616496000000 nsecs [in 742507 to 742507 nsecs]\n";
+        assert_eq!(tick_phase_from_timer_list(text, 4_000_000), Some(0));
+        let old = " #0: <x>, tick_sched_timer, S:01\n # expires at 1001500-1001500 nsecs [in 5 to 5 nsecs]\n";
+        assert_eq!(tick_phase_from_timer_list(old, 1_000_000), Some(1500));
+        assert_eq!(
+            tick_phase_from_timer_list(" #0: <x>, hrtimer_wakeup, S:01\n", 4_000_000),
+            None
+        );
+        assert_eq!(align_to_tick(10_000_001, 4_000_000, 0), 12_000_000);
+        assert_eq!(align_to_tick(12_000_000, 4_000_000, 0), 12_000_000);
+        assert_eq!(align_to_tick(12_000_001, 4_000_000, 1500), 12_001_500);
+        assert_eq!(align_to_tick(12_002_000, 4_000_000, 1500), 16_001_500);
+        assert_eq!(align_to_tick(12_000_001, 4_000_000, 3_999_999), 15_999_999);
     }
 
     #[test]

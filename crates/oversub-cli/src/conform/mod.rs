@@ -187,6 +187,13 @@ pub struct ProbeSummary {
     /// max - min of the batches' means, ns: how far the host's wake path
     /// moved between the runs, added to the latency tolerance.
     pub spread_ns: u64,
+    /// What the probe's sleeper did between wakeups ([`probe_shape`]): its
+    /// shortest sleep and the CPU it burnt per wakeup, ns.
+    pub sleep_ns: u64,
+    pub burn_ns: u64,
+    /// One sleeper free to run on every CPU of `cpus` (a hog on each), one
+    /// median per batch, instead of one pinned probe per CPU.
+    pub unpinned: bool,
 }
 
 impl ProbeSummary {
@@ -208,6 +215,9 @@ impl ProbeSummary {
             // The median (of an even count, the mean of the middle two).
             timer_hog_ns: (sorted[(n - 1) / 2] + sorted[n / 2]) / 2,
             spread_ns: max - min,
+            sleep_ns: calibrate::ProbeShape::BARE.sleep,
+            burn_ns: 0,
+            unpinned: false,
         })
     }
 
@@ -229,12 +239,27 @@ impl ProbeSummary {
             .iter()
             .map(|b| b.iter().map(|&v| us(v)).collect::<Vec<_>>().join("/"))
             .collect();
+        let shape = if self.burn_ns > 0 {
+            format!(
+                " (sleeping {:.1}-{:.1} ms, burning {} us per wakeup)",
+                self.sleep_ns as f64 / 1e6,
+                (self.sleep_ns + 1_000_000) as f64 / 1e6,
+                us(self.burn_ns)
+            )
+        } else {
+            String::new()
+        };
+        let (what, mean) = match (self.unpinned, self.cpus.len() > 1) {
+            (true, _) => ("a hog process on each of CPUs", ""),
+            (false, true) => ("a hog process on CPU", ", mean over the CPUs"),
+            (false, false) => ("a hog process on CPU", ""),
+        };
         format!(
-            "timer wake against a hog process on CPU {} before each run and after the last: {} us (batches {} us{}), simulated timer_wake {} us + context_switch {} us; spread {} us added to the latency tolerances",
+            "timer wake{} against {what} {}{shape} before each run and after the last: {} us (batches {} us{mean}), simulated timer_wake {} us + context_switch {} us; spread {} us added to the latency tolerances",
+            if self.unpinned { " of an unpinned sleeper" } else { "" },
             cpus.join("+"),
             us(self.timer_hog_ns),
             batches.join(", "),
-            if self.cpus.len() > 1 { ", mean over the CPUs" } else { "" },
             us(self.costs(base).timer_wake),
             us(base.context_switch),
             us(self.spread_ns)
@@ -257,6 +282,49 @@ pub fn periodic_cpus(sc: &Scenario, cpus: u32) -> Vec<u32> {
     v.sort_unstable();
     v.dedup();
     v
+}
+
+/// Whether every periodic task of `sc` is free to run on every CPU (no
+/// affinity), so that its wakeups go through `select_task_rq_fair()`.
+pub fn periodic_unpinned(sc: &Scenario) -> bool {
+    let mut any = false;
+    for t in &sc.tasks {
+        if let TaskKind::Periodic { .. } = t.kind {
+            if t.cpus.is_some() {
+                return false;
+            }
+            any = true;
+        }
+    }
+    any
+}
+
+/// The shape of a scenario's timer-wake probe: its first periodic task's
+/// period and run ([`calibrate::ProbeShape::periodic`]), so that the probe's
+/// sleeper sleeps and burns as that task does and its wakeup pays the same
+/// kernel path; the bare probe without periodic tasks. Traced on this host
+/// (docs/conformance.md, "The wake path of a periodic task"), the bare probe
+/// (0.5-1.5 ms sleeps, nothing burnt) paid 5-15 us less than the unpinned
+/// periodic tasks' prompt wakeups in every stage from the timer interrupt
+/// to the return to user space.
+pub fn probe_shape(sc: &Scenario) -> calibrate::ProbeShape {
+    sc.tasks
+        .iter()
+        .find_map(|t| match t.kind {
+            TaskKind::Periodic { period, run, .. } => {
+                Some(calibrate::ProbeShape::periodic(period.0, run.0))
+            }
+            _ => None,
+        })
+        .unwrap_or(calibrate::ProbeShape::BARE)
+}
+
+/// Samples per CPU of a probe batch of `shape`: [`PROBE_BATCH_SAMPLES`],
+/// fewer for long periods so that a batch takes about a second per CPU
+/// (at least 100).
+pub fn probe_samples(shape: calibrate::ProbeShape) -> u32 {
+    let per = shape.sleep + 500_000 + shape.burn;
+    ((1_000_000_000 / per.max(1)) as u32).clamp(100, PROBE_BATCH_SAMPLES)
 }
 
 /// Why a scenario cannot be run by conform, if it cannot.
@@ -943,16 +1011,20 @@ fn run_file(
     }
     let mut real_runs = Vec::new();
     let mut skipped_share: f64 = 0.0;
+    let mut all_aligned = true;
     // The host's timer wake path moves on a minutes scale (docs/
     // conformance.md): a probe batch right before each real run, on the
     // CPUs the periodic tasks use, gives the simulated side its wake cost.
     // One more batch after the last run, so that every run lies between
     // two batches.
     let probe_cpus = periodic_cpus(&sc, h.cpus);
+    let unpinned = periodic_unpinned(&sc) && probe_cpus.len() > 1;
+    let shape = probe_shape(&sc);
+    let samples = probe_samples(shape);
     let mut batches = Vec::new();
     let probe_batch = |i: u32| {
         let tag = format!("oversub-conform-{}-{i}-probe", std::process::id());
-        real::timer_probe_batch(ctl, &tag, &probe_cpus, PROBE_BATCH_SAMPLES, stop)
+        real::timer_probe_batch(ctl, &tag, &probe_cpus, samples, shape, unpinned, stop)
             .map_err(|e| format!("probe batch {}: {e}", i + 1))
     };
     for i in 0..opts.runs.max(1) {
@@ -963,10 +1035,12 @@ fn run_file(
                 Err(e) => return res("error", e, vec![]),
             }
         }
-        let run = real::run_once(&sc, ctl, &tag, duration, stop);
+        let tick_ns = 1_000_000_000 / u64::from(h.hz.max(1));
+        let run = real::run_once(&sc, ctl, &tag, duration, Some(tick_ns), stop);
         bar.inc();
         match run {
-            Ok(tasks) => real_runs.push({
+            Ok((tasks, aligned)) => real_runs.push({
+                all_aligned &= aligned;
                 skipped_share = skipped_share.max(skipped_fraction(&tasks));
                 tasks
                     .into_iter()
@@ -985,7 +1059,12 @@ fn run_file(
             Err(e) => return res("error", e, vec![]),
         }
     }
-    let probe = ProbeSummary::of(probe_cpus, batches);
+    let probe = ProbeSummary::of(probe_cpus, batches).map(|p| ProbeSummary {
+        sleep_ns: shape.sleep,
+        burn_ns: shape.burn,
+        unpinned,
+        ..p
+    });
     let sim_costs = probe.as_ref().map_or(*costs, |p| p.costs(costs));
     let sim = sim_figures(&sc, h, &sim_costs, Some(duration));
     let mut rows = compare(&sc, &real_runs, &sim, share_floor(h.hz, duration), duration);
@@ -1021,6 +1100,12 @@ fn run_file(
     );
     if nknown > 0 {
         let _ = write!(msg, "; {nknown} known disagreements, not counted");
+    }
+    if !all_aligned {
+        let _ = write!(
+            msg,
+            "; the tick's phase was not found in /proc/timer_list, real runs started at any phase of it"
+        );
     }
     if let Some(p) = &probe {
         let _ = write!(msg, "; {}", p.describe(costs));
@@ -1233,6 +1318,49 @@ mod tests {
             "{hog}[[task]]\nname=\"p\"\nkind=\"periodic\"\nperiod=\"2ms\"\nrun=\"100us\"\n"
         );
         assert_eq!(periodic_cpus(&sc(&unpinned), 2), vec![0, 1]);
+        assert!(!periodic_unpinned(&sc(hog)));
+        assert!(!periodic_unpinned(&sc(&pinned)));
+        assert!(periodic_unpinned(&sc(&unpinned)));
+        let both = format!(
+            "{pinned}[[task]]\nname=\"q\"\nkind=\"periodic\"\nperiod=\"2ms\"\nrun=\"100us\"\n"
+        );
+        assert!(!periodic_unpinned(&sc(&both)), "one pinned periodic task");
+    }
+
+    #[test]
+    fn probe_is_shaped_like_the_first_periodic_task() {
+        let sc = |t: &str| Scenario::parse("t.toml", t).unwrap();
+        let hog = "[[task]]\nname=\"h\"\nkind=\"hog\"\n";
+        assert_eq!(probe_shape(&sc(hog)), calibrate::ProbeShape::BARE);
+        assert_eq!(
+            probe_samples(calibrate::ProbeShape::BARE),
+            PROBE_BATCH_SAMPLES
+        );
+        let p = format!(
+            "{hog}[[task]]\nname=\"p\"\nkind=\"periodic\"\nperiod=\"5ms\"\nrun=\"1ms\"\n\
+             [[task]]\nname=\"q\"\nkind=\"periodic\"\nperiod=\"10ms\"\nrun=\"2ms\"\n"
+        );
+        let shape = probe_shape(&sc(&p));
+        // Sleeps 3.5-4.5 ms (period - run, within -0.5/+0.5 ms), burns run.
+        assert_eq!((shape.sleep, shape.burn), (3_500_000, 1_000_000));
+        // About a second per CPU: 1 s / (3.5 + 0.5 + 1 ms) = 200 samples.
+        assert_eq!(probe_samples(shape), 200);
+        // A short period keeps the bare probe's shortest sleep.
+        let short = calibrate::ProbeShape::periodic(1_000_000, 400_000);
+        assert_eq!((short.sleep, short.burn), (500_000, 400_000));
+        // A long one is held to at least 100 samples.
+        assert_eq!(
+            probe_samples(calibrate::ProbeShape::periodic(100_000_000, 1)),
+            100
+        );
+        let s = ProbeSummary {
+            sleep_ns: shape.sleep,
+            burn_ns: shape.burn,
+            unpinned: true,
+            ..ProbeSummary::of(vec![0, 1], vec![vec![30_000]]).unwrap()
+        };
+        let d = s.describe(&HostCosts::ZERO);
+        assert!(d.contains("unpinned sleeper against a hog process on each of CPUs 0+1 (sleeping 3.5-4.5 ms, burning 1000.0 us"), "{d}");
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! cpu controller, one worker process per task, CPU time from
 //! `/proc/PID/schedstat`, cleanup of every process and cgroup on every path.
 
-use super::host::CpuController;
+use super::calibrate::ProbeShape;
+use super::host::{self, CpuController};
 use super::worker::{self, mono_now, GRACE_NS};
 use oversub::report::Percentiles;
 use oversub::scenario::{expanded_names, Scenario, TaskKind};
@@ -147,18 +148,30 @@ fn sleep_until(t: u64, stop: &AtomicBool) -> Result<(), String> {
     }
 }
 
-/// Runs `sc` once on the real kernel for `duration` ns.
+/// Runs `sc` once on the real kernel for `duration` ns. With `tick_ns` (the
+/// tick period) the start is put on the host's tick grid
+/// ([`host::tick_phase`]), as the simulator's ticks lie at multiples of the
+/// period after its start: a periodic task's expiries then fall at the same
+/// phases of the tick on both sides, which decides whether a wakeup waits
+/// for a tick (docs/conformance.md, "The tick phase"). Returns the tasks and
+/// whether the start was so aligned.
 pub fn run_once(
     sc: &Scenario,
     ctl: &CpuController,
     tag: &str,
     duration: u64,
+    tick_ns: Option<u64>,
     stop: &Arc<AtomicBool>,
-) -> Result<Vec<RealTask>, String> {
+) -> Result<(Vec<RealTask>, bool), String> {
     let tree = CgroupTree::create(ctl, tag, sc)?;
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let nprocs: u64 = sc.tasks.iter().map(|t| t.count as u64).sum();
-    let start = mono_now() + 300_000_000 + nprocs * 20_000_000;
+    let earliest = mono_now() + 300_000_000 + nprocs * 20_000_000;
+    let phase = tick_ns.and_then(|t| host::tick_phase(t).map(|p| (t, p)));
+    let start = match phase {
+        Some((t, p)) => host::align_to_tick(earliest, t, p),
+        None => earliest,
+    };
     let end = start + duration;
     let mut workers = Workers(Vec::new());
     let base_kv = [("start", start), ("end", end)];
@@ -282,7 +295,7 @@ pub fn run_once(
     }
     drop(workers);
     drop(tree);
-    Ok(out)
+    Ok((out, phase.is_some()))
 }
 
 /// Spawns this binary as `__worker KIND` with `params`, stdin closed; its
@@ -360,12 +373,17 @@ pub fn calibrate_in_cgroup(
 /// probe pays the same path as a periodic worker preempting a hog: the
 /// interrupt, the wakeup, a switch between two processes, the return to
 /// user space and the same timestamp code. Returns the medians, in `cpus`
-/// order.
+/// order. With `unpinned` (the scenario's periodic tasks are free to run on
+/// every CPU) it is one probe instead: a hog pinned on each of `cpus` and the
+/// sleeper free to run on any of them, so that its wakeup goes through
+/// `select_task_rq_fair()` as theirs do; one median.
 pub fn timer_probe_batch(
     ctl: &CpuController,
     tag: &str,
     cpus: &[u32],
     samples: u32,
+    shape: ProbeShape,
+    unpinned: bool,
     stop: &AtomicBool,
 ) -> Result<Vec<u64>, String> {
     let empty = Scenario::parse("probe", "[[task]]\nname = \"x\"\nkind = \"hog\"\n")
@@ -379,33 +397,38 @@ pub fn timer_probe_batch(
         },
     )?;
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-    let pin = |pid: u32, cpu: u32| -> Result<(), String> {
+    let pin = |pid: u32, cpus: &[u32]| -> Result<(), String> {
         let mut set = rustix::thread::CpuSet::new();
-        set.set(cpu as usize);
+        for &c in cpus {
+            set.set(c as usize);
+        }
         let rpid = Pid::from_raw(pid as i32).ok_or("bad pid")?;
         rustix::thread::sched_setaffinity(Some(rpid), &set)
             .map_err(|e| format!("sched_setaffinity probe: {e}"))
     };
-    let mut out = Vec::with_capacity(cpus.len());
-    for &cpu in cpus {
+    // One probe: a hog pinned on each of `hogs`, the sleeper pinned to
+    // `sleeper` or (None) free to run on any of `hogs`.
+    let one = |hogs: &[u32], sleeper: Option<u32>| -> Result<u64, String> {
         if stop.load(Ordering::SeqCst) {
             return Err("interrupted".into());
         }
         let now = mono_now();
         let mut workers = Workers(Vec::new());
-        // The hog spins from now on; it is killed when the batch is done
-        // (its `end` is only a bound should the parent die).
-        let hog = spawn_worker(
-            &exe,
-            "hog",
-            &[("start", now), ("end", now + 60_000_000_000)],
-            false,
-        )?;
-        let hpid = hog.id();
-        workers.0.push((hog, "probe-hog".into(), "/".into()));
-        tree.attach("/", hpid)?;
-        pin(hpid, cpu)?;
-        // The sleeper starts once the hog has run for as long as a real
+        // The hogs spin from now on; they are killed when the probe is done
+        // (their `end` is only a bound should the parent die).
+        for &cpu in hogs {
+            let hog = spawn_worker(
+                &exe,
+                "hog",
+                &[("start", now), ("end", now + 60_000_000_000)],
+                false,
+            )?;
+            let hpid = hog.id();
+            workers.0.push((hog, "probe-hog".into(), "/".into()));
+            tree.attach("/", hpid)?;
+            pin(hpid, &[cpu])?;
+        }
+        // The sleeper starts once the hogs have run for as long as a real
         // run's workers wait before their window (at least 300 ms, see
         // `run_once`): the previous run's exit and cgroup removal are then
         // as far behind as they are for a real run.
@@ -413,20 +436,34 @@ pub fn timer_probe_batch(
         let params = [
             ("start", start),
             ("end", start),
-            ("cpu", u64::from(cpu)),
+            ("cpu", sleeper.map_or(worker::ANY_CPU, u64::from)),
             ("samples", u64::from(samples)),
+            ("sleep", shape.sleep),
+            ("burn", shape.burn),
         ];
         let probe = spawn_worker(&exe, "timer_probe", &params, true)?;
         let ppid = probe.id();
         workers.0.push((probe, "probe".into(), "/".into()));
         tree.attach("/", ppid)?;
-        pin(ppid, cpu)?;
-        let (text, err) = collect(&mut workers.0[1].0);
+        match sleeper {
+            Some(c) => pin(ppid, &[c])?,
+            None => pin(ppid, hogs)?,
+        }
+        let i = workers.0.len() - 1;
+        let (text, err) = collect(&mut workers.0[i].0);
         drop(workers);
-        let v = worker::parse_timer_probe(&text)
-            .ok_or_else(|| format!("timer probe on CPU {cpu} gave no result: {}", err.trim()))?;
-        out.push(v);
-    }
+        worker::parse_timer_probe(&text)
+            .ok_or_else(|| format!("timer probe on CPU {hogs:?} gave no result: {}", err.trim()))
+    };
+    let out = if unpinned {
+        vec![one(cpus, None)?]
+    } else {
+        let mut out = Vec::with_capacity(cpus.len());
+        for &cpu in cpus {
+            out.push(one(&[cpu], Some(cpu))?);
+        }
+        out
+    };
     drop(tree);
     Ok(out)
 }

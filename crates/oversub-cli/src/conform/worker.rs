@@ -44,20 +44,26 @@ pub fn sleep_until(t: u64) {
 /// measured start): every burst's target is cumulative, so the kernel time of
 /// the wakeups, yields and pipe I/O between bursts is part of the burst, as in
 /// the simulator, where a burst is all the CPU a task uses per activation.
-struct Budget {
+pub struct Budget {
     base: u64,
     used: u64,
 }
 
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget::new()
+    }
+}
+
 impl Budget {
-    fn new() -> Budget {
+    pub fn new() -> Budget {
         Budget {
             base: thread_cpu(),
             used: 0,
         }
     }
 
-    fn spin(&mut self, d: u64) {
+    pub fn spin(&mut self, d: u64) {
         self.used += d;
         while thread_cpu().saturating_sub(self.base) < self.used {}
     }
@@ -180,8 +186,13 @@ fn run(args: &[String]) -> Result<(), String> {
             // One batch of the conform run's timer-wake probe
             // (`real::timer_probe_batch`): a sleeper on `cpu` against the
             // hog process the parent placed there.
-            let cpu = get("cpu")? as usize;
-            let v = super::calibrate::timer_probe(cpu, get("samples")? as u32);
+            let cpu = get("cpu")?;
+            let cpu = (cpu != ANY_CPU).then_some(cpu as usize);
+            let shape = super::calibrate::ProbeShape {
+                sleep: get("sleep")?,
+                burn: get("burn")?,
+            };
+            let v = super::calibrate::timer_probe_shaped(cpu, get("samples")? as u32, shape);
             println!("timer_probe p50={v}");
         }
         "calibrate" => {
@@ -219,6 +230,10 @@ pub fn parse_skipped_ns(text: &str) -> Option<u64> {
         .parse()
         .ok()
 }
+
+/// A `timer_probe` worker's `cpu=` for a sleeper that is not pinned (its
+/// parent sets its affinity).
+pub const ANY_CPU: u64 = u32::MAX as u64;
 
 /// Parses a `timer_probe` worker's output line.
 pub fn parse_timer_probe(text: &str) -> Option<u64> {
