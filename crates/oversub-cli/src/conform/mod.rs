@@ -887,6 +887,27 @@ pub fn program_cpus(sc: &Scenario) -> Option<Vec<u32>> {
 /// Runs an rt-app program: the real runs, each between two measurements of
 /// the busy loop's cost, then the simulator with the measured cost. Returns
 /// the rows, the number of real runs and a note on the calibration.
+/// Each run's figures `runs` (in the order of the names `have`) in the order
+/// of the names `want`; an error names a wanted name that is missing.
+pub fn in_order_of<T: Clone>(
+    want: &[String],
+    have: &[String],
+    runs: Vec<Vec<T>>,
+) -> Result<Vec<Vec<T>>, String> {
+    let idx: Vec<usize> = want
+        .iter()
+        .map(|w| {
+            have.iter()
+                .position(|h| h == w)
+                .ok_or_else(|| format!("no real thread for the simulated task {w}"))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(runs
+        .into_iter()
+        .map(|r| idx.iter().filter_map(|&i| r.get(i).cloned()).collect())
+        .collect())
+}
+
 #[allow(clippy::too_many_arguments)] // the run's context, passed as run_file gets it
 fn run_program_file(
     file: &str,
@@ -937,6 +958,14 @@ fn run_program_file(
         .map(|t| (t.name.clone(), t.cgroup.clone(), t.cpu_ns, None, None))
         .collect();
     let names: Vec<String> = sim.iter().map(|t| t.0.clone()).collect();
+    // The real figures come in the program's thread order; the rows follow
+    // the simulator's: match them by name.
+    let prog_names: Vec<String> = sc
+        .program
+        .as_ref()
+        .map(|p| p.threads.iter().map(|t| t.name.clone()).collect())
+        .unwrap_or_default();
+    let real_threads = in_order_of(&names, &prog_names, real_threads)?;
     for th in &real_threads {
         real_runs.push(
             names
@@ -1123,6 +1152,32 @@ fn run_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn real_threads_follow_the_simulated_order_by_name() {
+        let s = |v: &[&str]| -> Vec<String> { v.iter().map(|x| x.to_string()).collect() };
+        let runs = vec![vec![25, 75], vec![24, 76]];
+        // The program lists nice5 first, the simulator nice0 first.
+        assert_eq!(
+            in_order_of(
+                &s(&["nice0", "nice5"]),
+                &s(&["nice5", "nice0"]),
+                runs.clone()
+            ),
+            Ok(vec![vec![75, 25], vec![76, 24]])
+        );
+        assert_eq!(
+            in_order_of(
+                &s(&["nice5", "nice0"]),
+                &s(&["nice5", "nice0"]),
+                runs.clone()
+            ),
+            Ok(runs.clone())
+        );
+        assert!(in_order_of(&s(&["x"]), &s(&["nice5", "nice0"]), runs)
+            .unwrap_err()
+            .contains("simulated task x"));
+    }
 
     #[test]
     fn program_rows_judge_voluntary_switch_rates_only() {

@@ -231,9 +231,63 @@ fn sleep_ns(ns: u64, stop: &AtomicBool) -> Result<(), String> {
     Ok(())
 }
 
+/// The TIDs of the program's `threads`, in their order, from the rt-app
+/// process's threads `found` as (TID, comm): each thread is the one named as
+/// its task (rt-app's `pthread_setname_np()`, the comm's 15 characters);
+/// the instances of one task share that name and are taken in TID order
+/// (rt-app creates them one after the other). An error names what does not
+/// match: a thread not named yet, or one more or fewer than the program has.
+/// TIDs alone do not give the order (they wrap at `pid_max`), nor does
+/// the order of the names in the file (rt-app and the simulator may list
+/// the tasks differently): the name does.
+pub fn attribute(
+    found: &[(u32, String)],
+    threads: &[oversub::workload::ir::Thread],
+) -> Result<Vec<u32>, String> {
+    let comm = |task: &str| -> String { task.chars().take(15).collect() };
+    let mut by_name: std::collections::BTreeMap<&str, Vec<u32>> = Default::default();
+    for (tid, c) in found {
+        by_name.entry(c.as_str()).or_default().push(*tid);
+    }
+    for tids in by_name.values_mut() {
+        tids.sort_unstable();
+    }
+    let mut taken: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut out = Vec::with_capacity(threads.len());
+    for t in threads {
+        let want = comm(&t.task);
+        let k = taken.entry(want.clone()).or_default();
+        let tid = by_name
+            .get(want.as_str())
+            .and_then(|v| v.get(*k))
+            .ok_or_else(|| {
+                let names: Vec<String> = found.iter().map(|(t, c)| format!("{t}:{c}")).collect();
+                format!(
+                    "no rt-app thread named \"{want}\" for {} (threads: {})",
+                    t.name,
+                    names.join(", ")
+                )
+            })?;
+        *k += 1;
+        out.push(*tid);
+    }
+    if let Some((c, v)) = by_name
+        .iter()
+        .find(|(c, v)| taken.get(**c).copied().unwrap_or(0) != v.len())
+    {
+        return Err(format!(
+            "rt-app has {} thread(s) named \"{c}\", the program {}",
+            v.len(),
+            taken.get(*c).copied().unwrap_or(0)
+        ));
+    }
+    Ok(out)
+}
+
 /// Runs the program of `sc` (its file text `src`) once under real rt-app
 /// with `ns_per_loop` as its calibration (unless the file gives one) and
-/// measures its threads over a window of `window` ns.
+/// measures its threads over a window of `window` ns. The figures are in the
+/// order of the program's threads (`sc.program.threads`).
 pub fn run_once(
     sc: &Scenario,
     src: &str,
@@ -278,25 +332,23 @@ pub fn run_once(
         ));
     }
     // Each thread names itself first thing (pthread_setname_np): give them
-    // a moment, then check the order.
+    // a moment, then attribute every thread by its name (`attribute`).
     let named_by = mono_now() + 1_000_000_000;
-    for (tid, t) in threads.iter().zip(&prog.threads) {
-        let want: String = t.task.chars().take(15).collect();
-        loop {
-            let comm =
-                std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
-            if comm.trim_end() == want {
-                break;
-            }
-            if mono_now() > named_by {
-                return Err(format!(
-                    "thread {tid} is \"{}\", expected \"{want}\" (thread order differs)",
-                    comm.trim_end()
-                ));
-            }
-            sleep_ns(2_000_000, stop)?;
+    let threads = loop {
+        let found: Vec<(u32, String)> = threads
+            .iter()
+            .map(|&tid| {
+                let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+                    .unwrap_or_default();
+                (tid, comm.trim_end().to_string())
+            })
+            .collect();
+        match attribute(&found, &prog.threads) {
+            Ok(t) => break t,
+            Err(e) if mono_now() > named_by => return Err(e),
+            Err(_) => sleep_ns(2_000_000, stop)?,
         }
-    }
+    };
     sleep_ns(WARMUP_NS, stop)?;
     let read = |tids: &[u32]| -> Result<Vec<ThreadFigures>, String> {
         tids.iter()
@@ -318,6 +370,66 @@ pub fn run_once(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn thread(name: &str, task: &str) -> oversub::workload::ir::Thread {
+        oversub::workload::ir::Thread {
+            name: name.into(),
+            task: task.into(),
+            nice: 0,
+            cpus: None,
+            delay: oversub::engine::Nanos(0),
+            loops: None,
+            phases: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn threads_are_attributed_by_name_not_by_tid_order() {
+        let prog = [thread("nice0", "nice0"), thread("nice5", "nice5")];
+        let f = |v: &[(u32, &str)]| -> Vec<(u32, String)> {
+            v.iter().map(|(t, c)| (*t, c.to_string())).collect()
+        };
+        // Created in order: TIDs ascending.
+        assert_eq!(
+            attribute(&f(&[(101, "nice0"), (102, "nice5")]), &prog),
+            Ok(vec![101, 102])
+        );
+        // TIDs wrapped at pid_max between the two: nice5 has the smaller TID.
+        assert_eq!(
+            attribute(&f(&[(4_194_303, "nice0"), (300, "nice5")]), &prog),
+            Ok(vec![4_194_303, 300])
+        );
+        // Listed in the other order, or by a reader that sorts them: the same.
+        assert_eq!(
+            attribute(&f(&[(102, "nice5"), (101, "nice0")]), &prog),
+            Ok(vec![101, 102])
+        );
+        // Not named yet (still the process's comm): an error, retried by
+        // the caller until a deadline.
+        let e = attribute(&f(&[(101, "rt-app"), (102, "nice5")]), &prog).unwrap_err();
+        assert!(e.contains("no rt-app thread named \"nice0\""), "{e}");
+        // One thread more than the program has.
+        let e =
+            attribute(&f(&[(101, "nice0"), (102, "nice5"), (103, "nice5")]), &prog).unwrap_err();
+        assert!(
+            e.contains("2 thread(s) named \"nice5\", the program 1"),
+            "{e}"
+        );
+        // Instances of one task share its name: taken in TID order; names
+        // longer than a comm are cut to 15 characters.
+        let inst = [
+            thread("w.0", "worker"),
+            thread("w.1", "worker"),
+            thread("long", "a_very_long_task_name"),
+        ];
+        assert_eq!(
+            attribute(
+                &f(&[(9, "worker"), (7, "worker"), (8, "a_very_long_tas")]),
+                &inst
+            ),
+            Ok(vec![7, 9, 8])
+        );
+    }
 
     #[test]
     fn real_json_sets_the_run_options_and_keeps_the_rest() {
