@@ -82,6 +82,9 @@ fn timer_probe_worker_reports_its_median() {
             "end=0",
             "cpu=0",
             "samples=5",
+            // Shaped like a periodic task: 0.5-1.5 ms sleeps, 50 us burnt.
+            "sleep=500000",
+            "burn=50000",
         ])
         .output()
         .unwrap();
