@@ -884,9 +884,6 @@ pub fn program_cpus(sc: &Scenario) -> Option<Vec<u32>> {
     (!v.is_empty()).then_some(v)
 }
 
-/// Runs an rt-app program: the real runs, each between two measurements of
-/// the busy loop's cost, then the simulator with the measured cost. Returns
-/// the rows, the number of real runs and a note on the calibration.
 /// Each run's figures `runs` (in the order of the names `have`) in the order
 /// of the names `want`; an error names a wanted name that is missing.
 pub fn in_order_of<T: Clone>(
@@ -908,6 +905,9 @@ pub fn in_order_of<T: Clone>(
         .collect())
 }
 
+/// Runs an rt-app program: the real runs, each between two measurements of
+/// the busy loop's cost, then the simulator with the measured cost. Returns
+/// the rows, the number of real runs and a note on the calibration.
 #[allow(clippy::too_many_arguments)] // the run's context, passed as run_file gets it
 fn run_program_file(
     file: &str,
