@@ -49,6 +49,7 @@ pub(super) fn vec_remove<T>(v: &mut Vec<T>, i: usize) {
 pub struct SliceSet(Vec<(u64, u32)>);
 
 impl SliceSet {
+    #[inline]
     pub fn insert(&mut self, slice: u64) {
         match self.0.binary_search_by_key(&slice, |&(s, _)| s) {
             Ok(i) => self.0[i].1 += 1,
@@ -56,6 +57,7 @@ impl SliceSet {
         }
     }
 
+    #[inline]
     pub fn remove(&mut self, slice: u64) {
         let i = self
             .0
