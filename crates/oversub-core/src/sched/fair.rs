@@ -11,6 +11,7 @@
 use super::entity::VruntimeStep;
 use super::ids::{CfsRqId, CpuId, SeId, TaskId};
 use super::load_avg::{DO_ATTACH, DO_DETACH, UPDATE_TG};
+use super::timeline::vec_remove;
 use super::weight::{calc_delta_fair, scale_load_down};
 use super::{Scheduler, TaskState};
 
@@ -620,7 +621,7 @@ impl Scheduler {
             let cpu = self.cpu_of(cfs);
             let list = &mut self.rqs[cpu.idx()].cfs_tasks;
             if let Some(i) = list.iter().rposition(|&x| x == t) {
-                list.remove(i);
+                vec_remove(list, i);
             }
         }
         self.update_cfs_group(se);

@@ -8,6 +8,7 @@
 //! frequency scaling and without throttling); `migrate_se_pelt_lag()` is
 //! therefore exact: a migrating sleeper is decayed to the current time.
 
+use super::entity::{CfsRq, SchedEntity};
 use super::ids::{CfsRqId, CpuId, SeId, TaskId};
 use super::pelt::{add_positive, get_pelt_divider, sub_positive, PELT_MIN_DIV};
 use super::pelt::{SCHED_CAPACITY_SCALE, SCHED_CAPACITY_SHIFT};
@@ -25,20 +26,6 @@ impl Scheduler {
     #[inline]
     fn se_weight(&self, se: SeId) -> u64 {
         scale_load_down(self.ses[se.idx()].load.weight)
-    }
-
-    /// `se_runnable()` (6.12.117): a delayed entity is not runnable; a task is
-    /// runnable while queued, a group entity by its cached `runnable_weight`.
-    #[inline]
-    fn se_runnable(&self, se: SeId) -> u64 {
-        let e = &self.ses[se.idx()];
-        if e.sched_delayed {
-            0
-        } else if e.is_task() {
-            e.on_rq as u64
-        } else {
-            e.runnable_weight as u64
-        }
     }
 
     /// `se_update_runnable()`.
@@ -79,25 +66,6 @@ impl Scheduler {
         sa.runnable_avg = sa.util_avg;
     }
 
-    /// `__update_load_avg_se()`.
-    #[inline]
-    fn __update_load_avg_se(&mut self, now: u64, cfs: CfsRqId, se: SeId) -> bool {
-        if !self.ses[se.idx()].avg.due(now) {
-            return false;
-        }
-        let on_rq = self.ses[se.idx()].on_rq as u64;
-        let runnable = self.se_runnable(se);
-        let running = self.cfs_rqs[cfs.idx()].curr == Some(se);
-        let w = self.se_weight(se);
-        let sa = &mut self.ses[se.idx()].avg;
-        if sa.update_load_sum(now, on_rq, runnable, running) {
-            sa.update_load_avg(w);
-            true
-        } else {
-            false
-        }
-    }
-
     /// `__update_load_avg_blocked_se()`.
     fn __update_load_avg_blocked_se(&mut self, now: u64, se: SeId) {
         let w = self.se_weight(se);
@@ -107,52 +75,17 @@ impl Scheduler {
         }
     }
 
-    /// `__update_load_avg_cfs_rq()`.
-    #[inline]
-    fn __update_load_avg_cfs_rq(&mut self, now: u64, cfs: CfsRqId) -> bool {
-        let q = &mut self.cfs_rqs[cfs.idx()];
-        if !q.avg.due(now) {
-            return false;
-        }
-        let load = scale_load_down(q.load.weight);
-        let runnable = (q.h_nr_queued - q.h_nr_delayed) as u64;
-        let running = q.curr.is_some();
-        q.avg.update(now, load, runnable, running)
-    }
-
     /// `update_cfs_rq_load_avg()`: subtract what `remove_entity_load_avg()`
     /// queued, then decay/accumulate. Returns "decayed".
     #[inline]
     pub(super) fn update_cfs_rq_load_avg(&mut self, now: u64, cfs: CfsRqId) -> bool {
-        let mut decayed = false;
-        if self.cfs_rqs[cfs.idx()].removed.nr > 0 {
-            let q = &mut self.cfs_rqs[cfs.idx()];
-            let r = std::mem::take(&mut q.removed);
-            let divider = get_pelt_divider(&q.avg);
-            let sa = &mut q.avg;
-            sub_positive(&mut sa.load_avg, r.load_avg);
-            sub_positive(&mut sa.load_sum, r.load_avg * divider);
-            sa.load_sum = sa.load_sum.max(sa.load_avg * PELT_MIN_DIV);
-            sub_positive(&mut sa.util_avg, r.util_avg);
-            sub_positive(&mut sa.util_sum, r.util_avg * divider);
-            sa.util_sum = sa.util_sum.max(sa.util_avg * PELT_MIN_DIV);
-            sub_positive(&mut sa.runnable_avg, r.runnable_avg);
-            sub_positive(&mut sa.runnable_sum, r.runnable_avg * divider);
-            sa.runnable_sum = sa.runnable_sum.max(sa.runnable_avg * PELT_MIN_DIV);
-            let prop = -(((r.runnable_avg * divider) >> SCHED_CAPACITY_SHIFT) as i64);
-            self.add_tg_cfs_propagate(cfs, prop);
-            decayed = true;
-        }
-        decayed |= self.__update_load_avg_cfs_rq(now, cfs);
-        decayed
+        self.cfs_rqs[cfs.idx()].update_load_avg(now)
     }
 
     /// `add_tg_cfs_propagate()`.
     #[inline]
     fn add_tg_cfs_propagate(&mut self, cfs: CfsRqId, runnable_sum: i64) {
-        let q = &mut self.cfs_rqs[cfs.idx()];
-        q.propagate = true;
-        q.prop_runnable_sum += runnable_sum;
+        self.cfs_rqs[cfs.idx()].add_tg_cfs_propagate(runnable_sum);
     }
 
     /// `enqueue_load_avg()`.
@@ -306,15 +239,19 @@ impl Scheduler {
         q.load_sum = q.load_sum.max(q.load_avg * PELT_MIN_DIV);
     }
 
-    /// `propagate_entity_load_avg()`.
+    /// `propagate_entity_load_avg()` for the group entity `se` of `gcfs`.
     #[inline]
-    fn propagate_entity_load_avg(&mut self, se: SeId) -> bool {
-        let Some(gcfs) = self.ses[se.idx()].my_q else {
-            return false;
-        };
+    fn propagate_entity_load_avg(&mut self, se: SeId, gcfs: CfsRqId) -> bool {
         if !self.cfs_rqs[gcfs.idx()].propagate {
             return false;
         }
+        self.propagate_entity_load_avg_pending(se, gcfs);
+        true
+    }
+
+    /// `propagate_entity_load_avg()` once `gcfs->propagate` is set.
+    #[inline(never)]
+    fn propagate_entity_load_avg_pending(&mut self, se: SeId, gcfs: CfsRqId) {
         self.cfs_rqs[gcfs.idx()].propagate = false;
         let cfs = self.cfs_rq_of(se);
         let prs = self.cfs_rqs[gcfs.idx()].prop_runnable_sum;
@@ -322,7 +259,6 @@ impl Scheduler {
         self.update_tg_cfs_util(cfs, se, gcfs);
         self.update_tg_cfs_runnable(cfs, se, gcfs);
         self.update_tg_cfs_load(cfs, se, gcfs);
-        true
     }
 
     /// `skip_blocked_update()`.
@@ -339,15 +275,23 @@ impl Scheduler {
     /// pending propagation, attach a migrated entity (DO_ATTACH with a zero
     /// `last_update_time`) or detach a migrating one (DO_DETACH), and push
     /// the change into `tg->load_avg` (UPDATE_TG).
+    ///
+    /// The entity and its cfs_rq are borrowed once for the two PELT updates
+    /// (the per-event part); the rarer steps index again.
     #[inline]
     pub fn update_load_avg(&mut self, cfs: CfsRqId, se: SeId, flags: u32) {
         let now = self.clock_pelt();
-        if self.ses[se.idx()].avg.last_update_time != 0 && flags & SKIP_AGE_LOAD == 0 {
-            self.__update_load_avg_se(now, cfs, se);
+        let e = &mut self.ses[se.idx()];
+        let q = &mut self.cfs_rqs[cfs.idx()];
+        if e.avg.last_update_time != 0 && flags & SKIP_AGE_LOAD == 0 {
+            update_load_avg_se(now, e, q.curr == Some(se));
         }
-        let mut decayed = self.update_cfs_rq_load_avg(now, cfs);
-        decayed |= self.propagate_entity_load_avg(se);
-        if self.ses[se.idx()].avg.last_update_time == 0 && flags & DO_ATTACH != 0 {
+        let mut decayed = q.update_load_avg(now);
+        let attach = e.avg.last_update_time == 0 && flags & DO_ATTACH != 0;
+        if let Some(gcfs) = e.my_q {
+            decayed |= self.propagate_entity_load_avg(se, gcfs);
+        }
+        if attach {
             self.attach_entity_load_avg(cfs, se);
             self.update_tg_load_avg(cfs);
         } else if flags & DO_DETACH != 0 {
@@ -526,5 +470,91 @@ impl Scheduler {
             .avg
             .util_avg
             .min(SCHED_CAPACITY_SCALE)
+    }
+}
+
+/// `se_runnable()` (6.12.117): a delayed entity is not runnable; a task is
+/// runnable while queued, a group entity by its cached `runnable_weight`.
+#[inline]
+fn se_runnable(e: &SchedEntity) -> u64 {
+    if e.sched_delayed {
+        0
+    } else if e.is_task() {
+        e.on_rq as u64
+    } else {
+        e.runnable_weight as u64
+    }
+}
+
+/// `__update_load_avg_se()` of an entity whose cfs_rq's curr it is (or not).
+#[inline(always)]
+fn update_load_avg_se(now: u64, e: &mut SchedEntity, running: bool) -> bool {
+    let delta = e.avg.advance(now);
+    if delta == 0 {
+        return false;
+    }
+    let runnable = se_runnable(e);
+    let w = scale_load_down(e.load.weight);
+    let sa = &mut e.avg;
+    if sa.accumulate(delta, e.on_rq as u64, runnable, running) {
+        sa.update_load_avg(w);
+        true
+    } else {
+        false
+    }
+}
+
+impl CfsRq {
+    /// `update_cfs_rq_load_avg()`: subtract what `remove_entity_load_avg()`
+    /// queued, then decay/accumulate (`__update_load_avg_cfs_rq()`). Returns
+    /// "decayed".
+    #[inline(always)]
+    fn update_load_avg(&mut self, now: u64) -> bool {
+        let mut decayed = false;
+        if self.removed.nr > 0 {
+            self.update_removed();
+            decayed = true;
+        }
+        // __update_load_avg_cfs_rq()
+        let delta = self.avg.advance(now);
+        if delta != 0 {
+            let load = scale_load_down(self.load.weight);
+            let runnable = (self.h_nr_queued - self.h_nr_delayed) as u64;
+            if self
+                .avg
+                .accumulate(delta, load, runnable, self.curr.is_some())
+            {
+                self.avg.update_load_avg(1);
+                decayed = true;
+            }
+        }
+        decayed
+    }
+
+    /// The `cfs_rq->removed` part of `update_cfs_rq_load_avg()` (rare: only
+    /// after a sleeping task migrated away).
+    #[inline(never)]
+    fn update_removed(&mut self) {
+        let r = std::mem::take(&mut self.removed);
+        let divider = get_pelt_divider(&self.avg);
+        let sa = &mut self.avg;
+        sub_positive(&mut sa.load_avg, r.load_avg);
+        sub_positive(&mut sa.load_sum, r.load_avg * divider);
+        sa.load_sum = sa.load_sum.max(sa.load_avg * PELT_MIN_DIV);
+        sub_positive(&mut sa.util_avg, r.util_avg);
+        sub_positive(&mut sa.util_sum, r.util_avg * divider);
+        sa.util_sum = sa.util_sum.max(sa.util_avg * PELT_MIN_DIV);
+        sub_positive(&mut sa.runnable_avg, r.runnable_avg);
+        sub_positive(&mut sa.runnable_sum, r.runnable_avg * divider);
+        sa.runnable_sum = sa.runnable_sum.max(sa.runnable_avg * PELT_MIN_DIV);
+        let prop = -(((r.runnable_avg * divider) >> SCHED_CAPACITY_SHIFT) as i64);
+        self.add_tg_cfs_propagate(prop);
+    }
+
+    /// `add_tg_cfs_propagate()`.
+    #[inline]
+    fn add_tg_cfs_propagate(&mut self, runnable_sum: i64) {
+        self.propagate = true;
+        self.prop_runnable_sum += runnable_sum;
     }
 }

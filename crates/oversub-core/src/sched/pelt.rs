@@ -93,8 +93,35 @@ pub const PELT_MIN_DIV: u64 = PELT_MIN_DIVIDER;
 
 impl SchedAvg {
     /// `accumulate_sum()`: returns the number of periods crossed.
+    ///
+    /// Most updates stay within the current 1024-unit period (the clock
+    /// moved by less than ~1 ms since the last one): then the contribution
+    /// is `delta` itself and nothing decays. That case is inline; a period
+    /// boundary goes to `accumulate_sum_periods()`. A zero load, runnable or
+    /// running adds zero, as the kernel's tests skip it.
     #[inline]
-    fn accumulate_sum(&mut self, mut delta: u64, load: u64, runnable: u64, running: bool) -> u64 {
+    fn accumulate_sum(&mut self, delta: u64, load: u64, runnable: u64, running: bool) -> u64 {
+        let d = delta + self.period_contrib;
+        if d >= 1024 {
+            return self.accumulate_sum_periods(delta, load, runnable, running);
+        }
+        self.period_contrib = d;
+        self.load_sum += load * delta;
+        self.runnable_sum += (runnable * delta) << SCHED_CAPACITY_SHIFT;
+        self.util_sum += (running as u64 * delta) << SCHED_CAPACITY_SHIFT;
+        0
+    }
+
+    /// `accumulate_sum()` when at least one period boundary was crossed:
+    /// decay the sums, then add the three segments.
+    #[inline(never)]
+    fn accumulate_sum_periods(
+        &mut self,
+        mut delta: u64,
+        load: u64,
+        runnable: u64,
+        running: bool,
+    ) -> u64 {
         let mut contrib = delta;
         delta += self.period_contrib;
         let periods = delta / 1024;
@@ -142,33 +169,43 @@ impl SchedAvg {
         periods
     }
 
-    /// Would `___update_load_sum()` at `now` do anything (a whole 1024 ns
-    /// unit has passed, or the clock went backwards)? A cheap pre-check
-    /// for the many updates at an unchanged instant.
-    #[inline]
-    pub fn due(&self, now: u64) -> bool {
-        now < self.last_update_time || now - self.last_update_time >= 1024
+    /// The clock step of `___update_load_sum()`: the whole 1024 ns units
+    /// since `last_update_time` (which moves by them), or 0 when there is
+    /// none (the clock went backwards: resynchronised, nothing accrues).
+    /// Callers skip the rest of the update on 0, before computing its inputs.
+    #[inline(always)]
+    pub fn advance(&mut self, now: u64) -> u64 {
+        let lut = self.last_update_time;
+        if now < lut {
+            self.last_update_time = now;
+            return 0;
+        }
+        let delta = (now - lut) >> 10;
+        self.last_update_time = lut + (delta << 10);
+        delta
     }
 
-    /// `___update_load_sum()`: true when a period boundary was crossed (the
-    /// averages must then be recomputed).
-    #[inline]
-    pub fn update_load_sum(&mut self, now: u64, load: u64, runnable: u64, running: bool) -> bool {
-        if now < self.last_update_time {
-            self.last_update_time = now;
-            return false;
-        }
-        let delta = (now - self.last_update_time) >> 10;
-        if delta == 0 {
-            return false;
-        }
-        self.last_update_time += delta << 10;
+    /// `___update_load_sum()` after `advance()` returned `delta > 0`: true
+    /// when a period boundary was crossed (the averages must then be
+    /// recomputed).
+    #[inline(always)]
+    pub fn accumulate(&mut self, delta: u64, load: u64, runnable: u64, running: bool) -> bool {
         let (runnable, running) = if load == 0 {
             (0, false)
         } else {
             (runnable, running)
         };
         self.accumulate_sum(delta, load, runnable, running) > 0
+    }
+
+    /// `___update_load_sum()`: true when a period boundary was crossed (the
+    /// averages must then be recomputed).
+    #[inline]
+    pub fn update_load_sum(&mut self, now: u64, load: u64, runnable: u64, running: bool) -> bool {
+        match self.advance(now) {
+            0 => false,
+            delta => self.accumulate(delta, load, runnable, running),
+        }
     }
 
     /// `___update_load_avg()`: the averages from the sums; `load` is the

@@ -22,19 +22,42 @@
 use crate::sched::ids::{CfsRqId, SeId};
 use crate::sched::Scheduler;
 
+/// `Vec::insert()`, as a push when `i` is the end (the usual place of a
+/// small queue's newest entry): no zero-length memmove call.
+#[inline]
+pub(super) fn vec_insert<T>(v: &mut Vec<T>, i: usize, x: T) {
+    if i == v.len() {
+        v.push(x);
+    } else {
+        v.insert(i, x);
+    }
+}
+
+/// `Vec::remove()` (order kept), as a pop when `i` is the last element.
+#[inline]
+pub(super) fn vec_remove<T>(v: &mut Vec<T>, i: usize) {
+    if i + 1 == v.len() {
+        v.pop();
+    } else {
+        v.remove(i);
+    }
+}
+
 /// A multiset of slices (ns): the distinct values in increasing order, each
 /// with the number of timeline entities that have it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SliceSet(Vec<(u64, u32)>);
 
 impl SliceSet {
+    #[inline]
     pub fn insert(&mut self, slice: u64) {
         match self.0.binary_search_by_key(&slice, |&(s, _)| s) {
             Ok(i) => self.0[i].1 += 1,
-            Err(i) => self.0.insert(i, (slice, 1)),
+            Err(i) => vec_insert(&mut self.0, i, (slice, 1)),
         }
     }
 
+    #[inline]
     pub fn remove(&mut self, slice: u64) {
         let i = self
             .0
@@ -42,7 +65,7 @@ impl SliceSet {
             .expect("SliceSet::remove: slice not in the set");
         self.0[i].1 -= 1;
         if self.0[i].1 == 0 {
-            self.0.remove(i);
+            vec_remove(&mut self.0, i);
         }
     }
 
@@ -68,7 +91,7 @@ impl Scheduler {
             .partition_point(|&x| self.tree_before(x, se));
         let slice = self.ses[se.idx()].slice;
         let q = &mut self.cfs_rqs[cfs.idx()];
-        q.queued.insert(pos, se);
+        vec_insert(&mut q.queued, pos, se);
         q.slices.insert(slice);
     }
 
@@ -102,7 +125,7 @@ impl Scheduler {
             .iter()
             .position(|&s| s == se)
             .expect("__dequeue_entity: entity not in the timeline");
-        q.queued.remove(pos);
+        vec_remove(&mut q.queued, pos);
         q.slices.remove(self.ses[se.idx()].slice);
     }
 
