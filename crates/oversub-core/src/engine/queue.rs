@@ -1,27 +1,37 @@
-//! The event queue: a 4-ary min-heap ordered by (time, insertion sequence), so
+//! The event queue: a radix heap ordered by (time, insertion sequence), so
 //! two events at the same instant pop in the order they were scheduled. That
 //! order is part of the determinism contract (docs/determinism.md). Keys are
-//! unique, so the pop order is that of any priority queue on the same key; a
-//! 4-ary heap is half as deep as a binary one and its pop, the hot path of
-//! the event loop, touches fewer cache lines.
+//! unique, so the pop order is that of any priority queue on the same key
+//! (a proptest below checks it against `BinaryHeap` on random sequences).
+//!
+//! Why a radix heap: the simulation clock never goes backwards, so every
+//! event is pushed at or after the time of the last one popped (the
+//! *base*). Events are filed by the highest bit in which their time differs
+//! from the base: bucket `i` holds times in a range twice as wide as bucket
+//! `i - 1`'s, so a push is a `leading_zeros` and a `Vec::push`, and a pop
+//! takes the next event at the base in O(1). When no event is left at the
+//! base, the earliest non-empty bucket is emptied: its earliest time
+//! becomes the base and each of its events moves to a strictly lower
+//! bucket. An event is moved at most once per bucket below its first one,
+//! typically two or three times, which is far cheaper than sifting a heap
+//! of ~100 entries on every pop (the VM scenarios' pushes are spread
+//! log-uniformly from 0 to a few ms ahead, ~10% at the current instant).
+//! Ties at the base are kept in sequence order: a push at the base has the
+//! largest sequence so far and is appended; events moved down together
+//! are sorted by sequence.
+//!
+//! A push before the base (no caller does that; the queue still orders it
+//! correctly) re-files every event around the new base, O(n).
 //!
 //! There is no cancellation: the simulator's handlers drop stale events by
 //! a generation number carried in the event (`BurstEnd`, `HrTick`, guest
-//! timers), which costs nothing per pop. (A cancel-by-id set used to be
-//! here; nothing called it, and every pop paid for testing it.)
-//!
-//! An entry is its time, its sequence number and the event, 8-byte aligned
-//! (a `u128` key would align the entry to 16 bytes and pad it); the pair
-//! compares as one 128-bit key.
+//! timers), which costs nothing per pop.
 
 use super::time::Time;
 
 /// Identifies one scheduled event (its insertion sequence number).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EventId(u64);
-
-/// Children per heap node.
-const ARITY: usize = 4;
 
 #[derive(Clone, Copy)]
 struct Entry<E> {
@@ -38,42 +48,35 @@ impl<E> Entry<E> {
     }
 }
 
-/// The index and key of the earliest of a node's children: a full node as
-/// a fixed tournament of two pairs (branch-light, no loop), the last node
-/// of the heap, which may have fewer, by a scan.
+/// Buckets above the base: one per bit of the time.
+const BUCKETS: usize = 64;
+
+/// The bucket of a time that differs from the base by `x` (the XOR, not
+/// zero): the index of the highest differing bit.
 #[inline(always)]
-fn min_child<E>(kids: &[Entry<E>]) -> (usize, u128) {
-    if let [a, b, c, d] = kids {
-        let (i, ki) = if b.key() < a.key() {
-            (1, b.key())
-        } else {
-            (0, a.key())
-        };
-        let (j, kj) = if d.key() < c.key() {
-            (3, d.key())
-        } else {
-            (2, c.key())
-        };
-        return if kj < ki { (j, kj) } else { (i, ki) };
-    }
-    let mut min = 0;
-    let mut min_key = kids[0].key();
-    for (i, k) in kids.iter().enumerate().skip(1) {
-        if k.key() < min_key {
-            min = i;
-            min_key = k.key();
-        }
-    }
-    (min, min_key)
+fn bucket(x: u64) -> usize {
+    debug_assert!(x != 0);
+    (63 - x.leading_zeros()) as usize & (BUCKETS - 1)
 }
 
 /// Min-queue of events keyed by (time, insertion sequence).
 pub struct EventQueue<E> {
-    /// The heap: `heap[0]` is the earliest; the children of `i` are
-    /// `ARITY * i + 1 ..= ARITY * i + ARITY`.
-    heap: Vec<Entry<E>>,
+    /// Time of the last event popped (or of a push before it, see the
+    /// module doc): every queued event is at or after it.
+    base: u64,
+    /// The events at the base, in sequence order; `at_base[head..]` are
+    /// still queued.
+    at_base: Vec<Entry<E>>,
+    head: usize,
+    /// `buckets[i]`: the events whose time differs from the base highest
+    /// in bit `i`, unordered. Every event of a lower bucket is earlier than
+    /// every event of a higher one.
+    buckets: [Vec<Entry<E>>; BUCKETS],
+    /// The earliest time in each bucket (`u64::MAX` when it is empty).
+    mins: [u64; BUCKETS],
+    /// Bit `i` set iff `buckets[i]` is not empty.
+    occupied: u64,
     next_seq: u64,
-    popped: u64,
 }
 
 impl<E: Copy> Default for EventQueue<E> {
@@ -85,9 +88,13 @@ impl<E: Copy> Default for EventQueue<E> {
 impl<E: Copy> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
-            heap: Vec::new(),
+            base: 0,
+            at_base: Vec::new(),
+            head: 0,
+            buckets: std::array::from_fn(|_| Vec::new()),
+            mins: [u64::MAX; BUCKETS],
+            occupied: 0,
             next_seq: 0,
-            popped: 0,
         }
     }
 
@@ -96,87 +103,194 @@ impl<E: Copy> EventQueue<E> {
     pub fn push(&mut self, at: Time, ev: E) -> EventId {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let entry = Entry { at: at.0, seq, ev };
-        let key = entry.key();
-        // Sift up: move parents down into the hole until the entry fits.
-        let mut hole = self.heap.len();
-        self.heap.push(entry);
-        while hole > 0 {
-            let parent = (hole - 1) / ARITY;
-            if self.heap[parent].key() <= key {
-                break;
-            }
-            self.heap[hole] = self.heap[parent];
-            hole = parent;
+        if at.0 < self.base {
+            self.rebase(at.0);
         }
-        self.heap[hole] = entry;
+        let e = Entry { at: at.0, seq, ev };
+        let x = e.at ^ self.base;
+        if x == 0 {
+            // The largest sequence so far: last in the base's order.
+            self.at_base.push(e);
+        } else {
+            self.file(e, x);
+        }
         EventId(seq)
+    }
+
+    /// Puts `e`, whose time differs from the base by `x` (not 0), in its
+    /// bucket.
+    #[inline(always)]
+    fn file(&mut self, e: Entry<E>, x: u64) {
+        let i = bucket(x);
+        self.mins[i] = self.mins[i].min(e.at);
+        self.buckets[i].push(e);
+        self.occupied |= 1 << i;
     }
 
     /// Removes and returns the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        let last = self.heap.pop()?;
-        let heap = &mut self.heap[..];
-        let Some(&top) = heap.first() else {
-            self.popped += 1;
-            return Some((Time(last.at), last.ev));
-        };
-        let last_key = last.key();
-        // Sift `last` down from the root: move the smallest child up into
-        // the hole while it is earlier than `last`. The children are taken
-        // as one slice (one bounds check per level, not one per child).
-        let mut hole = 0;
-        loop {
-            let first = ARITY * hole + 1;
-            let kids = match heap.get(first..first + ARITY) {
-                Some(kids) => kids,
-                None => match heap.get(first..) {
-                    Some(kids) if !kids.is_empty() => kids,
-                    _ => break,
-                },
-            };
-            let (min, min_key) = min_child(kids);
-            if min_key >= last_key {
-                break;
+        let e = match self.at_base.get(self.head) {
+            Some(&e) => {
+                self.head += 1;
+                e
             }
-            heap[hole] = kids[min];
-            hole = first + min;
+            None => self.advance()?,
+        };
+        Some((Time(e.at), e.ev))
+    }
+
+    /// Removes and returns the earliest event if it is at or before `end`
+    /// (`peek_time` and `pop` in one).
+    #[inline]
+    pub fn pop_until(&mut self, end: Time) -> Option<(Time, E)> {
+        let e = match self.at_base.get(self.head) {
+            Some(&e) => {
+                if e.at > end.0 {
+                    return None;
+                }
+                self.head += 1;
+                e
+            }
+            None => {
+                if self.occupied == 0 || self.mins[self.lowest()] > end.0 {
+                    return None;
+                }
+                self.advance()?
+            }
+        };
+        Some((Time(e.at), e.ev))
+    }
+
+    /// The lowest non-empty bucket (`occupied` must not be 0).
+    #[inline(always)]
+    fn lowest(&self) -> usize {
+        self.occupied.trailing_zeros() as usize & (BUCKETS - 1)
+    }
+
+    /// No event is left at the base: makes the earliest queued time the
+    /// base and returns its first event in sequence order. A bucket of one
+    /// event (most often) is just taken; a larger one is redistributed.
+    #[inline]
+    fn advance(&mut self) -> Option<Entry<E>> {
+        if self.occupied == 0 {
+            return None;
         }
-        heap[hole] = last;
-        self.popped += 1;
-        Some((Time(top.at), top.ev))
+        let i = self.lowest();
+        self.at_base.clear();
+        self.head = 0;
+        self.occupied &= !(1 << i);
+        let base = std::mem::replace(&mut self.mins[i], u64::MAX);
+        self.base = base;
+        if self.buckets[i].len() == 1 {
+            return self.buckets[i].pop();
+        }
+        Some(self.redistribute(i, base))
+    }
+
+    /// Empties bucket `i` (its bit and minimum already cleared) around its
+    /// earliest time `base`, the new base: every event later than the base
+    /// goes to a bucket below `i` (it agrees with the base in bit `i` and
+    /// above). Returns the event at the base with the lowest sequence and
+    /// leaves the others at the base, if any, in `at_base` in sequence
+    /// order.
+    #[inline(never)]
+    fn redistribute(&mut self, i: usize, base: u64) -> Entry<E> {
+        let (lower, rest) = self.buckets.split_at_mut(i);
+        let src = &mut rest[0];
+        let mut first: Option<Entry<E>> = None;
+        // Not drain(): entries are Copy, clear() frees nothing.
+        for &moved in src.iter() {
+            let mut e = moved;
+            let x = e.at ^ base;
+            if x == 0 {
+                match &mut first {
+                    None => first = Some(e),
+                    Some(f) => {
+                        if e.seq < f.seq {
+                            std::mem::swap(f, &mut e);
+                        }
+                        self.at_base.push(e);
+                    }
+                }
+            } else {
+                let j = bucket(x);
+                self.mins[j] = self.mins[j].min(e.at);
+                lower[j].push(e);
+                self.occupied |= 1 << j;
+            }
+        }
+        src.clear();
+        if self.at_base.len() > 1 {
+            self.at_base.sort_unstable_by_key(|e| e.seq);
+        }
+        first.expect("the bucket's earliest event is at the base")
+    }
+
+    /// A push before the base: re-files every queued event around `at`
+    /// (all of them later than it). No caller does this; it keeps the
+    /// queue a correct priority queue for any sequence of pushes.
+    #[cold]
+    #[inline(never)]
+    fn rebase(&mut self, at: u64) {
+        let mut all: Vec<Entry<E>> = self.at_base.drain(self.head..).collect();
+        for b in &mut self.buckets {
+            all.append(b);
+        }
+        self.at_base.clear();
+        self.head = 0;
+        self.mins = [u64::MAX; BUCKETS];
+        self.occupied = 0;
+        self.base = at;
+        for e in all {
+            self.file(e, e.at ^ at);
+        }
+    }
+
+    /// The earliest entry, without removing it.
+    fn first(&self) -> Option<&Entry<E>> {
+        if let Some(e) = self.at_base.get(self.head) {
+            return Some(e);
+        }
+        if self.occupied == 0 {
+            return None;
+        }
+        self.buckets[self.lowest()].iter().min_by_key(|e| e.key())
     }
 
     /// Time of the earliest pending event.
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.first().map(|e| Time(e.at))
+        if let Some(e) = self.at_base.get(self.head) {
+            return Some(Time(e.at));
+        }
+        if self.occupied == 0 {
+            return None;
+        }
+        Some(Time(self.mins[self.lowest()]))
     }
 
     /// The earliest pending event without removing it.
     #[inline]
     pub fn peek(&self) -> Option<(Time, &E)> {
-        self.heap.first().map(|e| (Time(e.at), &e.ev))
-    }
-
-    /// Number of events popped so far.
-    pub fn popped(&self) -> u64 {
-        self.popped
+        self.first().map(|e| (Time(e.at), &e.ev))
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.at_base.len() - self.head + self.buckets.iter().map(Vec::len).sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.head == self.at_base.len() && self.occupied == 0
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
 
     #[test]
     fn same_time_pops_in_insertion_order() {
@@ -190,7 +304,7 @@ mod tests {
     }
 
     #[test]
-    fn ids_are_insertion_order_and_pops_are_counted() {
+    fn ids_are_insertion_order() {
         let mut q = EventQueue::new();
         let a = q.push(Time(3), 1);
         let b = q.push(Time(2), 2);
@@ -202,7 +316,6 @@ mod tests {
         assert_eq!(q.pop(), Some((Time(3), 1)));
         assert_eq!(q.pop(), None);
         assert!(q.is_empty());
-        assert_eq!(q.popped(), 2);
     }
 
     #[test]
@@ -226,5 +339,127 @@ mod tests {
         want.sort();
         let got: Vec<(u64, u64)> = std::iter::from_fn(|| q.pop().map(|(t, e)| (t.0, e))).collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn ties_moved_down_together_keep_sequence_order() {
+        // Three events at 100 reach the base through a bucket holding them
+        // in the order 2, 0, 1 (the last two were filed there from a
+        // higher bucket); they must pop 0, 1, 2.
+        let mut q = EventQueue::new();
+        q.push(Time(0), 9);
+        q.push(Time(100), 0);
+        q.push(Time(100), 1);
+        q.push(Time(1 << 40), 8);
+        assert_eq!(q.pop(), Some((Time(0), 9)));
+        q.push(Time(100), 2);
+        q.push(Time(90), 3);
+        assert_eq!(q.pop(), Some((Time(90), 3)));
+        q.push(Time(100), 4);
+        let order: Vec<u32> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, vec![0, 1, 2, 4, 8]);
+    }
+
+    #[test]
+    fn extreme_times_and_a_push_before_the_base() {
+        let mut q = EventQueue::new();
+        q.push(Time(u64::MAX), 0);
+        q.push(Time(1), 1);
+        q.push(Time(u64::MAX), 2);
+        assert_eq!(q.pop(), Some((Time(1), 1)));
+        q.push(Time(0), 3); // before the base (1)
+        q.push(Time(1), 4);
+        assert_eq!(q.peek(), Some((Time(0), &3)));
+        let order: Vec<(u64, u32)> =
+            std::iter::from_fn(|| q.pop().map(|(t, e)| (t.0, e))).collect();
+        assert_eq!(order, vec![(0, 3), (1, 4), (u64::MAX, 0), (u64::MAX, 2)]);
+        assert!(q.is_empty());
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// Push at the last popped time plus this offset, masked to a
+        /// width that makes ties and every bucket likely.
+        Push(u64, u8),
+        /// Push at an absolute time (possibly before the base).
+        PushAbs(u64),
+        Pop,
+        /// Pop if the earliest event is at most this far after the last
+        /// popped time.
+        PopUntil(u64, u8),
+        Peek,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (any::<u64>(), 0u8..64).prop_map(|(d, w)| Op::Push(d, w)),
+            1 => any::<u64>().prop_map(Op::PushAbs),
+            4 => Just(Op::Pop),
+            2 => (any::<u64>(), 0u8..64).prop_map(|(d, w)| Op::PopUntil(d, w)),
+            2 => Just(Op::Peek),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// The queue pops, peeks and counts exactly like a binary heap on
+        /// (time, insertion sequence), for any sequence of operations.
+        #[test]
+        fn matches_a_binary_heap(ops in prop::collection::vec(op(), 1..400)) {
+            let mut q = EventQueue::new();
+            let mut r: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
+            let mut seq = 0u64;
+            let mut last = 0u64;
+            for o in ops {
+                match o {
+                    Op::Push(d, w) => {
+                        let mask = if w >= 63 { u64::MAX } else { (1u64 << w) - 1 };
+                        let t = last.saturating_add(d & mask);
+                        let id = q.push(Time(t), seq);
+                        prop_assert_eq!(id, EventId(seq));
+                        r.push(Reverse((t, seq)));
+                        seq += 1;
+                    }
+                    Op::PushAbs(t) => {
+                        q.push(Time(t), seq);
+                        r.push(Reverse((t, seq)));
+                        seq += 1;
+                    }
+                    Op::Pop => {
+                        let got = q.pop().map(|(t, e)| (t.0, e));
+                        let want = r.pop().map(|Reverse(k)| k);
+                        prop_assert_eq!(got, want);
+                        if let Some((t, _)) = got {
+                            last = t;
+                        }
+                    }
+                    Op::PopUntil(d, w) => {
+                        let mask = if w >= 63 { u64::MAX } else { (1u64 << w) - 1 };
+                        let end = last.saturating_add(d & mask);
+                        let got = q.pop_until(Time(end)).map(|(t, e)| (t.0, e));
+                        let want = match r.peek() {
+                            Some(&Reverse((t, _))) if t <= end => r.pop().map(|Reverse(k)| k),
+                            _ => None,
+                        };
+                        prop_assert_eq!(got, want);
+                        if let Some((t, _)) = got {
+                            last = t;
+                        }
+                    }
+                    Op::Peek => {
+                        let got = q.peek().map(|(t, &e)| (t.0, e));
+                        let want = r.peek().map(|&Reverse(k)| k);
+                        prop_assert_eq!(got, want);
+                        prop_assert_eq!(q.peek_time().map(|t| t.0), want.map(|k| k.0));
+                    }
+                }
+                prop_assert_eq!(q.len(), r.len());
+                prop_assert_eq!(q.is_empty(), r.is_empty());
+            }
+            let got: Vec<(u64, u64)> = std::iter::from_fn(|| q.pop().map(|(t, e)| (t.0, e))).collect();
+            let want: Vec<(u64, u64)> = std::iter::from_fn(|| r.pop().map(|Reverse(k)| k)).collect();
+            prop_assert_eq!(got, want);
+        }
     }
 }

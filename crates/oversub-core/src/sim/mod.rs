@@ -394,11 +394,7 @@ impl Simulator {
             self.sched.wake_up_new_task(TaskId(i as u32));
             self.serve_resched();
         }
-        while let Some(t) = self.queue.peek_time() {
-            if t > end {
-                break;
-            }
-            let (t, ev) = self.queue.pop().expect("peeked");
+        while let Some((t, ev)) = self.queue.pop_until(end) {
             self.set_now(t);
             self.events += 1;
             if self.events % Self::POLL_EVENTS == 0 && !poll(t) {
