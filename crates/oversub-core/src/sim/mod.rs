@@ -755,16 +755,45 @@ impl Simulator {
         }
     }
 
+    /// Serves what the event left pending: IPIs, HRTICK requests and
+    /// reschedule requests, in the order they were raised.
+    #[inline(always)]
     fn serve_resched(&mut self) {
-        loop {
-            self.send_ipis();
-            for (cpu, at) in self.sched.hrtick_requests.drain(..) {
-                self.hrtick_gen[cpu.idx()] += 1;
-                let gen = self.hrtick_gen[cpu.idx()];
-                self.queue.push(Time(at), Ev::HrTick(cpu, gen));
+        // Most events leave no IPI and no HRTICK request, and often no
+        // reschedule: test that before a call.
+        let first = if self.sched.resched_ipis.is_empty()
+            && self.sched.wakelist.is_empty()
+            && self.sched.hrtick_requests.is_empty()
+        {
+            match self.sched.take_resched() {
+                None => return,
+                cpu => cpu,
             }
-            let Some(cpu) = self.sched.take_resched() else {
-                break;
+        } else {
+            None
+        };
+        self.serve_resched_pending(first);
+    }
+
+    /// [`Self::serve_resched`] with something pending; `first` is a
+    /// reschedule request already taken (nothing else was pending then).
+    #[inline(never)]
+    fn serve_resched_pending(&mut self, mut first: Option<CpuId>) {
+        loop {
+            let cpu = match first.take() {
+                Some(cpu) => cpu,
+                None => {
+                    self.send_ipis();
+                    for (cpu, at) in self.sched.hrtick_requests.drain(..) {
+                        self.hrtick_gen[cpu.idx()] += 1;
+                        let gen = self.hrtick_gen[cpu.idx()];
+                        self.queue.push(Time(at), Ev::HrTick(cpu, gen));
+                    }
+                    let Some(cpu) = self.sched.take_resched() else {
+                        break;
+                    };
+                    cpu
+                }
             };
             if !self.sched.rqs[cpu.idx()].need_resched {
                 continue;
