@@ -5,6 +5,7 @@
 use super::spinlock::{LockStep, NativeQspinlock, PvQspinlock, Release, TasLock, TicketLock};
 use super::workload::LockKind;
 use crate::kvm::VcpuIdx;
+use smallvec::SmallVec;
 
 /// A guest spinlock of any kind.
 #[derive(Clone, Debug)]
@@ -95,11 +96,18 @@ impl GuestLock {
 
     /// CPUs that may take the lock after a `Release::Free` (they must look at
     /// the lock word again): the PV queue head, or every TAS spinner.
-    pub fn contenders(&self) -> Vec<VcpuIdx> {
+    /// Inline up to two (no allocation at each release).
+    pub fn contenders(&self) -> SmallVec<[VcpuIdx; 2]> {
         match self {
-            GuestLock::Pv(l) => l.head().into_iter().collect(),
-            GuestLock::Tas(_, w) => w.clone(),
-            _ => Vec::new(),
+            GuestLock::Pv(l) => {
+                let mut v = SmallVec::new();
+                if let Some(h) = l.head() {
+                    v.push(h);
+                }
+                v
+            }
+            GuestLock::Tas(_, w) => SmallVec::from_slice(w),
+            _ => SmallVec::new(),
         }
     }
 }
@@ -128,8 +136,8 @@ mod tests {
         assert_eq!(l.lock(VcpuIdx(1)), LockStep::Spin);
         assert_eq!(l.lock(VcpuIdx(2)), LockStep::Spin);
         assert_eq!(l.release(VcpuIdx(0)), Release::Free);
-        assert_eq!(l.contenders(), vec![VcpuIdx(1), VcpuIdx(2)]);
+        assert_eq!(l.contenders().as_slice(), [VcpuIdx(1), VcpuIdx(2)]);
         assert_eq!(l.poll(VcpuIdx(2), 1), LockStep::Acquired);
-        assert_eq!(l.contenders(), vec![VcpuIdx(1)]);
+        assert_eq!(l.contenders().as_slice(), [VcpuIdx(1)]);
     }
 }

@@ -17,6 +17,11 @@
 
 use super::{VcpuIdx, Vector};
 use crate::engine::{Nanos, Time};
+use smallvec::{smallvec, SmallVec};
+
+/// The vCPUs an interrupt is delivered to, inline for the usual single
+/// destination (a unicast IPI allocates nothing).
+pub type ApicTargets = SmallVec<[VcpuIdx; 1]>;
 
 /// `APIC_DM_*` delivery modes that matter here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,7 +102,7 @@ pub fn kvm_irq_delivery_to_apic(
     nr_vcpus: u32,
     src: Option<VcpuIdx>,
     irq: &LapicIrq,
-) -> Vec<VcpuIdx> {
+) -> ApicTargets {
     // A physical unicast (the common case) matches its destination id
     // only: skip the scan over every vCPU. Lowest priority among one
     // match picks it.
@@ -106,12 +111,12 @@ pub fn kvm_irq_delivery_to_apic(
         && irq.dest_id != APIC_BROADCAST
     {
         return if irq.dest_id < nr_vcpus {
-            vec![VcpuIdx(irq.dest_id)]
+            smallvec![VcpuIdx(irq.dest_id)]
         } else {
-            Vec::new()
+            ApicTargets::new()
         };
     }
-    let matching: Vec<VcpuIdx> = (0..nr_vcpus)
+    let matching: ApicTargets = (0..nr_vcpus)
         .map(VcpuIdx)
         .filter(|&v| kvm_apic_match_dest(v, src, irq))
         .collect();
@@ -122,7 +127,7 @@ pub fn kvm_irq_delivery_to_apic(
             return matching;
         }
         let i = usize::from(irq.vector.0) % matching.len();
-        return vec![matching[i]];
+        return smallvec![matching[i]];
     }
     matching
 }
@@ -186,7 +191,7 @@ pub struct IpiContext {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IcrWrite {
     /// vCPUs that get the vector.
-    pub targets: Vec<VcpuIdx>,
+    pub targets: ApicTargets,
     /// The write caused an APIC-write exit (false with IPIv).
     pub exited: bool,
     /// The sender/receiver pair was recorded.
@@ -361,16 +366,16 @@ mod tests {
             ..LapicIrq::unicast(VcpuIdx(0), V)
         };
         assert_eq!(
-            kvm_irq_delivery_to_apic(4, Some(VcpuIdx(1)), &all),
-            vec![VcpuIdx(0), VcpuIdx(2), VcpuIdx(3)]
+            kvm_irq_delivery_to_apic(4, Some(VcpuIdx(1)), &all).as_slice(),
+            [VcpuIdx(0), VcpuIdx(2), VcpuIdx(3)]
         );
         let me = LapicIrq {
             shorthand: Shorthand::SelfOnly,
             ..all
         };
         assert_eq!(
-            kvm_irq_delivery_to_apic(4, Some(VcpuIdx(1)), &me),
-            vec![VcpuIdx(1)]
+            kvm_irq_delivery_to_apic(4, Some(VcpuIdx(1)), &me).as_slice(),
+            [VcpuIdx(1)]
         );
         let logical = LapicIrq {
             dest_mode: DestMode::Logical,
@@ -378,8 +383,8 @@ mod tests {
             ..LapicIrq::unicast(VcpuIdx(0), V)
         };
         assert_eq!(
-            kvm_irq_delivery_to_apic(4, Some(VcpuIdx(0)), &logical),
-            vec![VcpuIdx(1), VcpuIdx(3)]
+            kvm_irq_delivery_to_apic(4, Some(VcpuIdx(0)), &logical).as_slice(),
+            [VcpuIdx(1), VcpuIdx(3)]
         );
         let lowest = LapicIrq {
             delivery_mode: DeliveryMode::LowestPriority,
@@ -387,8 +392,8 @@ mod tests {
         };
         // 0xfb % 2 = 1 -> second match.
         assert_eq!(
-            kvm_irq_delivery_to_apic(4, Some(VcpuIdx(0)), &lowest),
-            vec![VcpuIdx(3)]
+            kvm_irq_delivery_to_apic(4, Some(VcpuIdx(0)), &lowest).as_slice(),
+            [VcpuIdx(3)]
         );
         assert!(kvm_irq_delivery_to_apic(4, None, &LapicIrq::unicast(VcpuIdx(9), V)).is_empty());
     }
@@ -398,7 +403,7 @@ mod tests {
         let mut t = tr(IpiTrackingParams::default());
         let w = t.on_icr_write(VcpuIdx(0), &LapicIrq::unicast(VcpuIdx(2), V), Time(5));
         assert!(w.exited && w.tracked);
-        assert_eq!(w.targets, vec![VcpuIdx(2)]);
+        assert_eq!(w.targets.as_slice(), [VcpuIdx(2)]);
         assert_eq!(t.confirmed_receiver(VcpuIdx(0), Time(5)), Some(VcpuIdx(2)));
         assert_eq!(t.context(VcpuIdx(2)).last_ipi_sender, Some(VcpuIdx(0)));
         assert_eq!(t.context(VcpuIdx(2)).last_ipi_vector, Some(V));
@@ -500,7 +505,7 @@ mod tests {
             ..Default::default()
         });
         let w = t.on_icr_write(VcpuIdx(0), &LapicIrq::unicast(VcpuIdx(2), V), Time(0));
-        assert_eq!(w.targets, vec![VcpuIdx(2)]);
+        assert_eq!(w.targets.as_slice(), [VcpuIdx(2)]);
         assert!(!w.exited && !w.tracked);
         assert_eq!(t.confirmed_receiver(VcpuIdx(0), Time(0)), None);
         let mut a = tr(IpiTrackingParams {

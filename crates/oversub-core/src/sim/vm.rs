@@ -240,6 +240,8 @@ pub(super) struct VmRt {
     stats: VmStats,
     /// The guest kernel of a program VM (None: the phase generator).
     pub(super) guest: Option<GuestLevel>,
+    /// A kept buffer for a TLB shootdown's targets.
+    targets_buf: Vec<usize>,
 }
 
 /// What a vCPU step ends with.
@@ -382,6 +384,7 @@ impl VmRt {
             protected: v.protected,
             stats: VmStats::default(),
             guest: None,
+            targets_buf: Vec::new(),
         }
     }
 
@@ -1392,25 +1395,29 @@ impl Simulator {
                     // there is one (select_idle_sibling), so an idle-halted
                     // vCPU gets it; otherwise, and for call-function IPIs, a
                     // uniformly drawn other vCPU.
-                    let idle: Vec<usize> = if sync {
-                        Vec::new()
-                    } else {
-                        (0..vm.active as usize)
-                            .filter(|&t| {
-                                t != i
-                                    && matches!(
-                                        vm.g[t].phase,
-                                        Phase::Halted { pv_lock: None }
-                                            | Phase::Poll { pv_lock: None, .. }
-                                    )
-                            })
-                            .collect()
+                    // (Counted, then the drawn one found again: no list.)
+                    let g = &vm.g;
+                    let is_idle = |t: usize| {
+                        t != i
+                            && matches!(
+                                g[t].phase,
+                                Phase::Halted { pv_lock: None } | Phase::Poll { pv_lock: None, .. }
+                            )
                     };
-                    let t = if idle.is_empty() {
+                    let idle = if sync {
+                        0
+                    } else {
+                        (0..vm.active as usize).filter(|&t| is_idle(t)).count()
+                    };
+                    let t = if idle == 0 {
                         let t = vm.rng.below(u64::from(vm.active - 1)) as usize;
                         t + usize::from(t >= i)
                     } else {
-                        idle[vm.rng.below(idle.len() as u64) as usize]
+                        let k = vm.rng.below(idle as u64) as usize;
+                        (0..vm.active as usize)
+                            .filter(|&t| is_idle(t))
+                            .nth(k)
+                            .expect("k < number of idle vCPUs")
                     };
                     let vector = if sync {
                         CALL_FUNCTION_SINGLE_VECTOR
@@ -1451,11 +1458,16 @@ impl Simulator {
                 {
                     // flush_tlb_multi: kvm_flush_tlb_multi drops preempted
                     // vCPUs (they flush on entry) when PV TLB flush is on.
-                    let targets: Vec<usize> = (0..vm.active as usize)
-                        .filter(|&t| t != i)
-                        .filter(|&t| !(pv.tlb_flush && pv.steal_time && vm.vcpus[t].preempted))
-                        .collect();
+                    // (Into the VM's kept buffer: no allocation per shootdown.)
+                    let mut targets = std::mem::take(&mut vm.targets_buf);
+                    targets.clear();
+                    targets.extend(
+                        (0..vm.active as usize)
+                            .filter(|&t| t != i)
+                            .filter(|&t| !(pv.tlb_flush && pv.steal_time && vm.vcpus[t].preempted)),
+                    );
                     if targets.is_empty() {
+                        vm.targets_buf = targets;
                         return None;
                     }
                     let then = Phase::Spin {
@@ -1465,7 +1477,7 @@ impl Simulator {
                         len,
                     };
                     let running = self.vcpus_running_if(avic, vi);
-                    if let Some(sw) = self.smp_call_function_many(
+                    let sw = self.smp_call_function_many(
                         cpu,
                         vi,
                         i,
@@ -1473,7 +1485,9 @@ impl Simulator {
                         Nanos::ZERO,
                         Some(then),
                         &running,
-                    ) {
+                    );
+                    self.vms[vi].targets_buf = targets;
+                    if let Some(sw) = sw {
                         return Some(Act::Switched(sw));
                     }
                 }
