@@ -949,15 +949,24 @@ impl Simulator {
                         len,
                         user,
                     };
+                    // What the next pass would do: no interrupt is pending
+                    // (this pass found none) and `len` > 0.
+                    return Act::Run(Cat::Useful, len);
                 }
                 Phase::Compute { left, len, .. } => {
                     if left > Nanos::ZERO {
                         return Act::Run(Cat::Useful, left);
                     }
                     vm.g[i].phase = Phase::After { stage: 0, len };
+                    // The stages run at once: none of them queues an
+                    // interrupt for this vCPU (their IPIs go to others), so
+                    // the loop's injection check would find nothing.
+                    if let Some(a) = self.after_stages(cpu, vi, i, 0, len) {
+                        return a;
+                    }
                 }
                 Phase::After { stage, len } => {
-                    if let Some(a) = self.after_compute(cpu, vi, i, stage, len) {
+                    if let Some(a) = self.after_stages(cpu, vi, i, stage, len) {
                         return a;
                     }
                 }
@@ -1362,6 +1371,29 @@ impl Simulator {
             self.trace_yield_to(cpu, base + i as u32, base + t.0);
         }
         out
+    }
+
+    /// [`Self::after_compute`] from `stage` on, one stage after the other
+    /// while the vCPU stays in the post-compute phase with no interrupt
+    /// pending (what `vcpu_next`'s loop would do, without its passes).
+    fn after_stages(
+        &mut self,
+        cpu: CpuId,
+        vi: usize,
+        i: usize,
+        mut stage: u8,
+        mut len: Nanos,
+    ) -> Option<Act> {
+        loop {
+            if let Some(a) = self.after_compute(cpu, vi, i, stage, len) {
+                return Some(a);
+            }
+            let g = &self.vms[vi].g[i];
+            match g.phase {
+                Phase::After { stage: s, len: l } if g.irqs.is_empty() => (stage, len) = (s, l),
+                _ => return None,
+            }
+        }
     }
 
     /// The post-compute stages. None: continue the loop.
