@@ -34,6 +34,43 @@ mod guest;
 pub(super) use guest::GuestLevel;
 use guest::GuestNext;
 
+/// Whether a vCPU is idle-halted (HLT or halt polling, not `pv_wait`).
+fn idle_halted(g: &VGuest) -> bool {
+    matches!(
+        g.phase,
+        Phase::Halted { pv_lock: None } | Phase::Poll { pv_lock: None, .. }
+    )
+}
+
+/// A uniformly drawn idle-halted vCPU of `g` other than `me` (one
+/// `rng.below(count)` draw), None (no draw) if there is none. Up to 64
+/// vCPUs in one pass over a bitmask; beyond, counted and found again.
+fn draw_idle_vcpu(g: &[VGuest], me: usize, rng: &mut SimRng) -> Option<usize> {
+    if g.len() <= 64 {
+        let mut m = 0u64;
+        for (t, gt) in g.iter().enumerate() {
+            if idle_halted(gt) {
+                m |= 1 << t;
+            }
+        }
+        m &= !1u64.checked_shl(me as u32).unwrap_or(0);
+        if m == 0 {
+            return None;
+        }
+        for _ in 0..rng.below(u64::from(m.count_ones())) {
+            m &= m - 1;
+        }
+        return Some(m.trailing_zeros() as usize);
+    }
+    let is_idle = |&(t, gt): &(usize, &VGuest)| t != me && idle_halted(gt);
+    let n = g.iter().enumerate().filter(is_idle).count();
+    if n == 0 {
+        return None;
+    }
+    let k = rng.below(n as u64) as usize;
+    g.iter().enumerate().filter(is_idle).nth(k).map(|(t, _)| t)
+}
+
 /// Spin iterations in `spun` of guest time.
 fn spin_iters(kvm: &KvmSpec, spun: Nanos) -> u64 {
     let cycles = u128::from(spun.0) * u128::from(kvm.guest_tsc_khz) / 1_000_000;
@@ -1427,29 +1464,17 @@ impl Simulator {
                     // there is one (select_idle_sibling), so an idle-halted
                     // vCPU gets it; otherwise, and for call-function IPIs, a
                     // uniformly drawn other vCPU.
-                    // (Counted, then the drawn one found again: no list.)
-                    let g = &vm.g;
-                    let is_idle = |t: usize| {
-                        t != i
-                            && matches!(
-                                g[t].phase,
-                                Phase::Halted { pv_lock: None } | Phase::Poll { pv_lock: None, .. }
-                            )
-                    };
-                    let idle = if sync {
-                        0
+                    let drawn = if sync {
+                        None
                     } else {
-                        (0..vm.active as usize).filter(|&t| is_idle(t)).count()
+                        draw_idle_vcpu(&vm.g[..vm.active as usize], i, &mut vm.rng)
                     };
-                    let t = if idle == 0 {
-                        let t = vm.rng.below(u64::from(vm.active - 1)) as usize;
-                        t + usize::from(t >= i)
-                    } else {
-                        let k = vm.rng.below(idle as u64) as usize;
-                        (0..vm.active as usize)
-                            .filter(|&t| is_idle(t))
-                            .nth(k)
-                            .expect("k < number of idle vCPUs")
+                    let t = match drawn {
+                        Some(t) => t,
+                        None => {
+                            let t = vm.rng.below(u64::from(vm.active - 1)) as usize;
+                            t + usize::from(t >= i)
+                        }
                     };
                     let vector = if sync {
                         CALL_FUNCTION_SINGLE_VECTOR
