@@ -461,9 +461,13 @@ impl Simulator {
     pub(crate) fn guest_timer_interrupt(&mut self, cpu: CpuId, vi: usize, i: usize) {
         let g = self.guest(vi);
         let tick = std::mem::take(&mut g.tick_due[i]);
-        for t in std::mem::take(&mut g.expired[i]) {
+        // In place: the buffer is kept for the next expiries (nothing
+        // here queues one: that is `guest_hrtimer`, an event of its own).
+        for k in 0..g.expired[i].len() {
+            let t = g.expired[i][k];
             g.sched.try_to_wake_up(t.0, 0, Some(gcpu(i)));
         }
+        g.expired[i].clear();
         if tick {
             g.sched.sched_tick(gcpu(i));
         }
