@@ -5,7 +5,6 @@
 use super::spinlock::{LockStep, NativeQspinlock, PvQspinlock, Release, TasLock, TicketLock};
 use super::workload::LockKind;
 use crate::kvm::VcpuIdx;
-use smallvec::SmallVec;
 
 /// A guest spinlock of any kind.
 #[derive(Clone, Debug)]
@@ -94,20 +93,15 @@ impl GuestLock {
         r.expect("guest lock misuse")
     }
 
-    /// CPUs that may take the lock after a `Release::Free` (they must look at
-    /// the lock word again): the PV queue head, or every TAS spinner.
-    /// Inline up to two (no allocation at each release).
-    pub fn contenders(&self) -> SmallVec<[VcpuIdx; 2]> {
+    /// The `k`-th of the CPUs that may take the lock after a
+    /// `Release::Free` (they must look at the lock word again): the PV
+    /// queue head, or every TAS spinner in order. None past the last.
+    /// Indexed, so a release walks them without building a list.
+    pub fn contender(&self, k: usize) -> Option<VcpuIdx> {
         match self {
-            GuestLock::Pv(l) => {
-                let mut v = SmallVec::new();
-                if let Some(h) = l.head() {
-                    v.push(h);
-                }
-                v
-            }
-            GuestLock::Tas(_, w) => SmallVec::from_slice(w),
-            _ => SmallVec::new(),
+            GuestLock::Pv(l) if k == 0 => l.head(),
+            GuestLock::Tas(_, w) => w.get(k).copied(),
+            _ => None,
         }
     }
 }
@@ -136,8 +130,9 @@ mod tests {
         assert_eq!(l.lock(VcpuIdx(1)), LockStep::Spin);
         assert_eq!(l.lock(VcpuIdx(2)), LockStep::Spin);
         assert_eq!(l.release(VcpuIdx(0)), Release::Free);
-        assert_eq!(l.contenders().as_slice(), [VcpuIdx(1), VcpuIdx(2)]);
+        let all = |l: &GuestLock| (0..).map_while(|k| l.contender(k)).collect::<Vec<_>>();
+        assert_eq!(all(&l), [VcpuIdx(1), VcpuIdx(2)]);
         assert_eq!(l.poll(VcpuIdx(2), 1), LockStep::Acquired);
-        assert_eq!(l.contenders().as_slice(), [VcpuIdx(1)]);
+        assert_eq!(all(&l), [VcpuIdx(1)]);
     }
 }

@@ -1732,8 +1732,11 @@ impl Simulator {
         match r {
             Release::HandedTo(c) => self.poke(vi, c.idx()),
             Release::Free => {
-                for c in self.vms[vi].locks[l].contenders() {
+                // (A poke does not touch the lock.)
+                let mut k = 0;
+                while let Some(c) = self.vms[vi].locks[l].contender(k) {
                     self.poke(vi, c.idx());
+                    k += 1;
                 }
             }
             Release::Kick(c) => {
