@@ -483,7 +483,7 @@ impl ProgramRt {
                     continue;
                 }
             }
-            match self.event(t).clone() {
+            match *self.event(t) {
                 Event::Run(d) | Event::Runtime(d) => {
                     if d == Nanos::ZERO {
                         self.advance(t, now);

@@ -50,8 +50,9 @@ id!(
     ThreadId
 );
 
-/// One event of a phase.
-#[derive(Clone, Debug, PartialEq)]
+/// One event of a phase (plain data: `Copy`, so the interpreter reads the
+/// current one without a per-variant clone).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Event {
     /// Use this much CPU time (rt-app `run`: a calibrated busy loop).
     Run(Nanos),
