@@ -111,32 +111,12 @@ fn heavy_group_gets_a_cpu_of_its_own() {
 #[test]
 fn nested_groups_share_the_other_cpu_by_weight() {
     let r = run_for(
-        r#"
+        &format!(
+            r#"
         [host]
         cpus = 2
         duration = "DURATION"
-        [[cgroup]]
-        path = "/x"
-        weight = 400
-        [[cgroup]]
-        path = "/y"
-        weight = 100
-        [[cgroup]]
-        path = "/y/z"
-        weight = 100
-        [[task]]
-        name = "x"
-        kind = "hog"
-        cgroup = "/x"
-        [[task]]
-        name = "y"
-        kind = "hog"
-        count = 2
-        cgroup = "/y"
-        [[task]]
-        name = "z"
-        kind = "hog"
-        cgroup = "/y/z"
+        {}
         [[task]]
         name = "p1"
         kind = "periodic"
@@ -149,6 +129,8 @@ fn nested_groups_share_the_other_cpu_by_weight() {
         run = "2ms"
         phase = "5ms"
     "#,
+            common::SMP_NESTED_HOGS
+        ),
         "4s",
     );
     let total = 8e9;

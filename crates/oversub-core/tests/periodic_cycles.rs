@@ -15,29 +15,8 @@ mod common;
 
 use oversub::report::Report;
 
-const SMP_NESTED: &str = r#"
-    [[cgroup]]
-    path = "/x"
-    weight = 400
-    [[cgroup]]
-    path = "/y"
-    weight = 100
-    [[cgroup]]
-    path = "/y/z"
-    weight = 100
-    [[task]]
-    name = "x"
-    kind = "hog"
-    cgroup = "/x"
-    [[task]]
-    name = "y"
-    kind = "hog"
-    count = 2
-    cgroup = "/y"
-    [[task]]
-    name = "z"
-    kind = "hog"
-    cgroup = "/y/z"
+/// The periodic tasks of conform/smp_nested.toml, with its phases.
+const PERIODIC: &str = r#"
     [[task]]
     name = "p1"
     kind = "periodic"
@@ -63,17 +42,12 @@ const SPORADIC: &str = r#"
 "#;
 
 fn smp_nested(kernel: &str, switches: &str, extra: &str) -> Report {
-    common::run(&format!(
-        r#"
-        [host]
-        cpus = 2
-        hz = 250
-        kernel = "{kernel}"
-        duration = "4s"
-        [host.features]
-        {switches}
-        {SMP_NESTED}{extra}"#
-    ))
+    common::run_on_2cpus(
+        kernel,
+        switches,
+        "4s",
+        &format!("{}{PERIODIC}{extra}", common::SMP_NESTED_HOGS),
+    )
 }
 
 #[test]

@@ -20,18 +20,7 @@ use oversub::report::Report;
 /// hog) and a root periodic task p (1 ms every 5 ms) on 2 CPUs at HZ=250.
 /// p's 5 ms period walks through the four phases of the 4 ms tick.
 fn smp_weights(kernel: &str, switches: &str) -> Report {
-    common::run(&format!(
-        r#"
-        [host]
-        cpus = 2
-        hz = 250
-        kernel = "{kernel}"
-        duration = "10s"
-        [host.features]
-        {switches}
-        {}"#,
-        common::SMP_WEIGHTS
-    ))
+    common::run_on_2cpus(kernel, switches, "10s", common::SMP_WEIGHTS)
 }
 
 /// p's wakeups that waited about a tick instead of preempting, as a fraction

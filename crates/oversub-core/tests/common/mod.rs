@@ -55,3 +55,48 @@ pub const SMP_WEIGHTS: &str = r#"
     period = "5ms"
     run = "1ms"
 "#;
+
+/// Issue 10's second layout (conform/smp_nested.toml) without its `[host]`
+/// table and its periodic tasks: /x (weight 400) with hog x, /y (weight 100)
+/// with hogs y.0 and y.1, its child /y/z (weight 100) with hog z.
+pub const SMP_NESTED_HOGS: &str = r#"
+    [[cgroup]]
+    path = "/x"
+    weight = 400
+    [[cgroup]]
+    path = "/y"
+    weight = 100
+    [[cgroup]]
+    path = "/y/z"
+    weight = 100
+    [[task]]
+    name = "x"
+    kind = "hog"
+    cgroup = "/x"
+    [[task]]
+    name = "y"
+    kind = "hog"
+    count = 2
+    cgroup = "/y"
+    [[task]]
+    name = "z"
+    kind = "hog"
+    cgroup = "/y/z"
+"#;
+
+/// Runs `body` (cgroups and tasks) on 2 CPUs at HZ=250, as conform
+/// simulates this host, for `duration` with kernel preset `kernel` and the
+/// `[host.features]` lines `switches`.
+pub fn run_on_2cpus(kernel: &str, switches: &str, duration: &str, body: &str) -> Report {
+    run(&format!(
+        r#"
+        [host]
+        cpus = 2
+        hz = 250
+        kernel = "{kernel}"
+        duration = "{duration}"
+        [host.features]
+        {switches}
+        {body}"#
+    ))
+}
