@@ -19,18 +19,16 @@ import json
 import re
 import sys
 
-RX = re.compile(r'^\s*(.*?)-(\d+)\s+\[(\d+)\]\s+(\S+)\s+([\d.]+):\s+(\w+):\s*(.*)$')
+import ftrace_text  # scripts/ftrace_text.py, beside this script
+
 KV = re.compile(r'(\w+)=(\S+)')
 
 
 def real_events(path, a, b):
     """(t_ms, kind, task, other) with kind wake/in/out(state); tick phase origin."""
     ev, ticks = [], []
-    for line in open(path, errors='replace'):
-        m = RX.match(line)
-        if not m:
-            continue
-        name, rest, t = m.group(6), m.group(7), float(m.group(5)) * 1e3
+    for _comm, _pid, _cpu, ts, name, rest in ftrace_text.records(path):
+        t = ts * 1e3
         if name == 'hrtimer_expire_entry' and 'tick_nohz_handler' in rest:
             ticks.append(t)
         elif name == 'sched_wakeup':

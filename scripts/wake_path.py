@@ -7,7 +7,7 @@ import re
 import sys
 from collections import Counter
 
-RX = re.compile(r'^\s*(.*?)-(\d+)\s+\[(\d+)\]\s+(\S+)\s+([\d.]+):\s+(\w+):\s*(.*)$')
+import ftrace_text  # scripts/ftrace_text.py, beside this script
 
 
 LATE_US = 50
@@ -16,12 +16,8 @@ LATE_US = 50
 def main(path, spid):
     last_irq, last_comm = {}, {}
     segs, st = [], None
-    for line in open(path):
-        m = RX.match(line)
-        if not m:
-            continue
-        comm, pid, cpu = m.group(1), int(m.group(2)), int(m.group(3))
-        t, name, args = float(m.group(5)) * 1e6, m.group(6), m.group(7)
+    for comm, pid, cpu, ts, name, args in ftrace_text.records(path):
+        t = ts * 1e6
         if name == 'local_timer_entry':
             last_irq[cpu], last_comm[cpu] = t, comm
         if name == 'hrtimer_start' and pid == spid and 'hrtimer_wakeup' in args:

@@ -27,7 +27,8 @@ import re
 import sys
 from collections import defaultdict
 
-RX = re.compile(r'^\s*(.*?)-(\d+)\s+\[(\d+)\]\s+(\S+)\s+([\d.]+):\s+(\w+):\s*(.*)$')
+import ftrace_text  # scripts/ftrace_text.py, beside this script
+
 LATE_US = 50
 STAGES = ['expiry->irq', 'irq->waking', 'waking->wakeup', 'wakeup->switch',
           'switch->user', 'expiry->switch', 'expiry->user']
@@ -40,12 +41,8 @@ def parse(path):
     by_timer = {}       # hrtimer ptr -> pid
     done = defaultdict(list)
     arms = defaultdict(int)
-    for line in open(path):
-        m = RX.match(line)
-        if not m:
-            continue
-        pid, cpu = int(m.group(2)), int(m.group(3))
-        t, name, args = float(m.group(5)) * 1e6, m.group(6), m.group(7)
+    for _comm, pid, cpu, ts, name, args in ftrace_text.records(path):
+        t = ts * 1e6
         if name == 'local_timer_entry':
             last_irq[cpu] = t
         elif name == 'hrtimer_start':

@@ -11,17 +11,13 @@ import re
 import sys
 from collections import Counter
 
-RX = re.compile(r'^\s*(.*?)-(\d+)\s+\[(\d+)\]\s+(\S+)\s+([\d.]+):\s+(\w+):\s*(.*)$')
+import ftrace_text  # scripts/ftrace_text.py, beside this script
 
 
 def main(path, spid, thr):
     last_irq, last_tick, rows, st = {}, {}, [], None
-    for line in open(path):
-        m = RX.match(line)
-        if not m:
-            continue
-        pid, cpu = int(m.group(2)), int(m.group(3))
-        t, name, args = float(m.group(5)) * 1e6, m.group(6), m.group(7)
+    for _comm, pid, cpu, ts, name, args in ftrace_text.records(path):
+        t = ts * 1e6
         if name == 'local_timer_entry':
             last_irq[cpu] = t
         elif name == 'hrtimer_expire_entry' and 'function=tick_' in args:
