@@ -79,7 +79,7 @@ impl Scheduler {
     /// queued, then decay/accumulate. Returns "decayed".
     #[inline]
     pub(super) fn update_cfs_rq_load_avg(&mut self, now: u64, cfs: CfsRqId) -> bool {
-        self.cfs_rqs[cfs.idx()].update_load_avg(now)
+        self.cfs_rqs[cfs.idx()].update_cfs_rq_load_avg(now)
     }
 
     /// `add_tg_cfs_propagate()`.
@@ -284,9 +284,9 @@ impl Scheduler {
         let e = &mut self.ses[se.idx()];
         let q = &mut self.cfs_rqs[cfs.idx()];
         if e.avg.last_update_time != 0 && flags & SKIP_AGE_LOAD == 0 {
-            update_load_avg_se(now, e, q.curr == Some(se));
+            __update_load_avg_se(now, e, q.curr == Some(se));
         }
-        let mut decayed = q.update_load_avg(now);
+        let mut decayed = q.update_cfs_rq_load_avg(now);
         let attach = e.avg.last_update_time == 0 && flags & DO_ATTACH != 0;
         if let Some(gcfs) = e.my_q {
             decayed |= self.propagate_entity_load_avg(se, gcfs);
@@ -488,7 +488,7 @@ fn se_runnable(e: &SchedEntity) -> u64 {
 
 /// `__update_load_avg_se()` of an entity whose cfs_rq's curr it is (or not).
 #[inline(always)]
-fn update_load_avg_se(now: u64, e: &mut SchedEntity, running: bool) -> bool {
+fn __update_load_avg_se(now: u64, e: &mut SchedEntity, running: bool) -> bool {
     let delta = e.avg.advance(now);
     if delta == 0 {
         return false;
@@ -509,7 +509,7 @@ impl CfsRq {
     /// queued, then decay/accumulate (`__update_load_avg_cfs_rq()`). Returns
     /// "decayed".
     #[inline(always)]
-    fn update_load_avg(&mut self, now: u64) -> bool {
+    fn update_cfs_rq_load_avg(&mut self, now: u64) -> bool {
         let mut decayed = false;
         if self.removed.nr > 0 {
             self.update_removed();
