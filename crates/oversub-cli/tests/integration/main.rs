@@ -6,6 +6,7 @@ mod bench_harness;
 mod common;
 mod conform_cli;
 mod determinism_and_cli;
+mod docs;
 mod hostile_input;
 mod programs;
 mod set_cli;
