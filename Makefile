@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 OVERSUB := target/release/oversub
 
-.PHONY: run test deps build test-sim lint bench python test-python
+.PHONY: run test deps build test-sim test-docs test-docs-slow lint bench python test-python
 
 ## make run: install what is missing, build release, run the quick reproduction
 ## of the seeds' evaluation (README "make run"); the report is out/reproduce-quick/report.html.
@@ -33,6 +33,16 @@ lint: deps
 
 test-sim: lint
 	$(CARGO) test --release --locked
+
+## make test-docs: the examples of README.md and docs/*.md run and compared
+## (docs/usage.md, "Docs that run"); part of test-sim, here alone.
+test-docs: deps
+	$(CARGO) test --release --locked -p oversub-cli --test integration docs:: -- --nocapture
+
+## make test-docs-slow: the same with the slow examples too (the README's
+## `make run` table: 708 simulations).
+test-docs-slow: deps
+	OVERSUB_DOCS_SLOW=1 $(CARGO) test --release --locked -p oversub-cli --test integration docs:: -- --nocapture
 
 ## make bench: events/s against a lean event loop, scaling, peak memory (docs/performance.md).
 bench: build

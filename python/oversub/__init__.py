@@ -180,7 +180,7 @@ def sweep(
     """Run a scenario over the product of ``axes`` and ``seeds``.
 
     This is ``oversub sweep`` without files: the arguments are the sweep
-    file's fields (``docs/sweep.md``).
+    file's fields (``docs/usage.md``, "Sweeps").
 
     Args:
         base: the base scenario file (paths are resolved against the current

@@ -3,6 +3,8 @@
 use clap::{Parser, Subcommand};
 use oversub::scenario::overrides::parse_override;
 
+#[macro_use]
+mod out;
 mod conform;
 mod progress;
 mod reproduce;
@@ -51,7 +53,8 @@ enum Cmd {
         trace_window: Option<String>,
     },
     /// Run a scenario over axes x seeds in parallel; write results.csv,
-    /// results.jsonl, summary.csv and summary.md to DIR (README, "Sweeps").
+    /// results.jsonl, summary.csv and summary.md to DIR (docs/usage.md,
+    /// "Sweeps").
     Sweep {
         file: PathBuf,
         #[arg(long)]
@@ -62,7 +65,8 @@ enum Cmd {
     Reproduce {
         #[arg(long)]
         out: PathBuf,
-        /// Fewer seeds, shorter runs, same structure (about a minute).
+        /// The manifest's quick seeds and durations (the default one: 3 seeds
+        /// of 100 ms instead of 5 of 500 ms), same structure.
         #[arg(long)]
         quick: bool,
         /// The manifest of sections.
@@ -143,34 +147,8 @@ fn failed(m: &str) -> ExitCode {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
-        Cmd::Calibrate { samples, json } => {
-            // In a cgroup of its own with the conform workers' weight when the
-            // machine allows it (root, cpu controller): other load on the
-            // machine then disturbs the probes far less.
-            use conform::{calibrate, host, real};
-            let cal = match host::detect_cpu_controller() {
-                Ok(ctl) => {
-                    let tag = format!("oversub-calibrate-{}", std::process::id());
-                    real::calibrate_in_cgroup(&ctl, &tag, samples)
-                        .unwrap_or_else(|_| calibrate::calibrate(samples))
-                }
-                Err(e) => {
-                    if !json {
-                        outln!(
-                            "# probes run in the caller's cgroup ({e}): other load disturbs them"
-                        );
-                    }
-                    calibrate::calibrate(samples)
-                }
-            };
-            if json {
-                outln!("{}", cal.to_json());
-            } else {
-                out!("{}", cal.table());
-            }
-            ExitCode::SUCCESS
-        }
-        Cmd::Worker { args } => ExitCode::from(conform::worker::main(&args) as u8),
+        Cmd::Calibrate { samples, json } => conform::calibrate(samples, json),
+        Cmd::Worker { args } => conform::worker(&args),
         Cmd::Conform {
             files,
             runs,
@@ -199,14 +177,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let opts = conform::Options {
-                files,
-                runs,
-                json,
-                duration,
-                kernel,
-            };
-            ExitCode::from(conform::run(&opts) as u8)
+            conform::conform(files, runs, json, duration, kernel)
         }
         Cmd::Sweep { file, out } => {
             let spec = match oversub::sweep::spec::SweepSpec::load(&file) {

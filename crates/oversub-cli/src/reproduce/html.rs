@@ -79,8 +79,9 @@ pub fn render(sections: &[Section], p: &Published, quick: bool, _table: &str) ->
         o,
         "<p class=note>Simulated (oversub) beside published. Each simulated number is the mean over seeds \
          with the half-width of its 95% confidence interval (Student t); gains are paired by seed against \
-         <b>upstream</b> 6.12.117 on the same scenario. {}The workload models come from first principles \
-         (src/guest/workload.rs); nothing is tuned toward the published figures, so the gap is a finding.</p>",
+         <b>upstream</b> 6.12.117 on the same scenario. {}Each VM is a nested guest running its workload's \
+         thread program (workloads/*.json, docs/workloads.md), built from the program's structure and measured \
+         or estimated costs; nothing is tuned toward the published figures, so the gap is a finding.</p>",
         if quick {
             "This is the <b>--quick</b> run: few seeds and short runs, so intervals are wide; run without --quick for the full evaluation. "
         } else {

@@ -2,10 +2,7 @@
 //! slices and the tracepoint-named events, respects the window, and tracing
 //! does not change the run.
 
-use std::process::Command;
-
-/// The workspace root: the scenario paths below are relative to it.
-const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+use crate::common::{oversub_cmd, scratch, ROOT};
 
 fn trace(args: &[&str]) -> (serde_json::Value, String) {
     let out = std::env::temp_dir().join(format!(
@@ -13,8 +10,7 @@ fn trace(args: &[&str]) -> (serde_json::Value, String) {
         std::process::id(),
         args.len()
     ));
-    let o = Command::new(env!("CARGO_BIN_EXE_oversub"))
-        .current_dir(ROOT)
+    let o = oversub_cmd()
         .arg("run")
         .args(args)
         .arg("--json")
@@ -93,8 +89,7 @@ fn debooster_event_and_window() {
     assert!(inst.iter().any(|x| x == "sched_yield_to_penalty"));
     assert!(inst.iter().any(|x| x == "sched_yield_to_tp"));
     // Tracing does not change the results.
-    let plain = Command::new(env!("CARGO_BIN_EXE_oversub"))
-        .current_dir(ROOT)
+    let plain = oversub_cmd()
         .arg("run")
         .args(args)
         .arg("--json")
@@ -126,8 +121,7 @@ fn debooster_event_and_window() {
 
 #[test]
 fn bad_window_is_rejected() {
-    let o = Command::new(env!("CARGO_BIN_EXE_oversub"))
-        .current_dir(ROOT)
+    let o = oversub_cmd()
         .args([
             "run",
             "scenarios/yield/cg-pair.toml",
@@ -227,8 +221,7 @@ fn nested_guest_has_per_vcpu_thread_tracks() {
 /// to vCPU 1, and the IPI-aware `on_spin` records them as tracked.
 #[test]
 fn nested_guest_ipis_are_traced() {
-    let dir = std::env::temp_dir().join(format!("oversub-trace-ipi-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("trace-ipi");
     let prog = std::path::Path::new(ROOT).join("crates/oversub-core/tests/nested/smp_call.json");
     std::fs::copy(&prog, dir.join("smp_call.json")).unwrap();
     let sc = dir.join("ipi.toml");

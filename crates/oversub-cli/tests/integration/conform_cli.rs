@@ -1,17 +1,11 @@
 //! `oversub conform` command-line behaviour that needs no real measurement.
 
-use std::process::Command;
-
-fn oversub() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_oversub"))
-}
-
+use crate::common::{oversub_cmd as oversub, scratch};
 /// Runs `oversub conform` on a file `name` holding `src`, which it must
 /// reject: exit 1 and the file's result line carrying `error`. Returns the
 /// whole stdout.
 fn conform_rejects(tag: &str, name: &str, src: &str, error: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("oversub-conform-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch(&format!("conform-{tag}"));
     let f = dir.join(name);
     std::fs::write(&f, src).unwrap();
     let out = oversub()

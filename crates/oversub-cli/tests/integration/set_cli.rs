@@ -2,24 +2,7 @@
 //! same one-line errors as in a file (exit 2), and the effective scenario in
 //! the JSON report.
 
-use std::process::Command;
-
-/// The workspace root: the scenario paths below are relative to it.
-const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-
-fn oversub(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
-        .args(args)
-        .current_dir(ROOT)
-        .output()
-        .expect("run oversub");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
+use crate::common::oversub_text as oversub;
 const F: &str = "scenarios/yield/cg-bystander.toml";
 
 #[test]

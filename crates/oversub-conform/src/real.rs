@@ -2,9 +2,10 @@
 //! cpu controller, one worker process per task, CPU time from
 //! `/proc/PID/schedstat`, cleanup of every process and cgroup on every path.
 
-use super::calibrate::ProbeShape;
-use super::host::{self, CpuController};
-use super::worker::{self, mono_now, GRACE_NS};
+use crate::calibrate::{Calibration, ProbeShape};
+use crate::clock::mono_now;
+use crate::host::{self, CpuController};
+use crate::worker::{self, GRACE_NS};
 use oversub::report::Percentiles;
 use oversub::scenario::{expanded_names, Scenario, TaskKind};
 use rustix::process::{Pid, Signal};
@@ -144,7 +145,7 @@ fn sleep_until(t: u64, stop: &AtomicBool) -> Result<(), String> {
         if now >= t {
             return Ok(());
         }
-        worker::sleep_until(t.min(now + 20_000_000));
+        crate::clock::sleep_until(t.min(now + 20_000_000));
     }
 }
 
@@ -337,7 +338,7 @@ pub fn calibrate_in_cgroup(
     ctl: &CpuController,
     tag: &str,
     samples: u32,
-) -> Result<super::calibrate::Calibration, String> {
+) -> Result<Calibration, String> {
     let empty = Scenario::parse("calibrate", "[[task]]\nname = \"x\"\nkind = \"hog\"\n")
         .map_err(|e| e.to_string())?;
     let tree = CgroupTree::create(
@@ -361,7 +362,7 @@ pub fn calibrate_in_cgroup(
     let (out, _) = collect(&mut workers.0[0].0);
     drop(workers);
     drop(tree);
-    super::calibrate::Calibration::from_json(&out)
+    Calibration::from_json(&out)
 }
 
 /// One batch of conform's timer-wake probe, run right before a real run of

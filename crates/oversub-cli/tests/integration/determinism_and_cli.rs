@@ -1,25 +1,6 @@
 //! The determinism contract and the CLI's input-error contract.
 
-use std::process::Command;
-
-/// The workspace root: the scenario paths below are relative to it.
-const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-
-fn oversub(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_oversub"))
-        .current_dir(ROOT)
-        .args(args)
-        .output()
-        .expect("run oversub")
-}
-
-/// The JSON report without its wall-clock field.
-fn json_without_wall(out: &[u8]) -> serde_json::Value {
-    let mut v: serde_json::Value = serde_json::from_slice(out).expect("one JSON object");
-    v.as_object_mut().unwrap().remove("wall_ns");
-    v
-}
-
+use crate::common::{json_without_wall, oversub, scratch, ROOT};
 #[test]
 fn same_scenario_and_seed_give_identical_json() {
     let args = [
@@ -64,8 +45,7 @@ fn same_scenario_and_seed_give_identical_json() {
 }
 
 fn bad(src: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("oversub-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("cli");
     let f = dir.join(format!("bad-{}.toml", src.len()));
     std::fs::write(&f, src).unwrap();
     let out = oversub(&["check", f.to_str().unwrap()]);

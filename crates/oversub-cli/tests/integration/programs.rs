@@ -2,9 +2,9 @@
 //! synchronisation on who gets the CPU, run-until-done, determinism and the
 //! command line.
 
+use crate::common::{oversub_text as cli, scratch};
 use oversub::report::Report;
 use oversub::scenario::rtapp::scenario;
-use std::process::Command;
 
 fn run(src: &str) -> Report {
     let sc = scenario("test.json", src).unwrap_or_else(|e| panic!("{e}"));
@@ -122,22 +122,9 @@ fn runs_are_deterministic() {
     assert_eq!(strip(run(src)), strip(run(src)));
 }
 
-fn cli(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_oversub"))
-        .args(args)
-        .output()
-        .expect("run oversub");
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn cli_runs_rtapp_files_and_rejects_bad_ones_in_one_line() {
-    let dir = std::env::temp_dir().join(format!("oversub-programs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("programs");
     let good = dir.join("good.json");
     std::fs::write(
         &good,

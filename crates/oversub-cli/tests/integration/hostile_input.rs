@@ -2,20 +2,13 @@
 //! naming the file, the field, the value and what is allowed; none panics,
 //! hangs or runs away. One test per case the issue lists.
 
+use crate::common::{oversub, oversub_cmd, scratch};
 use std::path::PathBuf;
-use std::process::{Command, Output};
+
 use std::time::Duration;
 
-fn oversub(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_oversub"))
-        .args(args)
-        .output()
-        .expect("run oversub")
-}
-
 fn file(tag: &str, src: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("oversub-hostile-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("hostile");
     let f = dir.join(format!("{tag}.toml"));
     std::fs::write(&f, src).unwrap();
     f
@@ -329,7 +322,7 @@ fn ctrl_c_stops_a_long_run_cleanly() {
     let src = "[host]\ncpus = 64\nduration = \"3600s\"\n[[task]]\nname = \"h\"\nkind = \"hog\"\ncount = 256\n\
                [[task]]\nname = \"p\"\nkind = \"pingpong\"\ncount = 64\n";
     let f = file("long", src);
-    let child = Command::new(env!("CARGO_BIN_EXE_oversub"))
+    let child = oversub_cmd()
         .args(["run", f.to_str().unwrap()])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -363,7 +356,7 @@ fn ctrl_c_stops_a_sweep_cleanly() {
         ),
     );
     let out_dir = spec.with_extension("out");
-    let child = Command::new(env!("CARGO_BIN_EXE_oversub"))
+    let child = oversub_cmd()
         .args(["sweep", spec.to_str().unwrap(), "--out"])
         .arg(&out_dir)
         .stdout(std::process::Stdio::piped())

@@ -8,66 +8,15 @@
 //! `oversub calibrate`, JSON on stdout) and `timer_probe` (one batch of the
 //! timer-wake probe on `cpu`, `timer_probe p50=NS` on stdout).
 
+use crate::calibrate::{self, ProbeShape};
+use crate::clock::{mono_now, sleep_until, Budget};
 use oversub::report::Percentiles;
-use rustix::thread::{clock_nanosleep_absolute, ClockId};
-use rustix::time::{clock_gettime, ClockId as TClock, Timespec};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// How long workers keep going after the measured window ends, so that the
 /// parent reads `/proc/PID/schedstat` of live processes.
 pub const GRACE_NS: u64 = 300_000_000;
-
-fn ns(t: Timespec) -> u64 {
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
-/// CLOCK_MONOTONIC now, in ns.
-pub fn mono_now() -> u64 {
-    ns(clock_gettime(TClock::Monotonic))
-}
-
-fn thread_cpu() -> u64 {
-    ns(clock_gettime(TClock::ThreadCPUTime))
-}
-
-/// Sleeps until CLOCK_MONOTONIC reaches `t` (ns).
-pub fn sleep_until(t: u64) {
-    let ts = Timespec {
-        tv_sec: (t / 1_000_000_000) as _,
-        tv_nsec: (t % 1_000_000_000) as _,
-    };
-    while clock_nanosleep_absolute(ClockId::Monotonic, &ts).is_err() {}
-}
-
-/// Burns CPU so that this thread's CPU time reaches `budget` (ns since the
-/// measured start): every burst's target is cumulative, so the kernel time of
-/// the wakeups, yields and pipe I/O between bursts is part of the burst, as in
-/// the simulator, where a burst is all the CPU a task uses per activation.
-pub struct Budget {
-    base: u64,
-    used: u64,
-}
-
-impl Default for Budget {
-    fn default() -> Budget {
-        Budget::new()
-    }
-}
-
-impl Budget {
-    pub fn new() -> Budget {
-        Budget {
-            base: thread_cpu(),
-            used: 0,
-        }
-    }
-
-    pub fn spin(&mut self, d: u64) {
-        self.used += d;
-        while thread_cpu().saturating_sub(self.base) < self.used {}
-    }
-}
 
 /// Parses `key=value` arguments.
 pub fn parse_args(args: &[String]) -> Result<BTreeMap<String, u64>, String> {
@@ -188,15 +137,15 @@ fn run(args: &[String]) -> Result<(), String> {
             // hog process the parent placed there.
             let cpu = get("cpu")?;
             let cpu = (cpu != ANY_CPU).then_some(cpu as usize);
-            let shape = super::calibrate::ProbeShape {
+            let shape = ProbeShape {
                 sleep: get("sleep")?,
                 burn: get("burn")?,
             };
-            let v = super::calibrate::timer_probe_shaped(cpu, get("samples")? as u32, shape);
+            let v = calibrate::timer_probe_shaped(cpu, get("samples")? as u32, shape);
             println!("timer_probe p50={v}");
         }
         "calibrate" => {
-            let cal = super::calibrate::calibrate(get("samples")? as u32);
+            let cal = calibrate::calibrate(get("samples")? as u32);
             println!("{}", cal.to_json());
         }
         k => return Err(format!("unknown worker kind {k:?}")),

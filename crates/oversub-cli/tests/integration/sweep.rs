@@ -2,12 +2,9 @@
 //! sweep over a fixed seed list (also across thread counts), the summary's
 //! paired deltas, the reproduce outputs, bad input.
 
+use crate::common::{oversub_cmd, ROOT};
 use oversub::sweep::spec::SweepSpec;
 use std::path::Path;
-use std::process::Command;
-
-/// The workspace root: the scenario paths below are relative to it.
-const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 fn tiny() -> SweepSpec {
     SweepSpec::load(&Path::new(ROOT).join("crates/oversub-cli/tests/data/tiny-sweep.toml"))
@@ -160,8 +157,7 @@ fn summary_pairs_by_seed_against_the_baseline() {
 #[test]
 fn sweep_cli_writes_files_and_rejects_bad_values() {
     let dir = std::env::temp_dir().join(format!("oversub-sweep-{}", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
-        .current_dir(ROOT)
+    let out = oversub_cmd()
         .args([
             "sweep",
             "crates/oversub-cli/tests/data/tiny-sweep.toml",
@@ -192,8 +188,7 @@ fn sweep_cli_writes_files_and_rejects_bad_values() {
         std::fs::read_to_string(Path::new(ROOT).join("scenarios/yield/cg-pair.toml")).unwrap(),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
-        .current_dir(ROOT)
+    let out = oversub_cmd()
         .args(["sweep"])
         .arg(&bad)
         .arg("--out")
@@ -210,8 +205,7 @@ fn sweep_cli_writes_files_and_rejects_bad_values() {
 #[test]
 fn reproduce_writes_csv_summary_and_report() {
     let dir = std::env::temp_dir().join(format!("oversub-repro-{}", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
-        .current_dir(ROOT)
+    let out = oversub_cmd()
         .args([
             "reproduce",
             "--quick",

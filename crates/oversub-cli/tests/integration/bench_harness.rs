@@ -2,13 +2,8 @@
 //! scenario files and each measurement child reports a sample. No timing is
 //! asserted (figures depend on the machine).
 
+use crate::common::{scratch, BENCH, OVERSUB, ROOT};
 use std::process::Command;
-
-/// The workspace root: the scenario paths below are relative to it.
-const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-
-const BENCH: &str = env!("CARGO_BIN_EXE_oversub-bench");
-const OVERSUB: &str = env!("CARGO_BIN_EXE_oversub");
 
 fn sample(spec: &str) -> Vec<u64> {
     let out = Command::new(BENCH)
@@ -36,8 +31,7 @@ fn generated_scenario_is_a_valid_file_with_the_asked_size() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let dir = std::env::temp_dir().join(format!("oversub-bench-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("bench-test");
     let f = dir.join("gen.toml");
     std::fs::write(&f, &out.stdout).unwrap();
     let check = Command::new(OVERSUB)

@@ -7,9 +7,9 @@
 //! CPU time, run delay and timeslices from `schedstat`, voluntary and
 //! involuntary switches from `status`.
 
-use super::host::CpuController;
-use super::real::CgroupTree;
-use super::worker::mono_now;
+use crate::clock::mono_now;
+use crate::host::CpuController;
+use crate::real::CgroupTree;
 use oversub::scenario::Scenario;
 use oversub::workload::json::{self, Json};
 use rustix::process::{Pid, Signal};

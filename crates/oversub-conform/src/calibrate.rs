@@ -18,7 +18,7 @@
 //! cross-CPU wakeup - hop (each at least 0). `migration` is not measured (a
 //! cache refill depends on the working set); it keeps its default.
 
-use super::worker::{mono_now, sleep_until};
+use crate::clock::{mono_now, sleep_until, Budget};
 use oversub::sched::HostCosts;
 use rustix::thread::CpuSet;
 use serde::{Deserialize, Serialize};
@@ -113,7 +113,7 @@ pub fn timer_probe_shaped(cpu: Option<usize>, n: u32, shape: ProbeShape) -> u64 
                 let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
             }
         }
-        let mut budget = super::worker::Budget::new();
+        let mut budget = Budget::new();
         let mut v = Vec::with_capacity(n as usize);
         for i in 0..n {
             let expiry = mono_now() + shape.sleep + (u64::from(i) * 37_000) % 1_000_000;

@@ -1,0 +1,201 @@
+//! The simulated side of a comparison: which scenarios conform accepts
+//! (host-only kinds the real workers can play), and the scenario as the
+//! simulator runs it to mirror this machine (its CPUs, HZ, kernel preset and
+//! calibrated costs).
+
+use crate::host::HostInfo;
+use crate::judge::RunFigures;
+use oversub::engine::Nanos;
+use oversub::scenario::{Scenario, TaskKind};
+use oversub::sched::HostCosts;
+
+/// Why a scenario cannot be run by conform, if it cannot.
+pub fn host_only_check(sc: &Scenario, cpus: u32) -> Result<(), String> {
+    if sc.until_done {
+        return Err(
+            "global.duration -1: the program ends by itself; conform compares a steady window, give a duration"
+                .into(),
+        );
+    }
+    if let Some(vm) = sc.vms.first() {
+        return Err(format!(
+            "vm {}: scenarios with [[vm]] are not host-only (conform runs hog, periodic, yield_loop, pingpong)",
+            vm.name
+        ));
+    }
+    for t in &sc.tasks {
+        match &t.kind {
+            TaskKind::Messaging { .. } => {
+                return Err(format!(
+                    "task {}: kind messaging is not host-only (conform runs hog, periodic, yield_loop, pingpong)",
+                    t.name
+                ))
+            }
+            TaskKind::YieldLoop {
+                target: Some(tg), ..
+            } => {
+                return Err(format!(
+                    "task {}: yield_loop target {tg:?} needs yield_to(), which user space cannot call",
+                    t.name
+                ))
+            }
+            _ => {}
+        }
+        if t.slice.is_some() {
+            return Err(format!(
+                "task {}: custom slices are not supported by conform",
+                t.name
+            ));
+        }
+        if let Some(c) = t.cpus.as_ref().and_then(|v| v.iter().find(|&&c| c >= cpus)) {
+            return Err(format!(
+                "task {}: CPU {c} does not exist here ({cpus} CPUs)",
+                t.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The scenario as the simulator runs it to mirror this machine, with the
+/// machine's calibrated `costs`. The real workers' bursts are CPU budgets
+/// that include the kernel's switch into the task (docs/conformance.md); the
+/// model charges that switch on top of a burst, so each per-activation
+/// budget is reduced by `costs.context_switch` (to at least 1 ns).
+pub fn simulated(sc: &Scenario, h: &HostInfo, costs: &HostCosts) -> Scenario {
+    let mut s = sc.clone();
+    s.host.cpus = h.cpus;
+    s.host.hz = h.hz;
+    s.host.kernel = h.preset;
+    s.host.features = h.preset.features();
+    s.host.overrides.clear();
+    s.host.costs = *costs;
+    let cs = Nanos(costs.context_switch);
+    let less = |d: Nanos| Nanos(d.0.saturating_sub(cs.0).max(1));
+    for t in &mut s.tasks {
+        match &mut t.kind {
+            TaskKind::Periodic { run, .. } | TaskKind::PingPong { run } => *run = less(*run),
+            TaskKind::YieldLoop { work, .. } => *work = less(*work),
+            _ => {}
+        }
+    }
+    s
+}
+
+/// The simulated run of `sc` on this machine, as [`RunFigures`].
+pub fn sim_figures(
+    sc: &Scenario,
+    h: &HostInfo,
+    costs: &HostCosts,
+    duration: Option<u64>,
+) -> RunFigures {
+    let s = simulated(sc, h, costs);
+    let r = oversub::run_scenario(&s, None, duration.map(oversub::engine::Nanos));
+    r.tasks
+        .iter()
+        .map(|t| {
+            let lat = t.wakeup_latency_ns.clone();
+            let periodic = sc.tasks.iter().any(|ts| {
+                matches!(ts.kind, TaskKind::Periodic { .. })
+                    && oversub::scenario::expanded_names(ts).contains(&t.name)
+            });
+            (
+                t.name.clone(),
+                t.cgroup.clone(),
+                t.cpu_ns,
+                periodic.then_some((lat.p50, lat.p99)),
+                Some(t.nr_migrations),
+            )
+        })
+        .collect()
+}
+
+/// The CPUs of a program's threads when every one is pinned (sorted), else
+/// None.
+pub fn program_cpus(sc: &Scenario) -> Option<Vec<u32>> {
+    let mut v: Vec<u32> = Vec::new();
+    for t in &sc.tasks {
+        v.extend(t.cpus.as_ref()?);
+    }
+    v.sort_unstable();
+    v.dedup();
+    (!v.is_empty()).then_some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host;
+
+    #[test]
+    fn simulated_side_uses_the_calibrated_costs() {
+        let sc = Scenario::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../conform/periodic_vs_hog.toml"),
+        )
+        .unwrap();
+        let h = HostInfo {
+            cpus: 2,
+            hz: 250,
+            hz_source: host::HzSource::Default,
+            release: "6.18.0".into(),
+            preset: oversub::sched::KernelPreset::V6_12_117,
+        };
+        let costs = HostCosts {
+            timer_wake: 15_000,
+            idle_exit: 0,
+            context_switch: 3_000,
+            remote_wakeup: 0,
+            migration: 0,
+        };
+        let s = simulated(&sc, &h, &costs);
+        assert_eq!(s.host.costs, costs);
+        let fig = sim_figures(&sc, &h, &costs, Some(200_000_000));
+        let waker = fig.iter().find(|t| t.0 == "waker").unwrap();
+        // Wake latency = interrupt path + the switch; the budget (100 us,
+        // switch included) is kept: 5% of the CPU.
+        assert_eq!(waker.3.unwrap().0, 18_000);
+        let share = waker.2 as f64 / fig.iter().map(|t| t.2).sum::<u64>() as f64;
+        assert!((share - 0.05).abs() < 0.002, "{share}");
+    }
+
+    #[test]
+    fn program_loop_calibration_runs_on_the_programs_cpus() {
+        let sc = |j: &str| oversub::scenario::rtapp::scenario("p.json", j).unwrap();
+        let pinned = sc(r#"{"global": {"duration": 1}, "tasks": {
+            "a": {"cpus": [1], "run": 1000, "sleep": 1000},
+            "b": {"cpus": [0, 1], "run": 1000}}}"#);
+        assert_eq!(program_cpus(&pinned), Some(vec![0, 1]));
+        let free = sc(r#"{"global": {"duration": 1}, "tasks": {
+            "a": {"cpus": [1], "run": 1000, "sleep": 1000},
+            "b": {"run": 1000}}}"#);
+        assert_eq!(program_cpus(&free), None);
+    }
+
+    #[test]
+    fn rejects_messaging_and_missing_cpus() {
+        let sc = Scenario::parse(
+            "t.toml",
+            "[host]\ncpus=8\n[[task]]\nname=\"h\"\nkind=\"hog\"\ncpus=[3]\n",
+        )
+        .unwrap();
+        assert!(host_only_check(&sc, 2).unwrap_err().contains("CPU 3"));
+        let sc = Scenario::parse(
+            "t.toml",
+            "[host]\ncpus=2\n[[task]]\nname=\"m\"\nkind=\"messaging\"\nfds=1\n",
+        )
+        .unwrap();
+        assert!(host_only_check(&sc, 2).unwrap_err().contains("messaging"));
+    }
+
+    #[test]
+    fn rejects_vm_scenarios() {
+        let sc = Scenario::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../scenarios/kvm-lock-holder-preemption.toml"),
+        )
+        .unwrap();
+        let e = host_only_check(&sc, 16).unwrap_err();
+        assert!(e.contains("[[vm]]") && e.contains("not host-only"), "{e}");
+    }
+}
