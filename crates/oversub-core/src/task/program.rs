@@ -847,7 +847,11 @@ mod tests {
         // A consumer woken for a batch another one took blocks again.
         assert_eq!(p.step(2, t3), (vec![0], Action::Run(Nanos::from_us(2))));
         assert_eq!(p.step(1, t3).1, Action::Run(Nanos::from_us(5)), "overtakes");
-        assert_eq!(p.step(0, t3), (vec![], Action::Sleep(None)), "retries, waits");
+        assert_eq!(
+            p.step(0, t3),
+            (vec![], Action::Sleep(None)),
+            "retries, waits"
+        );
     }
 
     #[test]

@@ -125,10 +125,16 @@ pub enum Event {
     /// Extension: put `items` items into a bounded queue as one batch
     /// (a pthread mutex + two condition variables queue): blocks while the
     /// batch does not fit; then wakes one waiting consumer.
-    Put { queue: QueueId, items: u32 },
+    Put {
+        queue: QueueId,
+        items: u32,
+    },
     /// Extension: take `items` items from a queue as one batch: blocks
     /// while fewer are queued; then wakes one waiting producer.
-    Get { queue: QueueId, items: u32 },
+    Get {
+        queue: QueueId,
+        items: u32,
+    },
 }
 
 /// How a `SleepingLock` event takes its kernel lock.

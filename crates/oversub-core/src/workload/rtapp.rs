@@ -94,15 +94,17 @@ fn us(v: i64) -> Nanos {
     Nanos((v as u64).saturating_mul(1000))
 }
 
+/// A queue as the file references it: name, capacity (from the first
+/// reference that gives one, with its path), and its first reference's path.
+type QueueRef = (String, Option<(u64, String)>, String);
+
 struct Builder {
     mutexes: Vec<String>,
     conds: Vec<String>,
     barriers: Vec<(String, u32)>,
     timers: Vec<String>,
     klocks: Vec<String>,
-    /// Queues: name, capacity (from the first reference that gives one,
-    /// with its path), and the path of the first reference.
-    queues: Vec<(String, Option<(u64, String)>, String)>,
+    queues: Vec<QueueRef>,
     fidelity: Vec<FidelityNote>,
 }
 
