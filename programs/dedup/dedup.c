@@ -78,8 +78,10 @@ static inline uint32_t rotl1(uint32_t h)
 	return (h << 1) | (h >> 31);
 }
 
-/* Length of the next content-defined piece of p[0..n): the first position
- * >= min where the window hash has its low bits 0, else n. */
+/*
+ * Length of the next content-defined piece of p[0..n): the first position
+ * >= min where the window hash has its low bits 0, else n.
+ */
 static size_t next_anchor(const unsigned char *p, size_t n, size_t min)
 {
 	uint32_t h = 0;
@@ -136,7 +138,8 @@ static void queue_init(struct queue *q, int producers)
 		fprintf(stderr, "dedup: out of memory (queue)\n");
 		exit(1);
 	}
-	q->head = q->count = 0;
+	q->head = 0;
+	q->count = 0;
 	q->producers = producers;
 }
 
@@ -533,8 +536,10 @@ static uint64_t gen_rand(void)
 	return gen_state;
 }
 
-/* Text-like data (words of a fixed vocabulary) in which about a third of the
- * bytes repeat an earlier stretch of 4..64 KiB (what dedup finds). */
+/*
+ * Text-like data (words of a fixed vocabulary) in which about a third of the
+ * bytes repeat an earlier stretch of 4..64 KiB (what dedup finds).
+ */
 static int generate(size_t mib, const char *path)
 {
 	size_t n = mib << 20, off = 0;
@@ -590,7 +595,7 @@ static int generate(size_t mib, const char *path)
 
 /* ---- main ---- */
 
-static void usage(const char *cmd)
+static void print_usage(const char *cmd)
 {
 	fprintf(stderr,
 		"usage: %s -g MIB -o FILE              generate an input (1..4096 MiB)\n"
@@ -690,11 +695,11 @@ int main(int argc, char **argv)
 			out = optarg;
 			break;
 		default:
-			usage(argv[0]);
+			print_usage(argv[0]);
 		}
 	}
 	if (optind != argc || !out || (gen && in) || (!gen && !in))
-		usage(argv[0]);
+		print_usage(argv[0]);
 	if (gen)
 		return generate(gen, out);
 

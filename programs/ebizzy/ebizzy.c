@@ -32,7 +32,7 @@ static record **chunks;
 static atomic_int running;
 static atomic_int go;
 
-static void usage(const char *cmd)
+static void print_usage(const char *cmd)
 {
 	fprintf(stderr,
 		"usage: %s [-t threads] [-S seconds] [-n chunks] [-s bytes] [-m|-M] [-R] [-z]\n"
@@ -185,11 +185,11 @@ int main(int argc, char **argv)
 			linear = 1;
 			break;
 		default:
-			usage(argv[0]);
+			print_usage(argv[0]);
 		}
 	}
 	if (optind != argc)
-		usage(argv[0]);
+		print_usage(argv[0]);
 	if (use_mmap && no_mmap) {
 		fprintf(stderr, "%s: -m and -M exclude each other\n", argv[0]);
 		return 2;

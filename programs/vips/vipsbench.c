@@ -117,7 +117,7 @@ static void pass(const char *in_path, const char *out_path)
 	g_object_unref(base);
 }
 
-static void usage(const char *cmd)
+static void print_usage(const char *cmd)
 {
 	fprintf(stderr,
 		"usage: %s -g WIDTHxHEIGHT OUT.v          generate (16..65536 each)\n"
@@ -161,7 +161,7 @@ int main(int argc, char **argv)
 			passes = num(argv[0], "-p", optarg, 1, 1000);
 			break;
 		default:
-			usage(argv[0]);
+			print_usage(argv[0]);
 		}
 	}
 	if (gen) {
@@ -178,7 +178,7 @@ int main(int argc, char **argv)
 				argv[optind]);
 	}
 	if (optind + 2 != argc)
-		usage(argv[0]);
+		print_usage(argv[0]);
 	if (threads)
 		vips_concurrency_set(threads);
 	/* Every pass recomputes: no operation cache between passes. */
