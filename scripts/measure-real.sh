@@ -75,7 +75,7 @@ setup() {
 	setup_tmpfs
 	setup_ext4
 	setup_inputs
-	setup_kernel
+	if [[ " ${names[*]} " == *" kernbench "* ]]; then setup_kernel; fi
 }
 
 # ---- one program in its configuration ----
@@ -195,15 +195,20 @@ fi
 setup
 
 if [[ $MODE == record ]]; then
+	mkdir -p "$here/recordings"
 	for n in "${names[@]}"; do
-		rm -rf "$here/recordings/$n.new"
-		mkdir -p "$here/recordings/$n.new"
+		new=$here/recordings/$n.new
+		rm -rf "$new" "$new.ops"
 		echo "measure: recording $n (${DURATION} s)" >&2
-		OVERSUB_OPS_FILE=$here/recordings/$n.new/ops.txt OVERSUB_OP_MARK=1 \
-			"$oversub" record --out "$here/recordings/$n.new" --duration "${DURATION}s" -- \
-			"$here/scripts/measure-real.sh" --duration "$DURATION" --run "$n"
+		# The recorder creates --out itself; the op count joins it after.
+		OVERSUB_OPS_FILE=$new.ops OVERSUB_OP_MARK=1 \
+			"$oversub" record --out "$new" --duration "${DURATION}s" -- \
+			"$here/scripts/measure-real.sh" --duration "$DURATION" --run "$n" ||
+			{ rm -rf "$new" "$new.ops"; die "recording $n failed"; }
+		[[ -s $new.ops ]] || { rm -rf "$new" "$new.ops"; die "$n wrote no op count (OVERSUB_OPS_FILE)"; }
+		mv "$new.ops" "$new/ops.txt"
 		rm -rf "$here/recordings/$n"
-		mv "$here/recordings/$n.new" "$here/recordings/$n"
+		mv "$new" "$here/recordings/$n"
 	done
 	exit 0
 fi
