@@ -4,17 +4,20 @@
  * structure of PARSEC 3.0's dedup kernel written anew for this project.
  *
  * Five stages, the middle three with -t threads each:
- *   fragment (1)  reads the input and cuts coarse chunks: jump 2 MiB, then
- *                 cut at the next content anchor; each coarse chunk is a
- *                 malloc'd copy (above glibc's mmap threshold: freed by
- *                 munmap);
+ *   fragment (1)  copies the input, 128 MiB at a time, into a malloc'd
+ *                 block (glibc mmaps it) and cuts it into coarse chunks:
+ *                 jump 2 MiB, then cut at the next content anchor; the
+ *                 tail after the last anchor is carried into the next
+ *                 block; a block is freed (munmap) when the last chunk cut
+ *                 from it is done;
  *   refine (t)    cuts a coarse chunk into fine chunks at content anchors
  *                 (rolling hash over a 32-byte window, anchor when the low 12
  *                 bits are 0, at least 1 KiB: ~5 KiB on average);
  *   dedup (t)     SHA-1 of each fine chunk, looked up in a global hash table
  *                 (a lock per bucket group); new chunks go to compress,
  *                 duplicates straight to reorder;
- *   compress (t)  zlib (level 6) of each new chunk;
+ *   compress (t)  zlib (level 6) of each new chunk into a buffer of zlib's
+ *                 bound, shrunk to the result with realloc;
  *   reorder (1)   writes the chunks in input order (compressed data, or the
  *                 SHA-1 of a duplicate) with one write() each.
  * Between stages: bounded FIFO queues (mutex + two condition variables),
@@ -40,6 +43,7 @@
 
 #include "../common/opmark.h"
 
+#define READ_BLOCK (128UL << 20)
 #define COARSE_JUMP (2UL << 20)
 #define WINDOW 32
 #define ANCHOR_MASK 0xfffU
@@ -101,17 +105,17 @@ static size_t next_anchor(const unsigned char *p, size_t n, size_t min)
 
 /* ---- items and queues ---- */
 
-struct coarse {
+/* A read block: the chunks cut from it point into buf. */
+struct block {
 	unsigned char *buf;
-	size_t len;
-	int refs; /* fine chunks still using buf */
+	int refs; /* the fragment stage's, and one per chunk using buf */
 	pthread_mutex_t lock;
 };
 
 struct item {
 	uint64_t l1, l2;
 	int last; /* the last fine chunk of its coarse chunk */
-	struct coarse *c;
+	struct block *c;
 	const unsigned char *data;
 	size_t len;
 	unsigned char sha[SHA_LEN];
@@ -240,58 +244,94 @@ static void table_clear(void)
 	}
 }
 
-static void coarse_put(struct coarse *c)
+static void block_get(struct block *b)
+{
+	pthread_mutex_lock(&b->lock);
+	b->refs++;
+	pthread_mutex_unlock(&b->lock);
+}
+
+static void block_put(struct block *b)
 {
 	int last;
 
-	pthread_mutex_lock(&c->lock);
-	last = --c->refs == 0;
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_lock(&b->lock);
+	last = --b->refs == 0;
+	pthread_mutex_unlock(&b->lock);
 	if (last) {
-		free(c->buf); /* >= 2 MiB: munmap and its TLB shootdown */
-		pthread_mutex_destroy(&c->lock);
-		free(c);
+		free(b->buf); /* mmapped: munmap and its TLB shootdown */
+		pthread_mutex_destroy(&b->lock);
+		free(b);
 	}
 }
 
 /* ---- stages ---- */
 
+static void send_coarse(struct block *b, const unsigned char *p, size_t len,
+			uint64_t *l1)
+{
+	struct item *it = calloc(1, sizeof(*it));
+
+	if (!it) {
+		fprintf(stderr, "dedup: out of memory (item)\n");
+		exit(1);
+	}
+	block_get(b);
+	it->l1 = (*l1)++;
+	it->c = b;
+	it->data = p;
+	it->len = len;
+	queue_put(&refine_q[it->l1 % nqueues], (void **)&it, 1);
+}
+
 static void *fragment(void *unused)
 {
-	size_t off = 0;
+	size_t off = 0, nleft = 0;
+	struct block *prev = NULL;
+	const unsigned char *left = NULL;
 	uint64_t l1 = 0;
 
 	(void)unused;
-	while (off < input_len) {
-		size_t rest = input_len - off, len;
-		struct coarse *c;
+	for (;;) {
+		size_t take = input_len - off < READ_BLOCK ? input_len - off :
+							      READ_BLOCK;
+		size_t n = nleft + take, pos = 0;
+		struct block *b;
 
-		if (rest <= COARSE_JUMP)
-			len = rest;
-		else
-			len = COARSE_JUMP +
-			      next_anchor(input + off + COARSE_JUMP,
-					  rest - COARSE_JUMP, 0);
-		c = calloc(1, sizeof(*c));
-		if (c)
-			c->buf = malloc(len);
-		if (!c || !c->buf) {
-			fprintf(stderr, "dedup: out of memory (coarse chunk)\n");
+		if (n == 0)
+			break;
+		b = calloc(1, sizeof(*b));
+		if (b)
+			b->buf = malloc(n);
+		if (!b || !b->buf) {
+			fprintf(stderr, "dedup: out of memory (read block)\n");
 			exit(1);
 		}
-		memcpy(c->buf, input + off, len);
-		c->len = len;
-		pthread_mutex_init(&c->lock, NULL);
-		/* The item carries the coarse chunk to refine. */
-		struct item *it = calloc(1, sizeof(*it));
+		pthread_mutex_init(&b->lock, NULL);
+		b->refs = 1;
+		memcpy(b->buf, left, nleft);
+		memcpy(b->buf + nleft, input + off, take);
+		off += take;
+		if (prev)
+			block_put(prev);
+		while (n - pos > COARSE_JUMP) {
+			size_t a = next_anchor(b->buf + pos + COARSE_JUMP,
+					       n - pos - COARSE_JUMP, 0);
 
-		if (!it)
-			exit(1);
-		it->l1 = l1;
-		it->c = c;
-		queue_put(&refine_q[l1 % nqueues], (void **)&it, 1);
-		off += len;
-		l1++;
+			if (pos + COARSE_JUMP + a >= n)
+				break; /* no anchor: carry the tail over */
+			send_coarse(b, b->buf + pos, COARSE_JUMP + a, &l1);
+			pos += COARSE_JUMP + a;
+		}
+		if (off == input_len) {
+			if (pos < n)
+				send_coarse(b, b->buf + pos, n - pos, &l1);
+			block_put(b);
+			break;
+		}
+		prev = b;
+		left = b->buf + pos;
+		nleft = n - pos;
 	}
 	for (int q = 0; q < nqueues; q++)
 		queue_done(&refine_q[q]);
@@ -307,15 +347,13 @@ static void *refine(void *arg)
 	while ((n = queue_get(&refine_q[qid], in, BATCH)) > 0) {
 		for (size_t k = 0; k < n; k++) {
 			struct item *ci = in[k];
-			struct coarse *c = ci->c;
+			struct block *c = ci->c;
 			size_t off = 0;
 			uint64_t l2 = 0;
 
-			/* One reference for the cutting itself. */
-			c->refs = 1;
-			while (off < c->len) {
-				size_t len = next_anchor(c->buf + off,
-							 c->len - off, MIN_FINE);
+			while (off < ci->len) {
+				size_t len = next_anchor(ci->data + off,
+							 ci->len - off, MIN_FINE);
 				struct item *it = calloc(1, sizeof(*it));
 
 				if (!it)
@@ -323,13 +361,11 @@ static void *refine(void *arg)
 				it->l1 = ci->l1;
 				it->l2 = l2++;
 				it->c = c;
-				it->data = c->buf + off;
+				it->data = ci->data + off;
 				it->len = len;
 				off += len;
-				it->last = off == c->len;
-				pthread_mutex_lock(&c->lock);
-				c->refs++;
-				pthread_mutex_unlock(&c->lock);
+				it->last = off == ci->len;
+				block_get(c);
 				out[nout++] = it;
 				if (nout == BATCH) {
 					queue_put(&dedup_q[qid], out, nout);
@@ -337,7 +373,7 @@ static void *refine(void *arg)
 				}
 			}
 			free(ci);
-			coarse_put(c);
+			block_put(c);
 		}
 	}
 	if (nout)
@@ -364,7 +400,7 @@ static void *deduplicate(void *arg)
 			}
 			it->dup = table_seen(it->sha);
 			if (it->dup) {
-				coarse_put(it->c);
+				block_put(it->c);
 				it->c = NULL;
 				to_r[nr++] = it;
 			} else {
@@ -406,8 +442,14 @@ static void *compress_stage(void *arg)
 				fprintf(stderr, "dedup: zlib failed\n");
 				exit(1);
 			}
+			/* Shrink to the result, as PARSEC's mbuffer_realloc. */
+			it->z = realloc(it->z, zlen ? zlen : 1);
+			if (!it->z) {
+				fprintf(stderr, "dedup: out of memory (realloc)\n");
+				exit(1);
+			}
 			it->zlen = zlen;
-			coarse_put(it->c);
+			block_put(it->c);
 			it->c = NULL;
 		}
 		queue_put(&reorder_q[qid], in, n);
@@ -444,6 +486,7 @@ static uint64_t written, duplicates;
 
 static void *reorder(void *unused)
 {
+	/* Every coarse chunk but the last is longer than COARSE_JUMP. */
 	size_t nl1 = input_len / COARSE_JUMP + 2;
 	struct pending *pend = calloc(nl1, sizeof(*pend));
 	uint64_t next_l1 = 0, next_l2 = 0;
