@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 OVERSUB := target/release/oversub
 
-.PHONY: run test deps build test-sim test-docs test-docs-slow lint bench python test-python
+.PHONY: run test deps build test-sim test-docs test-docs-slow lint bench python test-python measure measure-perf
 
 ## make run: install what is missing, build release, run the quick reproduction
 ## of the seeds' evaluation (README "make run"); the report is out/reproduce-quick/report.html.
@@ -47,6 +47,17 @@ test-docs-slow: deps
 ## make bench: events/s against a lean event loop, scaling, peak memory (docs/performance.md).
 bench: build
 	nice -n 10 target/release/oversub-bench
+
+## make measure: record the real programs behind the named workloads with
+## `oversub record` into recordings/NAME (docs/workloads.md, "Real programs");
+## not part of `make test`. MEASURE_SECONDS sets each recording's length.
+MEASURE_SECONDS ?= 10
+measure: build
+	scripts/measure-real.sh --duration $(MEASURE_SECONDS)
+
+## make measure-perf: the same programs under perf stat, one table row each.
+measure-perf:
+	scripts/measure-real.sh --perf --duration $(MEASURE_SECONDS)
 
 ## make python: the project's .venv with the `oversub` Python package built
 ## from crates/oversub-python and python/ (docs/python.md).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what `make run` / `make test` need on a fresh Debian 12 machine.
-# Idempotent: installs only what is missing.  Usage: install-deps.sh [rust|kernel|conform|python|all]
+# Idempotent: installs only what is missing.  Usage: install-deps.sh [rust|kernel|conform|python|measure|all]
 set -euo pipefail
 what=${1:-all}
 
@@ -22,6 +22,15 @@ if [[ $what == conform || $what == all ]]; then
 	# `oversub conform FILE.json` runs rt-app programs with the real rt-app.
 	need_pkg rt-app
 fi
+if [[ $what == measure || $what == all ]]; then
+	# `make measure` (scripts/measure-real.sh): the real programs behind the
+	# named workloads, the libraries the project's own programs/ build
+	# against, the kernel tree kernbench compiles, and the tools that count.
+	for p in build-essential pkg-config dbench rt-tests sysbench libvips-dev zlib1g-dev libssl-dev \
+		linux-source-6.12 bc flex bison libelf-dev e2fsprogs time linux-perf; do
+		need_pkg "$p"
+	done
+fi
 if [[ $what == kernel || $what == all ]]; then
 	for p in linux-source-6.12 build-essential bc flex bison libelf-dev libssl-dev dwarves cpio \
 		kmod rsync ccache sparse python3 python3-ply qemu-system-x86 busybox-static; do
@@ -32,7 +41,7 @@ if ((${#apt_pkgs[@]})); then
 	echo "install-deps: apt-get install ${apt_pkgs[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q >/dev/null
-	apt-get install -y -q "${apt_pkgs[@]}" >/dev/null
+	apt-get install -o DPkg::Lock::Timeout=600 -y -q "${apt_pkgs[@]}" >/dev/null
 fi
 
 if [[ $what == rust || $what == all ]]; then

@@ -119,6 +119,36 @@ fn a_wakeup_on_an_idle_vcpu_halts_and_sends_a_reschedule_ipi() {
     assert!(vcpu1.cpu_ns < 400_000_000, "vCPU 1 ran {} ns", vcpu1.cpu_ns);
 }
 
+#[test]
+fn a_queue_batch_wakes_the_guest_consumer_once() {
+    let r = two_vcpus("queue_batch.json", false, true, 1);
+    let v = &r.vms[0];
+    let (p, c) = (thread(&r, "prod"), thread(&r, "cons"));
+    assert!(p.phase_loops > 900, "{p:?}");
+    // Every batch is consumed: the consumer keeps pace, one batch behind.
+    assert!(p.phase_loops - c.phase_loops <= 1, "prod {p:?} cons {c:?}");
+    // One wakeup per batch of 20 (not per item): vCPU 1 halts after each
+    // batch and is woken by one reschedule IPI.
+    assert!(
+        v.ipis_sent >= c.phase_loops / 2 && v.ipis_sent <= c.phase_loops + 2,
+        "IPIs {} for {} batches",
+        v.ipis_sent,
+        c.phase_loops
+    );
+    assert!(v.halts >= c.phase_loops / 2, "halts {}", v.halts);
+}
+
+#[test]
+fn a_full_queue_holds_the_guest_producer_to_the_consumer() {
+    let r = two_vcpus("queue_bounded.json", false, true, 1);
+    let (p, c) = (thread(&r, "prod"), thread(&r, "cons"));
+    assert!(c.phase_loops > 900, "{c:?}");
+    // At most the capacity (4) ahead, plus the item in hand.
+    assert!(p.phase_loops <= c.phase_loops + 5, "prod {p:?} cons {c:?}");
+    // So the producer's vCPU mostly idles: ~1000 items x 10 us.
+    assert!(p.cpu_ns < 30_000_000, "prod ran {} ns", p.cpu_ns);
+}
+
 /// Host-only run of an rt-app file on 2 CPUs.
 fn host_only(path: &str) -> Report {
     let src = std::fs::read_to_string(path).unwrap();

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 fn event(kind: u8, a: u16, well_formed: bool) -> Vec<(String, String)> {
     let m = format!("\"m{}\"", a % 2);
     let c = format!("\"c{}\"", a % 2);
-    match kind % 9 {
+    match kind % 10 {
         0 => vec![("run".into(), (a % 3000).to_string())],
         1 => vec![("sleep".into(), (a % 3000).to_string())],
         2 => vec![(
@@ -37,7 +37,16 @@ fn event(kind: u8, a: u16, well_formed: bool) -> Vec<(String, String)> {
         5 => vec![("signal".into(), c)],
         6 => vec![("broad".into(), c)],
         7 => vec![("yield".into(), "\"\"".into())],
-        _ => vec![("barrier".into(), format!("\"b{}\"", a % 2))],
+        8 => vec![("barrier".into(), format!("\"b{}\"", a % 2))],
+        // Queues (extension): a batch above the capacity is refused.
+        _ => vec![(
+            if a % 2 == 0 { "put" } else { "get" }.into(),
+            format!(
+                "{{\"queue\": \"q{}\", \"items\": {}, \"capacity\": 8}}",
+                a % 3,
+                if well_formed { 1 + a % 3 } else { 9 }
+            ),
+        )],
     }
 }
 

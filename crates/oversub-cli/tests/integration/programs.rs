@@ -74,6 +74,32 @@ fn condition_variables_pass_the_turn() {
 
 /// `run` on a host whose wake path and switches are free (`[host.costs]`
 /// zero), for exact timings.
+#[test]
+fn a_bounded_queue_holds_a_fast_producer_to_its_consumer() {
+    // A producer making an item in 10 us and a consumer using 1 ms per item,
+    // on 2 CPUs for 1 s. Unbounded (capacity far above what 1 s produces),
+    // the producer runs all the time; with capacity 4 it blocks on the full
+    // queue and makes one item per item consumed.
+    let src = |cap: u32| {
+        format!(
+            r#"{{"global": {{"duration": 1}}, "tasks": {{
+              "prod": {{"run": 10, "put": {{"queue": "q", "capacity": {cap}}}}},
+              "cons": {{"get": {{"queue": "q"}}, "run": 1000}}}}}}"#
+        )
+    };
+    let free = run(&src(1_000_000));
+    let bounded = run(&src(4));
+    assert!(cpu(&free, "prod") > 900_000_000, "{}", cpu(&free, "prod"));
+    assert!(cpu(&free, "cons") > 900_000_000);
+    // ~1000 items consumed in 1 s, at most 4 ahead: ~1004 x 10 us.
+    assert!(
+        cpu(&bounded, "prod") < 20_000_000,
+        "{}",
+        cpu(&bounded, "prod")
+    );
+    assert!(cpu(&bounded, "cons") > 900_000_000);
+}
+
 fn run_free(src: &str) -> Report {
     let mut sc = scenario("test.json", src).unwrap_or_else(|e| panic!("{e}"));
     sc.host.costs = oversub::sched::HostCosts::ZERO;
@@ -153,6 +179,20 @@ fn cli_runs_rtapp_files_and_rejects_bad_ones_in_one_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.contains("bad.json: tasks.t.sleeep: unknown key"),
+        "{err}"
+    );
+    let badq = dir.join("badq.json");
+    std::fs::write(
+        &badq,
+        r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 1, "put": {"queue": "q", "items": 3, "capacity": 2}}}}"#,
+    )
+    .unwrap();
+    let (code, _, err) = cli(&["run", badq.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("badq.json: tasks: thread t phase")
+            && err.contains("a batch of 3 items on queue \"q\" of capacity 2: allowed 1 ..= 2"),
         "{err}"
     );
     let (code, out, _) = cli(&["check", good.to_str().unwrap()]);

@@ -22,10 +22,18 @@
 //! * barriers: rt-app's counter starting at users - 1; the last arrival
 //!   broadcasts.
 //! * `yield`: `sched_yield()`.
+//! * queues (extension): a bounded FIFO of counted items behind a pthread
+//!   mutex and two condition variables, as PARSEC's and most pipelines'
+//!   queues are: `put` of k items blocks while they do not fit, then
+//!   signals `not_empty` (one waiting consumer woken per batch); `get` of k
+//!   blocks while fewer than k are queued, then signals `not_full` (one
+//!   waiting producer). A woken thread retries and waits again, at the
+//!   tail, if another thread took the room or the items first. The queue
+//!   mutex's hold time is not modelled.
 
 use crate::engine::{Nanos, Time};
 use crate::workload::ir::{
-    BarrierId, CondId, Event, KlockId, MutexId, Program, SleepMode, TimerId,
+    BarrierId, CondId, Event, KlockId, MutexId, Program, QueueId, SleepMode, TimerId,
 };
 use std::collections::VecDeque;
 
@@ -110,6 +118,11 @@ pub struct ThreadStats {
     /// (spinning and sleeping), and how often it was found taken.
     pub sleeping_lock_wait_ns: u64,
     pub sleeping_lock_waits: u64,
+    /// Time from a queue `put` / `get` that found the queue full / short
+    /// to its completion (the futex waits on the queue's conditions), and
+    /// how often that happened.
+    pub queue_wait_ns: u64,
+    pub queue_waits: u64,
     /// Duration of each loop iteration (from the thread's start or the end
     /// of the previous one): the program's per-op latency.
     pub loop_ns: crate::stats::hist::LogHist,
@@ -130,6 +143,8 @@ struct ThreadRt {
     lock_wait_since: Option<Time>,
     /// Since when it waits for a kernel sleeping lock.
     sleeping_wait_since: Option<Time>,
+    /// Since when it waits on a queue.
+    queue_wait_since: Option<Time>,
     stats: ThreadStats,
 }
 
@@ -144,6 +159,18 @@ struct SleepingLockRt {
     waiters: VecDeque<(usize, SleepMode)>,
 }
 
+/// A bounded queue: items queued, capacity, and the threads waiting on its
+/// two condition variables (FIFO).
+#[derive(Clone, Debug, Default)]
+struct QueueRt {
+    count: u64,
+    cap: u64,
+    /// Waiting in `put` (on `not_full`).
+    putters: VecDeque<usize>,
+    /// Waiting in `get` (on `not_empty`).
+    getters: VecDeque<usize>,
+}
+
 /// A program being run.
 #[derive(Clone, Debug)]
 pub struct ProgramRt {
@@ -156,6 +183,7 @@ pub struct ProgramRt {
     barrier_waiters: Vec<Vec<usize>>,
     timer_next: Vec<Option<Time>>,
     sleeping: Vec<SleepingLockRt>,
+    queues: Vec<QueueRt>,
     /// A sleeping lock was released since the last `take_released`.
     released: bool,
 }
@@ -178,6 +206,7 @@ impl ProgramRt {
                     done: false,
                     lock_wait_since: None,
                     sleeping_wait_since: None,
+                    queue_wait_since: None,
                     stats: ThreadStats::default(),
                 };
                 n
@@ -193,6 +222,14 @@ impl ProgramRt {
             barrier_waiters: vec![Vec::new(); prog.barriers.len()],
             timer_next: vec![None; prog.timers.len()],
             sleeping: vec![SleepingLockRt::default(); prog.klocks.len()],
+            queues: prog
+                .queues
+                .iter()
+                .map(|(_, cap)| QueueRt {
+                    cap: *cap,
+                    ..QueueRt::default()
+                })
+                .collect(),
             released: false,
             prog,
         }
@@ -378,6 +415,54 @@ impl ProgramRt {
         std::mem::take(&mut self.released)
     }
 
+    /// `put` (`get` when `!put`) of `items` on `q` for `t`: done (and one
+    /// waiter of the other side woken), or `t` queued to wait.
+    fn queue_op(
+        &mut self,
+        t: usize,
+        q: QueueId,
+        items: u32,
+        put: bool,
+        now: Time,
+        wake: &mut Vec<usize>,
+    ) -> bool {
+        let k = u64::from(items);
+        let qr = &mut self.queues[q.idx()];
+        let fits = if put {
+            qr.count + k <= qr.cap
+        } else {
+            qr.count >= k
+        };
+        let th = &mut self.threads[t];
+        if !fits {
+            th.queue_wait_since.get_or_insert(now);
+            if put {
+                qr.putters.push_back(t);
+            } else {
+                qr.getters.push_back(t);
+            }
+            return false;
+        }
+        let other = if put {
+            qr.count += k;
+            qr.getters.pop_front()
+        } else {
+            qr.count -= k;
+            qr.putters.pop_front()
+        };
+        wake.extend(other);
+        if let Some(since) = th.queue_wait_since.take() {
+            th.stats.queue_wait_ns += (now - since).0;
+            th.stats.queue_waits += 1;
+        }
+        true
+    }
+
+    /// Items in queue `q` now.
+    pub fn queue_len(&self, q: QueueId) -> u64 {
+        self.queues[q.idx()].count
+    }
+
     fn signal(&mut self, c: CondId, wake: &mut Vec<usize>) {
         if let Some(w) = self.cond_waiters[c.idx()].pop_front() {
             wake.push(w);
@@ -553,6 +638,14 @@ impl ProgramRt {
                     self.threads[t].pending = Pending::Done;
                     return Action::Yield;
                 }
+                // Blocked: stepping again (after the wakeup) retries it.
+                Event::Put { queue, items } | Event::Get { queue, items } => {
+                    let put = matches!(self.event(t), Event::Put { .. });
+                    if !self.queue_op(t, queue, items, put, now, wake) {
+                        return Action::Sleep(None);
+                    }
+                    self.advance(t, now);
+                }
                 // `run` in the kernel, the last `hold` of it under `lock`.
                 Event::Syscall { lock, run, hold } => {
                     let pre = Nanos(run.0.saturating_sub(hold.0));
@@ -700,6 +793,84 @@ mod tests {
         assert_eq!(p.stats(0).phase_loops, 0);
         assert_eq!(p.step(0, t0).1, Action::Run(Nanos::from_us(3)));
         assert_eq!(p.stats(0).phase_loops, 1);
+    }
+
+    /// A producer putting batches of `k` into queue "q" of capacity `cap`,
+    /// and `consumers` threads taking batches of `k`.
+    fn queue_prog(cap: u32, k: u32, consumers: u32) -> ProgramRt {
+        rt(&format!(
+            r#"{{"global": {{"duration": 1}}, "tasks": {{
+              "c": {{"instance": {consumers}, "get": {{"queue": "q", "items": {k}}}, "run": 5}},
+              "p": {{"run": 2, "put": {{"queue": "q", "items": {k}, "capacity": {cap}}}}}}}}}"#
+        ))
+    }
+
+    #[test]
+    fn a_consumer_blocks_on_an_empty_queue_until_a_put_wakes_it() {
+        let mut p = queue_prog(100, 1, 1);
+        let t0 = Time::ZERO;
+        // The consumer (thread 0) finds the queue empty and blocks.
+        assert_eq!(p.step(0, t0), (vec![], Action::Sleep(None)));
+        // The producer (thread 1) runs, then puts: the consumer is woken.
+        assert_eq!(p.step(1, t0).1, Action::Run(Nanos::from_us(2)));
+        let t1 = Time(2_000);
+        assert_eq!(p.step(1, t1), (vec![0], Action::Run(Nanos::from_us(2))));
+        assert_eq!(p.queue_len(QueueId(0)), 1);
+        // The woken consumer takes the item and runs.
+        let t2 = Time(3_000);
+        assert_eq!(p.step(0, t2), (vec![], Action::Run(Nanos::from_us(5))));
+        assert_eq!(p.queue_len(QueueId(0)), 0);
+        assert_eq!(p.stats(0).queue_waits, 1);
+        assert_eq!(p.stats(0).queue_wait_ns, 3_000);
+    }
+
+    #[test]
+    fn a_batch_wakes_one_consumer_and_a_loser_waits_again() {
+        let mut p = queue_prog(100, 20, 2);
+        let t0 = Time::ZERO;
+        assert_eq!(p.step(0, t0).1, Action::Sleep(None));
+        assert_eq!(p.step(1, t0).1, Action::Sleep(None));
+        assert_eq!(p.step(2, t0).1, Action::Run(Nanos::from_us(2)));
+        // One batch of 20: one wakeup (the first waiter), not a broadcast.
+        let t1 = Time(2_000);
+        assert_eq!(p.step(2, t1), (vec![0], Action::Run(Nanos::from_us(2))));
+        // The second batch wakes the other consumer.
+        let t2 = Time(4_000);
+        assert_eq!(p.step(2, t2), (vec![1], Action::Run(Nanos::from_us(2))));
+        assert_eq!(p.queue_len(QueueId(0)), 40);
+        // Both take their batch; a third get finds the queue empty again.
+        assert_eq!(p.step(1, t2).1, Action::Run(Nanos::from_us(5)));
+        assert_eq!(p.step(0, t2).1, Action::Run(Nanos::from_us(5)));
+        assert_eq!(p.queue_len(QueueId(0)), 0);
+        let t3 = Time(9_000);
+        assert_eq!(p.step(0, t3), (vec![], Action::Sleep(None)));
+        // A consumer woken for a batch another one took blocks again.
+        assert_eq!(p.step(2, t3), (vec![0], Action::Run(Nanos::from_us(2))));
+        assert_eq!(p.step(1, t3).1, Action::Run(Nanos::from_us(5)), "overtakes");
+        assert_eq!(
+            p.step(0, t3),
+            (vec![], Action::Sleep(None)),
+            "retries, waits"
+        );
+    }
+
+    #[test]
+    fn a_full_queue_blocks_the_producer_until_a_get_makes_room() {
+        let mut p = queue_prog(40, 20, 1);
+        let t0 = Time::ZERO;
+        // Two batches fill the queue of 40; the third put blocks.
+        assert_eq!(p.step(1, t0).1, Action::Run(Nanos::from_us(2)));
+        assert_eq!(p.step(1, t0).1, Action::Run(Nanos::from_us(2)));
+        assert_eq!(p.step(1, t0).1, Action::Run(Nanos::from_us(2)));
+        assert_eq!(p.step(1, t0), (vec![], Action::Sleep(None)));
+        assert_eq!(p.queue_len(QueueId(0)), 40);
+        // The consumer takes a batch: the producer is woken and puts.
+        let t1 = Time(7_000);
+        assert_eq!(p.step(0, t1), (vec![1], Action::Run(Nanos::from_us(5))));
+        assert_eq!(p.step(1, t1).1, Action::Run(Nanos::from_us(2)));
+        assert_eq!(p.queue_len(QueueId(0)), 40);
+        assert_eq!(p.stats(1).queue_waits, 1);
+        assert_eq!(p.stats(1).queue_wait_ns, 7_000);
     }
 
     #[test]

@@ -49,6 +49,10 @@ id!(
     /// A thread of the program (after instance expansion).
     ThreadId
 );
+id!(
+    /// A bounded, counted FIFO queue between threads (extension).
+    QueueId
+);
 
 /// One event of a phase (plain data: `Copy`, so the interpreter reads the
 /// current one without a per-variant clone).
@@ -117,6 +121,19 @@ pub enum Event {
         targets: u32,
         handler: Nanos,
         wait: bool,
+    },
+    /// Extension: put `items` items into a bounded queue as one batch
+    /// (a pthread mutex + two condition variables queue): blocks while the
+    /// batch does not fit; then wakes one waiting consumer.
+    Put {
+        queue: QueueId,
+        items: u32,
+    },
+    /// Extension: take `items` items from a queue as one batch: blocks
+    /// while fewer are queued; then wakes one waiting producer.
+    Get {
+        queue: QueueId,
+        items: u32,
     },
 }
 
@@ -200,6 +217,9 @@ pub struct Program {
     pub barriers: Vec<(String, u32)>,
     pub timers: Vec<String>,
     pub klocks: Vec<String>,
+    /// Queue names with their capacity in items (the `put`/`get`
+    /// extension).
+    pub queues: Vec<(String, u64)>,
     /// Run length (None: until every thread has finished).
     pub duration: Option<Nanos>,
     pub fidelity: Vec<FidelityNote>,
@@ -289,6 +309,17 @@ impl Program {
                         Event::Syscall { lock, .. } | Event::SleepingLock { lock, .. } => {
                             bad(lock.idx(), self.klocks.len(), "kernel lock")
                         }
+                        Event::Put { queue, items } | Event::Get { queue, items } => {
+                            bad(queue.idx(), self.queues.len(), "queue").or_else(|| {
+                                let (name, cap) = &self.queues[queue.idx()];
+                                (*items == 0 || u64::from(*items) > *cap).then(|| {
+                                    format!(
+                                        "{}: a batch of {items} items on queue \"{name}\" of capacity {cap}: allowed 1 ..= {cap}",
+                                        at(i)
+                                    )
+                                })
+                            })
+                        }
                         _ => None,
                     };
                     if let Some(msg) = check {
@@ -363,6 +394,13 @@ impl Program {
                 ))
                 }
                 _ => kinds[lock.idx()] = Some(kind),
+            }
+        }
+        for (name, cap) in &self.queues {
+            if *cap == 0 {
+                return Err(format!(
+                    "queue \"{name}\" has capacity 0: a queue holds at least 1 item"
+                ));
             }
         }
         for (name, users) in &self.barriers {

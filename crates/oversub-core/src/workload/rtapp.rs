@@ -22,12 +22,13 @@
 //!
 //! Extensions (keys rt-app ignores, so the same file runs on the real
 //! rt-app): the root object `oversub` (host parameters, read by the scenario
-//! layer) and the events `syscall`, `munmap` and `smp_call` for guest-kernel
-//! behaviour (docs/workloads.md, "Extensions").
+//! layer), the events `syscall`, `munmap` and `smp_call` for guest-kernel
+//! behaviour (docs/workloads.md, "Extensions"), and `put` / `get` on
+//! bounded, counted queues (docs/workloads.md, "Queues").
 
 use super::ir::{
-    BarrierId, CondId, Event, Fidelity, FidelityNote, KlockId, MutexId, Phase, Program, SleepMode,
-    Thread, TimerId,
+    BarrierId, CondId, Event, Fidelity, FidelityNote, KlockId, MutexId, Phase, Program, QueueId,
+    SleepMode, Thread, TimerId,
 };
 use super::json::{self, Json};
 use super::InputError;
@@ -47,7 +48,9 @@ const EVENTS: [&str; 16] = [
     "suspend", "resume", "mem", "iorun", "yield", "barrier",
 ];
 /// Extension events (not prefixes of, nor prefixed by, an rt-app event).
-const EXT_EVENTS: [&str; 3] = ["syscall", "munmap", "smp_call"];
+const EXT_EVENTS: [&str; 5] = ["syscall", "munmap", "smp_call", "put", "get"];
+/// The largest queue capacity and batch (items).
+const MAX_QUEUE_ITEMS: i64 = 1 << 32;
 const GLOBAL_KEYS: [&str; 13] = [
     "duration",
     "calibration",
@@ -91,12 +94,17 @@ fn us(v: i64) -> Nanos {
     Nanos((v as u64).saturating_mul(1000))
 }
 
+/// A queue as the file references it: name, capacity (from the first
+/// reference that gives one, with its path), and its first reference's path.
+type QueueRef = (String, Option<(u64, String)>, String);
+
 struct Builder {
     mutexes: Vec<String>,
     conds: Vec<String>,
     barriers: Vec<(String, u32)>,
     timers: Vec<String>,
     klocks: Vec<String>,
+    queues: Vec<QueueRef>,
     fidelity: Vec<FidelityNote>,
 }
 
@@ -552,6 +560,45 @@ impl Builder {
                     wait,
                 });
             }
+            "put" | "get" => {
+                let f = fields(v, at, &["queue", "items", "capacity"], &["queue"])?;
+                let (mut name, mut items, mut cap) = ("", 1, None);
+                for (k, x) in f {
+                    let a = format!("{at}.{k}");
+                    match k {
+                        "queue" => name = string(x, &a)?,
+                        "items" => items = int(x, &a, 1, MAX_QUEUE_ITEMS, " items")? as u32,
+                        _ => cap = Some((int(x, &a, 1, MAX_QUEUE_ITEMS, " items")? as u64, a)),
+                    }
+                }
+                let i = match self.queues.iter().position(|(n, ..)| n == name) {
+                    Some(i) => i,
+                    None => {
+                        self.queues.push((name.to_string(), None, at.to_string()));
+                        self.queues.len() - 1
+                    }
+                };
+                if let Some((c, a)) = cap {
+                    match &self.queues[i].1 {
+                        Some((c0, a0)) if *c0 != c => {
+                            return Err(InputError::new(
+                                a,
+                                format!(
+                                    "{c}: queue \"{name}\" has capacity {c0} at {a0}: one queue has one capacity"
+                                ),
+                            ))
+                        }
+                        Some(_) => {}
+                        None => self.queues[i].1 = Some((c, a)),
+                    }
+                }
+                let queue = QueueId(i as u32);
+                out.push(if kind == "put" {
+                    Event::Put { queue, items }
+                } else {
+                    Event::Get { queue, items }
+                });
+            }
             _ => unreachable!("every event kind is handled"),
         }
         Ok(())
@@ -760,6 +807,7 @@ pub fn parse(src: &str) -> Result<RtApp, InputError> {
         barriers: Vec::new(),
         timers: Vec::new(),
         klocks: Vec::new(),
+        queues: Vec::new(),
         fidelity: Vec::new(),
     };
     let mut duration = None;
@@ -811,6 +859,16 @@ pub fn parse(src: &str) -> Result<RtApp, InputError> {
         }
         b.task(name, v, &mut threads)?;
     }
+    let mut queues = Vec::new();
+    for (name, cap, first) in b.queues {
+        let Some((cap, _)) = cap else {
+            return Err(InputError::new(
+                format!("{first}.capacity"),
+                format!("queue \"{name}\" has no capacity: give \"capacity\" (1 ..= {MAX_QUEUE_ITEMS} items) on one of its put or get events"),
+            ));
+        };
+        queues.push((name, cap));
+    }
     let program = Program {
         threads,
         mutexes: b.mutexes,
@@ -818,6 +876,7 @@ pub fn parse(src: &str) -> Result<RtApp, InputError> {
         barriers: b.barriers,
         timers: b.timers,
         klocks: b.klocks,
+        queues,
         duration,
         fidelity: b.fidelity,
     };
@@ -952,6 +1011,66 @@ mod tests {
                 }
             ]
         );
+    }
+
+    #[test]
+    fn queues_parse_with_one_capacity_and_bad_ones_name_the_field() {
+        let p = prog(
+            r#"{"global": {"duration": 1}, "tasks": {
+              "p": {"run": 1, "put": {"queue": "q", "items": 20, "capacity": 1048576}},
+              "c": {"get": {"queue": "q", "items": 20, "capacity": 1048576}, "run": 1, "get1": {"queue": "r", "capacity": 4}},
+              "d": {"put": {"queue": "r"}, "run": 1}}}"#,
+        );
+        assert_eq!(p.queues, [("q".to_string(), 1 << 20), ("r".to_string(), 4)]);
+        assert_eq!(
+            p.threads[1].phases[0].events[0],
+            Event::Get {
+                queue: QueueId(0),
+                items: 20
+            }
+        );
+        assert_eq!(
+            p.threads[2].phases[0].events[0],
+            Event::Put {
+                queue: QueueId(1),
+                items: 1
+            }
+        );
+        assert!(!p.uses_kernel_extensions(), "queues are user-space objects");
+        for (src, want) in [
+            (
+                r#"{"global": {"duration": 1}, "tasks": {"t": {"put": {"queue": "q"}, "run": 1}}}"#,
+                "tasks.t.put.capacity: queue \"q\" has no capacity",
+            ),
+            (
+                r#"{"global": {"duration": 1}, "tasks": {"t": {"put": {"queue": "q", "capacity": 8}, "get": {"queue": "q", "capacity": 9}}}}"#,
+                "tasks.t.get.capacity: 9: queue \"q\" has capacity 8 at tasks.t.put.capacity",
+            ),
+            (
+                r#"{"global": {"duration": 1}, "tasks": {"t": {"put": {"queue": "q", "items": 0, "capacity": 8}}}}"#,
+                "tasks.t.put.items: 0 is out of range: allowed 1 ..= 4294967296 items",
+            ),
+            (
+                r#"{"global": {"duration": 1}, "tasks": {"t": {"put": {"queue": "q", "items": 9, "capacity": 8}}}}"#,
+                "a batch of 9 items on queue \"q\" of capacity 8: allowed 1 ..= 8",
+            ),
+            (
+                r#"{"global": {"duration": 1}, "tasks": {"t": {"put": {"queue": "q", "capacity": 0}}}}"#,
+                "tasks.t.put.capacity: 0 is out of range",
+            ),
+            (
+                r#"{"global": {"duration": 1}, "tasks": {"t": {"get": {"queue": "q", "capacity": 2, "batch": 1}}}}"#,
+                "tasks.t.get.batch: unknown key: allowed queue, items, capacity",
+            ),
+            (
+                r#"{"global": {"duration": 1}, "tasks": {"t": {"get": {"items": 1}}}}"#,
+                "tasks.t.get.queue: required",
+            ),
+        ] {
+            let e = err(src);
+            assert!(e.contains(want), "{e} (wanted {want})");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
     }
 
     #[test]

@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# The real programs behind the named workloads, each in one defined
+# configuration (docs/workloads.md, "Real programs"): `make measure`.
+#
+#   scripts/measure-real.sh [--duration S] [--perf] [NAME...]
+#
+# Default: records each program with the project's recorder,
+#   target/release/oversub record --out recordings/NAME --duration S -- CMD
+# and appends the program's op count to recordings/NAME/ops.txt
+# ("program op markers" in docs/workloads.md). Fails with one line if the
+# built oversub has no `record` subcommand yet.
+# --perf: instead runs each program once under `perf stat` and /usr/bin/time
+# and prints one markdown row per program (the table in docs/workloads.md).
+# --run NAME: runs one program in its configuration (what is recorded).
+#
+# Programs (NAME): dbench-tmpfs dbench-ext4 vips hackbench kernbench
+# sysbench-threads sysbench-mutex dedup ebizzy ebizzy-M. Needs root (mounts,
+# tracepoints); installs what it needs (scripts/install-deps.sh measure) and
+# builds programs/ (dedup, ebizzy, vipsbench). Inputs, mounts and the kernel
+# tree live in $OVERSUB_MEASURE_DIR (default /tmp/oversub-measure).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+W=${OVERSUB_MEASURE_DIR:-/tmp/oversub-measure}
+THREADS=16 # the published runs' vCPUs per VM: 16 threads/clients/jobs
+ALL=(dbench-tmpfs dbench-ext4 vips hackbench kernbench sysbench-threads sysbench-mutex dedup ebizzy ebizzy-M)
+bin=$here/programs/bin
+
+die() {
+	echo "measure: $*" >&2
+	exit 2
+}
+
+# ---- setup (idempotent) ----
+
+mounted() { mountpoint -q "$1"; }
+
+setup_tmpfs() {
+	mkdir -p "$W/tmpfs"
+	mounted "$W/tmpfs" || mount -t tmpfs -o size=2g oversub-measure "$W/tmpfs"
+}
+
+setup_ext4() {
+	mkdir -p "$W/ext4"
+	if ! mounted "$W/ext4"; then
+		[[ -f $W/ext4.img ]] || { truncate -s 2G "$W/ext4.img" && mkfs.ext4 -q -F "$W/ext4.img"; }
+		mount -o loop "$W/ext4.img" "$W/ext4"
+	fi
+}
+
+# PARSEC simlarge sizes: dedup 184 MiB of input, vips a 2662x5500 image.
+setup_inputs() {
+	mkdir -p "$W"
+	[[ -f $W/dedup-simlarge.dat ]] || "$bin/dedup" -g 184 -o "$W/dedup-simlarge.dat"
+	[[ -f $W/vips-simlarge.v ]] || "$bin/vipsbench" -g 2662x5500 "$W/vips-simlarge.v"
+}
+
+# kernbench: the 6.12 tree, configured (defconfig) and prepared once; the
+# timed part compiles kernel/sched/ and mm/ from scratch.
+setup_kernel() {
+	local k=$W/linux
+	if [[ ! -f $k/.oversub-prepared ]]; then
+		rm -rf "$k"
+		mkdir -p "$k"
+		echo "measure: unpacking /usr/src/linux-source-6.12.tar.xz into $k" >&2
+		tar -xJf /usr/src/linux-source-6.12.tar.xz -C "$k" --strip-components=1
+		make -s -C "$k" defconfig
+		make -s -C "$k" -j"$(nproc)" prepare
+		touch "$k/.oversub-prepared"
+	fi
+}
+
+setup() {
+	"$here/scripts/install-deps.sh" measure
+	make -s -C "$here/programs"
+	setup_tmpfs
+	setup_ext4
+	setup_inputs
+	if [[ " ${names[*]} " == *" kernbench "* ]]; then setup_kernel; fi
+}
+
+# ---- one program in its configuration ----
+
+# ops FILE PROGRAM UNIT N SECONDS: the op line of a program that has no
+# markers of its own (Debian's programs), from its output.
+ops_line() {
+	[[ -n ${OVERSUB_OPS_FILE:-} ]] || return 0
+	echo "program=$1 unit=$2 ops=$3 seconds=$4" >>"$OVERSUB_OPS_FILE"
+}
+
+run_one() { # NAME; stdout = the program's output
+	local name=$1 d=$DURATION out t0 t1
+	out=$(mktemp /tmp/oversub-measure-out.XXXXXX)
+	t0=$(date +%s.%N)
+	case $name in
+	dbench-tmpfs | dbench-ext4)
+		local dir=$W/${name#dbench-}/dbench
+		rm -rf "$dir" && mkdir -p "$dir"
+		dbench -t "$d" -D "$dir" "$THREADS" >"$out" 2>&1
+		t1=$(date +%s.%N)
+		ops_line "$name" operations \
+			"$(awk '/^ Operation/ { on = 1; next } on && NF == 4 && $2 ~ /^[0-9]+$/ { s += $2 } END { print s + 0 }' "$out")" \
+			"$(echo "$t1 - $t0" | bc)"
+		;;
+	vips)
+		# One pass takes a few seconds here; enough passes for the duration.
+		"$bin/vipsbench" -t "$THREADS" -p "$((d / 4 + 1))" "$W/vips-simlarge.v" "$W/tmpfs/vips-out.v" >"$out" 2>&1
+		;;
+	hackbench)
+		# Threads, 2 groups of 8 senders x 8 receivers (32 threads), sockets.
+		hackbench -T -g 2 -f 8 -l "$((1000 * d))" >"$out" 2>&1
+		t1=$(date +%s.%N)
+		ops_line hackbench messages "$((2 * 8 * 8 * 1000 * d))" "$(echo "$t1 - $t0" | bc)"
+		;;
+	kernbench)
+		local k=$W/linux
+		find "$k/kernel/sched" "$k/mm" -name '*.o' -delete
+		make -s -C "$k" -j"$THREADS" kernel/sched/ mm/ >"$out" 2>&1
+		t1=$(date +%s.%N)
+		ops_line kernbench objects "$(find "$k/kernel/sched" "$k/mm" -name '*.o' -newer "$out" | wc -l)" \
+			"$(echo "$t1 - $t0" | bc)"
+		;;
+	sysbench-threads)
+		sysbench threads --threads="$THREADS" --time="$d" run >"$out" 2>&1
+		t1=$(date +%s.%N)
+		ops_line "$name" events "$(awk '/total number of events/ { print $NF }' "$out")" "$(echo "$t1 - $t0" | bc)"
+		;;
+	sysbench-mutex)
+		# Fixed work (sysbench's defaults: 4096 mutexes, 50000 locks of 10000 loops per thread).
+		sysbench mutex --threads="$THREADS" run >"$out" 2>&1
+		t1=$(date +%s.%N)
+		ops_line "$name" locks "$((THREADS * 50000))" "$(echo "$t1 - $t0" | bc)"
+		;;
+	dedup)
+		"$bin/dedup" -t "$THREADS" -p "$((d / 8 + 1))" -i "$W/dedup-simlarge.dat" -o "$W/tmpfs/dedup-out.dd" >"$out" 2>&1
+		;;
+	ebizzy)
+		"$bin/ebizzy" -t "$THREADS" -S "$d" >"$out" 2>&1
+		;;
+	ebizzy-M)
+		"$bin/ebizzy" -t "$THREADS" -S "$d" -M >"$out" 2>&1
+		;;
+	*) die "unknown program $name (known: ${ALL[*]})" ;;
+	esac
+	cat "$out"
+	rm -f "$out"
+}
+
+# ---- modes ----
+
+DURATION=10
+MODE=record
+names=()
+while (($#)); do
+	case $1 in
+	--duration)
+		[[ ${2:-} =~ ^[0-9]+$ ]] && ((${2} >= 1 && ${2} <= 600)) || die "--duration ${2:-}: allowed 1..600 (seconds)"
+		DURATION=$2
+		shift 2
+		;;
+	--perf)
+		MODE=perf
+		shift
+		;;
+	--run)
+		[[ -n ${2:-} ]] || die "--run needs a program name"
+		MODE=run
+		names=("$2")
+		shift 2
+		;;
+	-*) die "unknown option $1 (allowed: --duration S, --perf, --run NAME)" ;;
+	*)
+		names+=("$1")
+		shift
+		;;
+	esac
+done
+((${#names[@]})) || names=("${ALL[@]}")
+for n in "${names[@]}"; do
+	[[ " ${ALL[*]} " == *" $n "* ]] || die "unknown program $n (known: ${ALL[*]})"
+done
+[[ $(id -u) == 0 ]] || die "needs root (tmpfs/loop mounts, tracepoints)"
+
+if [[ $MODE == run ]]; then
+	run_one "${names[0]}"
+	exit 0
+fi
+
+oversub=$here/target/release/oversub
+if [[ $MODE == record ]]; then
+	[[ -x $oversub ]] || die "$oversub is not built (cargo build --release --locked)"
+	"$oversub" record --help >/dev/null 2>&1 ||
+		die "$oversub has no 'record' subcommand yet (issue 24 item 1); use --perf to measure without it"
+fi
+
+setup
+
+if [[ $MODE == record ]]; then
+	mkdir -p "$here/recordings"
+	for n in "${names[@]}"; do
+		new=$here/recordings/$n.new
+		rm -rf "$new" "$new.ops"
+		echo "measure: recording $n (${DURATION} s)" >&2
+		# The recorder creates --out itself; the op count joins it after.
+		OVERSUB_OPS_FILE=$new.ops OVERSUB_OP_MARK=1 \
+			"$oversub" record --out "$new" --duration "${DURATION}s" -- \
+			"$here/scripts/measure-real.sh" --duration "$DURATION" --run "$n" ||
+			{ rm -rf "$new" "$new.ops"; die "recording $n failed"; }
+		[[ -s $new.ops ]] || { rm -rf "$new" "$new.ops"; die "$n wrote no op count (OVERSUB_OPS_FILE)"; }
+		mv "$new.ops" "$new/ops.txt"
+		rm -rf "$here/recordings/$n"
+		mv "$new" "$here/recordings/$n"
+	done
+	exit 0
+fi
+
+# --perf: per program, over its process tree (perf inherits to children).
+echo "machine: $(nproc) CPUs, $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC'), $(uptime | sed 's/.*load/load/')"
+echo
+echo "| program | wall s | CPU s | CPU util (of $(nproc)) | ops | ops/s | CPU us/op | switches/op | vol. / invol. switches | wakeups/op | futex calls/op | IPIs/op | TLB shootdowns/op | page faults/op |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+tmp=$(mktemp -d /tmp/oversub-perf.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+for n in "${names[@]}"; do
+	rm -f "$tmp/ops"
+	t0=$(date +%s.%N)
+	OVERSUB_OPS_FILE=$tmp/ops /usr/bin/time -f '%c %w' -o "$tmp/time" \
+		perf stat -x, -o "$tmp/perf" \
+		-e task-clock,context-switches,page-faults,sched:sched_wakeup,ipi:ipi_send_cpu,ipi:ipi_send_cpumask \
+		-e syscalls:sys_enter_futex \
+		-e tlb:tlb_flush --filter 'reason==4' -- \
+		"$here/scripts/measure-real.sh" --duration "$DURATION" --run "$n" >"$tmp/out" 2>&1 ||
+		{ echo "measure: $n failed:" >&2; tail -5 "$tmp/out" >&2; continue; }
+	t1=$(date +%s.%N)
+	ops=$(sed -n 's/.* ops=\([0-9]*\) .*/\1/p' "$tmp/ops" | tail -1)
+	read -r invol vol <"$tmp/time"
+	awk -F, -v name="$n" -v wall="$(echo "$t1 - $t0" | bc)" -v ops="${ops:-0}" -v cpus="$(nproc)" \
+		-v vol="$vol" -v invol="$invol" '
+		$3 == "task-clock" { cpu = $1 / 1000 }
+		$3 == "context-switches" { cs = $1 }
+		$3 == "page-faults" { pf = $1 }
+		$3 == "sched:sched_wakeup" { wk = $1 }
+		$3 == "ipi:ipi_send_cpu" || $3 == "ipi:ipi_send_cpumask" { ipi += $1 }
+		$3 == "syscalls:sys_enter_futex" { fx = $1 }
+		$3 == "tlb:tlb_flush" { tlb = $1 }
+		END { o = ops > 0 ? ops : 1
+			printf "| %s | %.2f | %.2f | %.0f%% | %d | %.1f | %.1f | %.4g | %d / %d | %.4g | %.4g | %.4g | %.4g | %.4g |\n",
+			name, wall, cpu, 100 * cpu / (wall * cpus), ops, ops / wall, cpu * 1e6 / o, cs / o, vol, invol,
+			wk / o, fx / o, ipi / o, tlb / o, pf / o }' "$tmp/perf"
+done
