@@ -40,9 +40,17 @@ pub fn verdict(r: &Row) -> &'static str {
     }
 }
 
+/// Whether `n` values fell into modes worth a line: more than one mode, and
+/// at least one holding two values or more (values each a mode of their
+/// own are just the values, shown by min..max).
+fn clustered(modes: &[Mode], n: usize) -> bool {
+    modes.len() > 1 && modes.len() < n
+}
+
 /// The table of one scenario's rows: one line per row, and below a row
-/// whose simulated values (or, with several real runs, real values) fall
-/// into more than one mode, a line with each side's modes (center x count).
+/// whose simulated or real values cluster into more than one mode
+/// ([`clustered`]), a line with the modes (center x count) of the seeds and,
+/// with several real runs, of the runs.
 pub fn table(rows: &[Row]) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -75,8 +83,7 @@ pub fn table(rows: &[Row]) -> String {
             fmt_val(m, r.tolerance),
             verdict(r),
         );
-        let real_modal = r.real.len() > 1 && r.real_modes.len() > 1;
-        if r.sim_modes.len() > 1 || real_modal {
+        if clustered(&r.sim_modes, r.sims.len()) || clustered(&r.real_modes, r.real.len()) {
             let mut line = format!("sim {}", fmt_modes(m, &r.sim_modes));
             if r.real.len() > 1 {
                 let _ = write!(line, "; real {}", fmt_modes(m, &r.real_modes));

@@ -128,6 +128,11 @@ fn bimodal_values_are_counted_per_mode() {
         t.contains("modes (gap > 0.83%): sim 40.00% x3, 44.00% x5; real 40.20% x2, 43.90% x1"),
         "{t}"
     );
+    // Three seeds, each its own mode, and one mode of the real runs: no
+    // modes line (the values are min..max).
+    let r = share_row("task", "h", &[0.44, 0.441], &[0.40, 0.42, 0.44], 0.001);
+    assert_eq!((r.sim_modes.len(), r.real_modes.len()), (3, 1));
+    assert!(!table(std::slice::from_ref(&r)).contains("modes"));
     // One mode on both sides: no modes line.
     let r = share_row("task", "h", &[0.44, 0.441], &[0.44, 0.441, 0.439], 0.001);
     assert_eq!((r.sim_modes.len(), r.real_modes.len()), (1, 1));
@@ -178,16 +183,14 @@ fn result_text_is_the_documented_table() {
     };
     // x: real 25 and 26% (mean 25.5), sim 24.9 and 25.1 (median 25.0):
     // -2.0%, tolerance the real spread (1 point) over 2% of real and the
-    // 0.4-point floor; the real runs lie more than the mode gap (2% of
-    // 25.5%) apart, so each is a mode of its own.
+    // 0.4-point floor. The two real runs lie more than the mode gap (2% of
+    // 25.5%) apart, each a mode of its own: no modes line.
     let want = "\
 conform/t.toml: PASS (2 real runs of 1000 ms)
   what   name                   metric       real       real min..max  sim median        sim min..max  rel.err      tol  verdict
   task   x                      share      25.50%      25.00%..26.00%      25.00%      24.90%..25.10%    -2.0%    1.00%  ok
-         modes (gap > 0.51%): sim 25.00% x2; real 25.00% x1, 26.00% x1
   task   y                      share      74.50%      74.00%..75.00%      75.00%      74.90%..75.10%     0.7%    1.49%  ok
   cgroup /a                     share      25.50%      25.00%..26.00%      25.00%      24.90%..25.10%    -2.0%    1.00%  ok
-         modes (gap > 0.51%): sim 25.00% x2; real 25.00% x1, 26.00% x1
   cgroup /b                     share      74.50%      74.00%..75.00%      75.00%      74.90%..75.10%     0.7%    1.49%  ok
 ";
     assert_eq!(result_text(&r), want);
