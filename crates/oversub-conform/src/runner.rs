@@ -442,6 +442,11 @@ fn run_file(
             skipped_share * 100.0,
             SKIPPED_LIMIT * 100.0
         );
+        // The figures are shown, but none is judged: no row may read "ok".
+        for r in rows.iter_mut() {
+            r.not_judged = r.judged() || r.not_judged;
+            r.pass = None;
+        }
         return res("skip", msg, rows);
     }
     // A periodic activation that the machine delayed past the next expiry
