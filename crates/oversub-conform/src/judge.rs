@@ -1,13 +1,18 @@
-//! The judge of `oversub conform`: a real figure against the simulated one.
-//! Each compared figure is a [`Row`] with the real runs' mean, min and max,
-//! the simulated value, its tolerance and a verdict (judged rows) or none
-//! (informational rows). Tolerances (docs/conformance.md): a CPU share
-//! agrees when |real - sim| <= max(2% of real, the real run-to-run spread,
-//! 0.2 points, one tick of the run); a latency median when |real - sim| <=
-//! max(25% of real, 5 us, the real run-to-run spread), widened by what the
-//! same run measured ([`widen_latency`]); p99 is informational. Documented
-//! disagreements (`# conform-known:` lines) are reported, not counted.
+//! The judge of `oversub conform`: the real runs against the simulated
+//! distribution. Each compared figure is a [`Row`] with the real runs'
+//! values (mean, min, max, modes), the simulated seeds' values (median, min,
+//! max, modes), its tolerance and a verdict (judged rows) or none
+//! (informational rows). Tolerances (docs/conformance.md): a CPU share's is
+//! max(2% of real, the real run-to-run spread, 0.2 points, one tick of the
+//! run); a latency median's max(25% of real, 5 us, the real run-to-run
+//! spread), widened by what the same run measured ([`widen_latency`]); p99
+//! is informational. A judged row passes when the real mean lies inside
+//! [simulated min - tolerance, simulated max + tolerance]; a row whose
+//! tolerance exceeds its own (real) value cannot fail and is "not judged".
+//! Documented disagreements (`# conform-known:` lines) are reported, not
+//! counted.
 
+use crate::distribution::{median, modes, Mode};
 use oversub::scenario::Scenario;
 use serde::Serialize;
 
@@ -53,12 +58,30 @@ pub struct Row {
     pub real: Vec<f64>,
     pub real_min: f64,
     pub real_max: f64,
-    pub sim: f64,
-    /// (sim - real_mean) / real_mean.
+    /// The modes of the real runs' values (gap rule: [`Row::mode_gap`]).
+    pub real_modes: Vec<Mode>,
+    /// Each simulated seed's value, in seed order.
+    pub sims: Vec<f64>,
+    pub sim_min: f64,
+    pub sim_median: f64,
+    pub sim_max: f64,
+    /// The modes of the simulated values.
+    pub sim_modes: Vec<Mode>,
+    /// (sim_median - real_mean) / real_mean.
     pub rel_err: f64,
     pub tolerance: f64,
-    /// None: informational only.
+    /// Two sorted neighbouring values further apart than this start a new
+    /// mode: the row's tolerance without its measured terms (real spread,
+    /// same-run widenings), i.e. the smallest difference the row resolves.
+    pub mode_gap: f64,
+    /// None: informational, or not judged.
     pub pass: Option<bool>,
+    /// The tolerance exceeds the row's own value (|real mean|): the row
+    /// could not fail, so it is not judged (pass is None).
+    pub not_judged: bool,
+    /// The float slack of a judged row's verdict; None: informational.
+    #[serde(skip)]
+    eps: Option<f64>,
     /// A documented disagreement (`# conform-known:` line of the scenario):
     /// a failure of this row is reported but not counted.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -147,21 +170,25 @@ fn cg_share(run: &RunFigures, cg: &str) -> f64 {
     s as f64 / total as f64
 }
 
-/// One comparison row: the real runs' mean, min and max against `sim`;
-/// `tol(mean, spread)` gives the tolerance; `judged` = Some(eps) judges
-/// |sim - mean| <= tolerance + eps, None leaves the row informational.
+/// One comparison row: the real runs' values against the simulated seeds'
+/// `sims`; `tol(mean, spread)` gives the tolerance (and, with spread 0, the
+/// mode gap); `judged` = Some(eps) judges the row with that float slack
+/// ([`Row::judge`]), None leaves it informational.
 fn row(
     (kind, name, metric): (&str, &str, &str),
     real: &[f64],
-    sim: f64,
-    tol: impl FnOnce(f64, f64) -> f64,
+    sims: &[f64],
+    tol: impl Fn(f64, f64) -> f64,
     judged: Option<f64>,
 ) -> Row {
     let mean = real.iter().sum::<f64>() / real.len().max(1) as f64;
     let min = real.iter().cloned().fold(f64::INFINITY, f64::min);
     let max = real.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let tolerance = tol(mean, max - min);
-    Row {
+    let sim_min = sims.iter().cloned().fold(f64::INFINITY, f64::min);
+    let sim_max = sims.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let sim_median = median(sims);
+    let gap = tol(mean, 0.0);
+    let mut r = Row {
         kind: kind.into(),
         name: name.into(),
         metric: metric.into(),
@@ -169,115 +196,168 @@ fn row(
         real: real.to_vec(),
         real_min: min,
         real_max: max,
-        sim,
-        rel_err: if mean > 0.0 { (sim - mean) / mean } else { 0.0 },
-        tolerance,
-        pass: judged.map(|eps| (sim - mean).abs() <= tolerance + eps),
+        real_modes: modes(real, gap),
+        sims: sims.to_vec(),
+        sim_min,
+        sim_median,
+        sim_max,
+        sim_modes: modes(sims, gap),
+        rel_err: if mean > 0.0 {
+            (sim_median - mean) / mean
+        } else {
+            0.0
+        },
+        tolerance: tol(mean, max - min),
+        mode_gap: gap,
+        pass: None,
+        not_judged: false,
+        eps: judged,
         known: None,
+    };
+    r.judge();
+    r
+}
+
+impl Row {
+    /// Judges the row with its current tolerance: not judged when the
+    /// tolerance exceeds |real mean|, else a pass when the real mean lies
+    /// in [sim_min - tolerance, sim_max + tolerance] (plus the float slack).
+    pub fn judge(&mut self) {
+        let Some(eps) = self.eps else {
+            self.pass = None;
+            self.not_judged = false;
+            return;
+        };
+        self.not_judged = self.tolerance > self.real_mean.abs();
+        self.pass = (!self.not_judged).then(|| {
+            let below = self.sim_min - self.real_mean;
+            let above = self.real_mean - self.sim_max;
+            below.max(above).max(0.0) <= self.tolerance + eps
+        });
+    }
+
+    /// Whether the row is judged (not informational, not "not judged").
+    pub fn judged(&self) -> bool {
+        self.pass.is_some()
     }
 }
 
 /// Float slack of a share verdict (shares are fractions summed from ns).
 pub(crate) const SHARE_EPS: f64 = 1e-12;
 
-pub(crate) fn share_row(kind: &str, name: &str, real: &[f64], sim: f64, floor: f64) -> Row {
+/// A CPU share row (`sims`: one value per simulated seed).
+pub fn share_row(kind: &str, name: &str, real: &[f64], sims: &[f64], floor: f64) -> Row {
     let tol = |mean: f64, spread: f64| (SHARE_REL_TOL * mean).max(spread).max(floor);
-    row((kind, name, "share"), real, sim, tol, Some(SHARE_EPS))
+    row((kind, name, "share"), real, sims, tol, Some(SHARE_EPS))
 }
 
-pub(crate) fn lat_row(name: &str, metric: &str, real: &[f64], sim: f64, judged: bool) -> Row {
+/// A latency row, ns (`sims`: one value per simulated seed); `judged`
+/// false for p99.
+pub fn lat_row(name: &str, metric: &str, real: &[f64], sims: &[f64], judged: bool) -> Row {
     // The real run-to-run spread counts as for shares: on a loaded machine
     // the wake path's median moves between runs.
     let tol = |mean: f64, spread: f64| (LAT_REL_TOL * mean).max(LAT_ABS_TOL_NS).max(spread);
     row(
         ("task", name, metric),
         real,
-        sim,
+        sims,
         tol,
         judged.then_some(0.0),
     )
 }
 
-/// Compares real runs (same task order as `sim`) with the simulated run.
-/// `floor` is the absolute share tolerance floor ([`share_floor`]).
-/// `duration_ns` converts migration counts into rates.
+/// Compares real runs with the simulated seeds `sims` (each in the real
+/// runs' task order; at least one). `floor` is the absolute share tolerance
+/// floor ([`share_floor`]). `duration_ns` converts migration counts into
+/// rates.
 pub fn compare(
     sc: &Scenario,
     real: &[RunFigures],
-    sim: &RunFigures,
+    sims: &[RunFigures],
     floor: f64,
     duration_ns: u64,
 ) -> Vec<Row> {
     let mut rows = Vec::new();
+    let Some(first) = sims.first() else {
+        return rows;
+    };
     let secs = duration_ns.max(1) as f64 / 1e9;
     let real_shares: Vec<Vec<f64>> = real.iter().map(shares).collect();
-    let sim_shares = shares(sim);
-    for (i, t) in sim.iter().enumerate() {
+    let sim_shares: Vec<Vec<f64>> = sims.iter().map(shares).collect();
+    let each = |f: &dyn Fn(&RunFigures) -> Option<f64>, runs: &[RunFigures]| -> Vec<f64> {
+        runs.iter().filter_map(f).collect()
+    };
+    for (i, t) in first.iter().enumerate() {
         let r: Vec<f64> = real_shares.iter().map(|s| s[i]).collect();
-        rows.push(share_row("task", &t.0, &r, sim_shares[i], floor));
-        if let Some((p50, p99)) = t.3 {
-            let r50: Vec<f64> = real
-                .iter()
-                .filter_map(|r| r[i].3)
-                .map(|l| l.0 as f64)
-                .collect();
-            let r99: Vec<f64> = real
-                .iter()
-                .filter_map(|r| r[i].3)
-                .map(|l| l.1 as f64)
-                .collect();
+        let s: Vec<f64> = sim_shares.iter().map(|s| s[i]).collect();
+        rows.push(share_row("task", &t.0, &r, &s, floor));
+        if t.3.is_some() {
+            let p50 = |f: &RunFigures| f[i].3.map(|l| l.0 as f64);
+            let p99 = |f: &RunFigures| f[i].3.map(|l| l.1 as f64);
+            let r50 = each(&p50, real);
             if !r50.is_empty() {
-                rows.push(lat_row(&t.0, "lat_p50", &r50, p50 as f64, true));
-                rows.push(lat_row(&t.0, "lat_p99", &r99, p99 as f64, false));
+                rows.push(lat_row(&t.0, "lat_p50", &r50, &each(&p50, sims), true));
+                rows.push(lat_row(
+                    &t.0,
+                    "lat_p99",
+                    &each(&p99, real),
+                    &each(&p99, sims),
+                    false,
+                ));
             }
         }
-        if let Some(m) = t.4 {
-            let rm: Vec<f64> = real
-                .iter()
-                .filter_map(|r| r[i].4)
-                .map(|x| x as f64 / secs)
-                .collect();
+        if t.4.is_some() {
+            let migr = |f: &RunFigures| f[i].4.map(|x| x as f64 / secs);
+            let rm = each(&migr, real);
             if rm.len() == real.len() && !rm.is_empty() {
-                rows.push(migr_row(&t.0, &rm, m as f64 / secs));
+                rows.push(migr_row(&t.0, &rm, &each(&migr, sims)));
             }
         }
     }
     for c in &sc.cgroups {
         let r: Vec<f64> = real.iter().map(|run| cg_share(run, &c.path)).collect();
-        rows.push(share_row(
-            "cgroup",
-            &c.path,
-            &r,
-            cg_share(sim, &c.path),
-            floor,
-        ));
+        let s: Vec<f64> = sims.iter().map(|run| cg_share(run, &c.path)).collect();
+        rows.push(share_row("cgroup", &c.path, &r, &s, floor));
     }
     rows
 }
 
 /// Adds `extra` (measured in the same run) to the tolerance of the judged
-/// `metric` rows and judges them again, with the `eps` they were built with.
-pub(crate) fn widen(rows: &mut [Row], metric: &str, extra: f64, eps: f64) {
+/// `metric` rows and judges them again ([`Row::judge`]).
+pub(crate) fn widen(rows: &mut [Row], metric: &str, extra: f64) {
     for r in rows
         .iter_mut()
-        .filter(|r| r.metric == metric && r.pass.is_some())
+        .filter(|r| r.metric == metric && r.eps.is_some())
     {
         r.tolerance += extra;
-        r.pass = Some((r.sim - r.real_mean).abs() <= r.tolerance + eps);
+        r.judge();
+    }
+}
+
+/// Raises the tolerance of the judged `metric` rows to at least
+/// `frac` x their real mean (measured in the same run) and judges them
+/// again.
+pub(crate) fn widen_to_fraction(rows: &mut [Row], metric: &str, frac: f64) {
+    for r in rows
+        .iter_mut()
+        .filter(|r| r.metric == metric && r.eps.is_some())
+    {
+        r.tolerance = r.tolerance.max(frac * r.real_mean);
+        r.judge();
     }
 }
 
 /// Adds `spread` (ns, measured in the same run) to the tolerance of the
 /// judged latency medians and judges them again.
 pub fn widen_latency(rows: &mut [Row], spread: f64) {
-    widen(rows, "lat_p50", spread, 0.0);
+    widen(rows, "lat_p50", spread);
 }
 
 /// Migrations per second (`se.nr_migrations` over the window): agree when
 /// |real - sim| <= max(MIGR_REL_TOL of real, the real spread, MIGR_ABS_TOL).
-fn migr_row(name: &str, real: &[f64], sim: f64) -> Row {
+fn migr_row(name: &str, real: &[f64], sims: &[f64]) -> Row {
     let tol = |mean: f64, spread: f64| (MIGR_REL_TOL * mean).max(spread).max(MIGR_ABS_TOL);
-    row(("task", name, "migr/s"), real, sim, tol, Some(1e-12))
+    row(("task", name, "migr/s"), real, sims, tol, Some(1e-12))
 }
 
 fn rate_row(name: &str, metric: &str, real: &[f64], sim: f64, tol: Option<f64>) -> Row {
@@ -285,7 +365,7 @@ fn rate_row(name: &str, metric: &str, real: &[f64], sim: f64, tol: Option<f64>) 
     row(
         ("task", name, metric),
         real,
-        sim,
+        &[sim],
         tolerance,
         tol.map(|_| 1e-9),
     )
@@ -416,7 +496,7 @@ mod tests {
         let rows = program_rows(&names, &[real(500)], &sim, 1_000_000_000);
         let by = |m: &str| rows.iter().find(|r| r.metric == m).unwrap().clone();
         assert_eq!(by("vol_sw/s").pass, Some(true));
-        assert!((by("vol_sw/s").sim - 500.0).abs() <= 1.0);
+        assert!((by("vol_sw/s").sim_median - 500.0).abs() <= 1.0);
         assert_eq!(by("invol_sw/s").pass, None, "informational");
         assert_eq!(by("wait_per_run").pass, None, "informational");
         assert_eq!(by("wait_per_run").real_mean, 2_000.0);
@@ -435,11 +515,11 @@ mod tests {
 
     #[test]
     fn share_tolerance_uses_spread() {
-        let r = share_row("task", "a", &[0.25, 0.25], 0.254, 0.002);
+        let r = share_row("task", "a", &[0.25, 0.25], &[0.254], 0.002);
         assert_eq!(r.pass, Some(true)); // 2% of 0.25 = 0.005
-        let r = share_row("task", "a", &[0.25, 0.25], 0.26, 0.002);
+        let r = share_row("task", "a", &[0.25, 0.25], &[0.26], 0.002);
         assert_eq!(r.pass, Some(false));
-        let r = share_row("task", "a", &[0.24, 0.26], 0.265, 0.002);
+        let r = share_row("task", "a", &[0.24, 0.26], &[0.265], 0.002);
         assert_eq!(r.pass, Some(true)); // spread 0.02
     }
 
@@ -447,18 +527,18 @@ mod tests {
     fn latency_median_within_25_percent_or_5us_no_20us_floor() {
         // The failure: 24.2 us real against a model without wake
         // costs (0 us) is a disagreement, not hidden by a floor.
-        let r = lat_row("waker", "lat_p50", &[24_200.0, 24_200.0], 0.0, true);
+        let r = lat_row("waker", "lat_p50", &[24_200.0, 24_200.0], &[0.0], true);
         assert_eq!(r.pass, Some(false));
         assert_eq!(r.tolerance, 6_050.0);
         // Small medians: 5 us absolute.
-        let r = lat_row("w", "lat_p50", &[6_000.0, 6_000.0], 10_900.0, true);
+        let r = lat_row("w", "lat_p50", &[6_000.0, 6_000.0], &[10_900.0], true);
         assert_eq!(r.pass, Some(true));
-        let r = lat_row("w", "lat_p50", &[6_000.0, 6_000.0], 11_100.0, true);
+        let r = lat_row("w", "lat_p50", &[6_000.0, 6_000.0], &[11_100.0], true);
         assert_eq!(r.pass, Some(false));
         // The real spread widens it (measured in the same run).
-        let r = lat_row("w", "lat_p50", &[16_000.0, 31_000.0], 16_200.0, true);
+        let r = lat_row("w", "lat_p50", &[16_000.0, 31_000.0], &[16_200.0], true);
         assert_eq!(r.pass, Some(true));
         // p99 is never judged.
-        assert_eq!(lat_row("w", "lat_p99", &[1e6], 0.0, false).pass, None);
+        assert_eq!(lat_row("w", "lat_p99", &[1e6], &[0.0], false).pass, None);
     }
 }

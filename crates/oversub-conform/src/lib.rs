@@ -6,13 +6,14 @@
 //! The modules, each one concern, lower ones never importing higher ones:
 //!
 //! * [`runner`]: the orchestration of both commands (host, lock,
-//!   calibration, per scenario the real runs and the simulated run);
-//! * [`judge`]: a real figure against the simulated one ([`judge::Row`]), the
-//!   tolerances, the documented disagreements;
+//!   calibration, per scenario the real runs and the simulated seeds);
+//! * [`judge`]: the real runs against the simulated seeds ([`judge::Row`]),
+//!   the tolerances, the documented disagreements; [`distribution`]: a
+//!   row's median and modes;
 //! * [`table`]: the text printed per scenario and the tolerance line;
 //! * [`probe`]: the timer-wake probe batches around the real runs;
-//! * [`simulated`]: which scenarios conform accepts, and the scenario as the
-//!   simulator runs it to mirror this machine;
+//! * [`simulated`]: which scenarios conform accepts, the scenario as the
+//!   simulator runs it to mirror this machine, and its seeds;
 //! * [`real`], [`rtapp`]: the real runs (cgroups, worker processes,
 //!   schedstat; Debian's rt-app for programs);
 //! * [`worker`]: the worker processes (`oversub __worker`), [`calibrate`]:
@@ -28,6 +29,7 @@
 
 pub mod calibrate;
 pub mod clock;
+pub mod distribution;
 pub mod host;
 pub mod judge;
 pub mod lock;

@@ -207,8 +207,8 @@ mod tests {
         // passes once the probe's measured spread is added; p99 stays
         // informational.
         let mut rows = vec![
-            lat_row("w", "lat_p50", &[30_000.0, 30_000.0], 20_000.0, true),
-            lat_row("w", "lat_p99", &[90_000.0], 20_000.0, false),
+            lat_row("w", "lat_p50", &[30_000.0, 30_000.0], &[20_000.0], true),
+            lat_row("w", "lat_p99", &[90_000.0], &[20_000.0], false),
         ];
         assert_eq!(rows[0].pass, Some(false));
         widen_latency(&mut rows, p.spread_ns as f64);

@@ -7,11 +7,11 @@ use crate::calibrate::{self, Calibration};
 use crate::host::{self, CpuController, HostInfo};
 use crate::judge::{
     apply_known, compare, in_order_of, known_of, program_rows, row_fails, share_floor, widen,
-    widen_latency, Row, RunFigures, ScenarioResult, SHARE_EPS, SKIPPED_LIMIT,
+    widen_latency, widen_to_fraction, Row, RunFigures, ScenarioResult, SKIPPED_LIMIT,
 };
 use crate::lock::machine_lock;
 use crate::probe::{periodic_cpus, periodic_unpinned, probe_samples, probe_shape, ProbeSummary};
-use crate::simulated::{host_only_check, program_cpus, sim_figures, simulated};
+use crate::simulated::{host_only_check, program_cpus, sim_distribution, simulated, SIM_SEEDS};
 use crate::table::{result_text, tolerance_line};
 use crate::ui::Ui;
 use crate::{real, rtapp};
@@ -146,6 +146,7 @@ pub fn run(opts: &Options, ui: &mut dyn Ui) -> Outcome {
     bar.finish();
     let count = |s: &str| results.iter().filter(|r| r.status == s).count();
     let (pass, fail, skip, err) = (count("pass"), count("fail"), count("skip"), count("error"));
+    let rc = RowCounts::of(&results);
     if opts.json {
         let v = serde_json::json!({
             "host": {"cpus": h.cpus, "hz": h.hz, "hz_source": h.hz_note(), "release": h.release,
@@ -155,17 +156,65 @@ pub fn run(opts: &Options, ui: &mut dyn Ui) -> Outcome {
             "calibration": cal.as_ref().map(|c| c.to_json()),
             "scenarios": results,
             "passed": pass, "failed": fail, "skipped": skip, "errors": err,
+            "sim_seeds": SIM_SEEDS,
+            "rows": {"passed": rc.passed, "failed": rc.failed, "not_judged": rc.not_judged,
+                     "known": rc.known, "info": rc.info},
         });
         bar.print(&format!("{v}\n"));
     } else {
         bar.print(&format!(
-            "conform: {pass} passed, {fail} failed, {skip} skipped, {err} errors\n"
+            "conform: {pass} passed, {fail} failed, {skip} skipped, {err} errors; {}\n",
+            rc.text()
         ));
     }
     if fail + err > 0 {
         Outcome::Disagreed
     } else {
         Outcome::Agreed
+    }
+}
+
+/// The rows of the judged scenarios (pass or fail; not the skipped ones),
+/// by verdict.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowCounts {
+    pub passed: usize,
+    pub failed: usize,
+    pub not_judged: usize,
+    /// Failed rows covered by a `# conform-known:` line (not counted as
+    /// failed).
+    pub known: usize,
+    pub info: usize,
+}
+
+impl RowCounts {
+    pub fn of(results: &[ScenarioResult]) -> RowCounts {
+        let mut c = RowCounts::default();
+        let judged = results
+            .iter()
+            .filter(|r| r.status == "pass" || r.status == "fail");
+        for r in judged.flat_map(|r| &r.rows) {
+            match r.pass {
+                Some(true) => c.passed += 1,
+                Some(false) if r.known.is_some() => c.known += 1,
+                Some(false) => c.failed += 1,
+                None if r.not_judged => c.not_judged += 1,
+                None => c.info += 1,
+            }
+        }
+        c
+    }
+
+    /// "rows: P passed, F failed, N not judged" (and the known ones, if any).
+    pub fn text(&self) -> String {
+        let mut s = format!(
+            "rows: {} passed, {} failed, {} not judged",
+            self.passed, self.failed, self.not_judged
+        );
+        if self.known > 0 {
+            let _ = write!(s, ", {} known", self.known);
+        }
+        s
     }
 }
 
@@ -247,17 +296,22 @@ fn run_program_file(
                 .collect::<RunFigures>(),
         );
     }
-    let mut rows = compare(sc, &real_runs, &sim, share_floor(h.hz, duration), duration);
+    // One simulated run: rt-app creates the program's threads one after
+    // another in file order, so there is no start order to vary.
+    let mut rows = compare(
+        sc,
+        &real_runs,
+        std::slice::from_ref(&sim),
+        share_floor(h.hz, duration),
+        duration,
+    );
     // A `run` costs what the loop cost at that moment: the measured drift
     // of the loop's cost over the runs bounds how far a demand-bound share
     // can move for that reason alone.
-    for r in rows.iter_mut().filter(|r| r.metric == "share") {
-        r.tolerance = r.tolerance.max(drift * r.real_mean);
-        r.pass = Some((r.sim - r.real_mean).abs() <= r.tolerance + SHARE_EPS);
-    }
+    widen_to_fraction(&mut rows, "share", drift);
     rows.extend(program_rows(&names, &real_threads, &simr, duration));
     let note = format!(
-        "busy loop {mean:.1} ns by CPU time (drift {:.1}% over the runs), rt-app told {ns_per_loop}, run x{scale:.3}",
+        "1 simulated run; busy loop {mean:.1} ns by CPU time (drift {:.1}% over the runs), rt-app told {ns_per_loop}, run x{scale:.3}",
         drift * 100.0
     );
     Ok((rows, real_runs.len(), note))
@@ -367,8 +421,14 @@ fn run_file(
         ..p
     });
     let sim_costs = probe.as_ref().map_or(*costs, |p| p.costs(costs));
-    let sim = sim_figures(&sc, h, &sim_costs, Some(duration));
-    let mut rows = compare(&sc, &real_runs, &sim, share_floor(h.hz, duration), duration);
+    let sims = sim_distribution(&sc, h, &sim_costs, Some(duration));
+    let mut rows = compare(
+        &sc,
+        &real_runs,
+        &sims,
+        share_floor(h.hz, duration),
+        duration,
+    );
     if let Some(p) = &probe {
         widen_latency(&mut rows, p.spread_ns as f64);
     }
@@ -382,12 +442,17 @@ fn run_file(
             skipped_share * 100.0,
             SKIPPED_LIMIT * 100.0
         );
+        // The figures are shown, but none is judged: no row may read "ok".
+        for r in rows.iter_mut() {
+            r.not_judged = r.judged() || r.not_judged;
+            r.pass = None;
+        }
         return res("skip", msg, rows);
     }
     // A periodic activation that the machine delayed past the next expiry
     // is skipped, and its `run` of CPU goes to the other tasks: the share
     // so moved, measured in the run, widens every share tolerance.
-    widen(&mut rows, "share", skipped_share, SHARE_EPS);
+    widen(&mut rows, "share", skipped_share);
     apply_known(&mut rows, &known);
     let ok = !rows.iter().any(row_fails);
     let nknown = rows
@@ -395,10 +460,15 @@ fn run_file(
         .filter(|r| r.pass == Some(false) && r.known.is_some())
         .count();
     let mut msg = format!(
-        "{} real runs of {} ms",
+        "{} real runs of {} ms, {} simulated seeds",
         real_runs.len(),
-        duration / 1_000_000
+        duration / 1_000_000,
+        sims.len()
     );
+    let nj = rows.iter().filter(|r| r.not_judged).count();
+    if nj > 0 {
+        let _ = write!(msg, "; {nj} rows not judged (tolerance over the value)");
+    }
     if nknown > 0 {
         let _ = write!(msg, "; {nknown} known disagreements, not counted");
     }
