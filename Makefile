@@ -44,9 +44,11 @@ test-docs: deps
 test-docs-slow: deps
 	OVERSUB_DOCS_SLOW=1 $(CARGO) test --release --locked -p oversub-cli --test integration docs:: -- --nocapture
 
-## make bench: events/s against a lean event loop, scaling, peak memory (docs/performance.md).
-bench: build
+## make bench: events/s against a lean event loop, scaling, peak memory, and
+## runs/s of one sweep on the local backend and local Ray clusters (docs/performance.md).
+bench: build python
 	nice -n 10 target/release/oversub-bench
+	nice -n 10 $(VENV)/bin/python bench/ray_scaling.py
 
 ## make measure: record the real programs behind the named workloads with
 ## `oversub record` into recordings/NAME (docs/workloads.md, "Real programs");

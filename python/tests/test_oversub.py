@@ -136,3 +136,33 @@ def test_sweep_on_ray_is_identical_to_local(local_frame):
     finally:
         ray.shutdown()
     pd.testing.assert_frame_equal(df, local_frame, check_exact=True)
+
+
+def bench_sweep():
+    """The fixed sweep `make bench` times (bench/ray_scaling.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ray_scaling", ROOT / "bench" / "ray_scaling.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_benchmarked_sweep_on_ray_is_identical_to_local():
+    """`make bench`'s Ray scaling sweep gives the local backend's frame on a
+    local cluster started as the benchmark starts it (its most workers, more
+    than this machine has cores: runs finish out of order)."""
+    import ray
+
+    bench = bench_sweep()
+    local = oversub.sweep(**bench.SWEEP)
+    assert len(local) == bench.RUNS
+    # Not a degenerate sweep: the seeds give different runs.
+    assert local["throughput"].nunique() > 1
+    ray.init(address="local", num_cpus=max(bench.WORKERS), include_dashboard=False,
+             logging_level="warning", log_to_driver=False)
+    try:
+        df = oversub.sweep(**bench.SWEEP, backend="ray")
+    finally:
+        ray.shutdown()
+    pd.testing.assert_frame_equal(df, local, check_exact=True)
