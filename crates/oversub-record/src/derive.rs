@@ -15,12 +15,21 @@
 //! * rt-app 1.0 loses a signal that finds no waiter, where the real wakeup
 //!   would have been kept (data in a pipe, a futex word already changed);
 //!   so that a lost signal cannot stall a thread for ever, each waiting
-//!   thread has a guard task (`guard_NAME`) that broadcasts its condition
-//!   every p99 of its measured waits on threads: the wait becomes a wait on
-//!   the thread that ends it with that timeout;
+//!   thread has a guard task (`guard_NAME`, nice 19) that broadcasts its
+//!   condition periodically: every p99 of its measured waits on threads,
+//!   or its mean interval between such waits, or 1 ms, whichever is
+//!   longest. The wait becomes a wait on the thread that ends it with about
+//!   that timeout; a lost signal costs about one of the thread's cycles;
 //! * each slot count is the measured count per cycle, spread evenly over the
 //!   slots (at least one slot for any measured link, so no causal edge is
 //!   rounded away).
+//!
+//! Each thread starts when it did (`delay`) and makes as many passes over
+//! its slots as it made cycles (`loop`), so the program does the recorded
+//! amount of work and ends, and a run-to-completion program's start-up and
+//! joins keep their place; `global.duration` is three times the recorded
+//! wall time, a bound for runs slowed by a condition the recording did not
+//! see.
 //!
 //! What this does not capture is listed in `provenance.not_captured`.
 
@@ -56,10 +65,11 @@ impl Serialize for Ordered {
 pub const SLOTS: u64 = 16;
 /// Most threads in a derived program.
 pub const MAX_PROGRAM_THREADS: usize = 256;
-/// Most sched_yield calls in one slot.
-pub const MAX_YIELDS_PER_SLOT: u64 = 256;
+/// Most sched_yield calls in one slot (a yield-heavy thread gets more
+/// cycles instead).
+pub const YIELDS_PER_SLOT: u64 = 64;
 /// The shortest guard period (us).
-pub const GUARD_MIN_US: u64 = 50;
+pub const GUARD_MIN_US: u64 = 1000;
 /// A thread below this share of the program's CPU time is left out.
 pub const MIN_CPU_SHARE: f64 = 0.005;
 
@@ -103,6 +113,12 @@ fn sanitize(comm: &str) -> String {
 /// One derived thread, before it is written out.
 struct Plan {
     name: String,
+    /// Passes over the slots (the measured cycles / slots).
+    passes: u64,
+    /// Start after the program's first event (us).
+    delay_us: u64,
+    /// The thread's measured lifetime (us).
+    life_us: u64,
     /// The guard timer's period (us) when the thread waits on others.
     guard_us: Option<u64>,
     slots: u64,
@@ -162,9 +178,13 @@ pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value
         let max_sig = sig.iter().map(|s| s.1).max().unwrap_or(0);
         // A thread that never blocks runs in 10 ms chunks.
         let chunks = t.cpu_ns / 10_000_000;
+        // A yield-heavy thread gets more (non-blocking) cycles, so that no
+        // slot holds more than YIELDS_PER_SLOT yields.
+        let y = t.syscall_count("sched_yield");
         let cycles = blocks
             .max(max_sig)
             .max(if blocks == 0 { chunks } else { 0 })
+            .max(y.div_ceil(YIELDS_PER_SLOT))
             .max(1);
         let l = cycles.min(SLOTS);
         all_slots += cycles;
@@ -236,8 +256,7 @@ pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value
             .collect();
         // sched_yield calls, spread over the slots (each slot's burst is cut
         // into pieces between them).
-        let y = t.syscall_count("sched_yield");
-        let ytot = ((l * y + cycles / 2) / cycles).min(l * MAX_YIELDS_PER_SLOT);
+        let ytot = (l * y + cycles / 2) / cycles;
         let yields: Vec<u64> = (0..l).map(|i| (i + 1) * ytot / l - i * ytot / l).collect();
         let mut signals = vec![Vec::new(); l as usize];
         for (wakee, n) in &sig {
@@ -254,7 +273,12 @@ pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value
                 waited.merge(d);
             }
         }
-        let guard_us = (waits > 0).then(|| (waited.percentile(99.0) / 1000).max(GUARD_MIN_US));
+        let life_us = t.last_ns.saturating_sub(t.first_ns) / 1000;
+        let guard_us = (waits > 0).then(|| {
+            (waited.percentile(99.0) / 1000)
+                .max(life_us / waits)
+                .max(GUARD_MIN_US)
+        });
         per_thread.push(json!({
             "task": name,
             "tid": t.tid,
@@ -270,7 +294,11 @@ pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value
             "waits_on_threads_ns": waited.summary(),
             "signals": sig.iter().map(|(w, n)| json!({"wakee": w, "count": n})).collect::<Vec<_>>(),
         }));
+        let start = p.first_ns.unwrap_or(t.first_ns);
         plans.push(Plan {
+            passes: ((cycles + l / 2) / l).max(1),
+            delay_us: t.first_ns.saturating_sub(start) / 1000,
+            life_us: t.last_ns.saturating_sub(t.first_ns) / 1000,
             guard_us,
             name,
             slots: l,
@@ -291,13 +319,28 @@ pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value
             tasks.push((
                 format!("guard_{n}"),
                 Ordered::O(vec![
+                    ("priority".into(), Ordered::V(json!(19))),
+                    ("delay".into(), Ordered::V(json!(pl.delay_us))),
+                    ("loop".into(), Ordered::V(json!(1))),
                     (
-                        "timer0".into(),
-                        Ordered::V(json!({"ref": format!("g_{n}"), "period": us})),
+                        "phases".into(),
+                        Ordered::O(vec![(
+                            "guard".into(),
+                            Ordered::O(vec![
+                                (
+                                    "loop".into(),
+                                    Ordered::V(json!(pl.life_us.div_ceil(us) + 1)),
+                                ),
+                                (
+                                    "timer0".into(),
+                                    Ordered::V(json!({"ref": format!("g_{n}"), "period": us})),
+                                ),
+                                ("lock1".into(), Ordered::V(json!(format!("m_{n}")))),
+                                ("broad2".into(), Ordered::V(json!(format!("c_{n}")))),
+                                ("unlock3".into(), Ordered::V(json!(format!("m_{n}")))),
+                            ]),
+                        )]),
                     ),
-                    ("lock1".into(), Ordered::V(json!(format!("m_{n}")))),
-                    ("broad2".into(), Ordered::V(json!(format!("c_{n}")))),
-                    ("unlock3".into(), Ordered::V(json!(format!("m_{n}")))),
                 ]),
             ));
         }
@@ -314,7 +357,7 @@ pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value
         "ops_tasks": "t*: the phase loops of the derived threads (not the guard_ tasks); one phase loop is one slot (a run burst and what follows it)",
         "phase_loops_recorded": all_slots,
         "not_captured": [
-            "lost wakeups: a signal to a thread that is not waiting is lost (rt-app 1.0 condition semantics), where the real wakeup may have been queued (a pipe's data, a futex word); the guard task (guard_NAME) then ends the wait after the measured p99 of the thread's waits on threads",
+            "lost wakeups: a signal to a thread that is not waiting is lost (rt-app 1.0 condition semantics), where the real wakeup may have been queued (a pipe's data, a futex word); the guard task (guard_NAME, nice 19) then ends the wait within its period (the longest of the p99 of the thread's waits on threads, its mean interval between them, and 1 ms); its wakeups are not the program's",
             "page faults, TLB shootdowns, IPIs and kernel lock contention (recorded in profile.json; host-only programs have no kernel-work events)",
             "the CPU cost of the syscalls themselves beyond the measured burst (bursts include kernel time)",
             "sleep durations as distributions (each sleep is its waker's mean)",
@@ -389,7 +432,8 @@ fn task_json(pl: &Plan) -> Ordered {
         })
         .collect();
     Ordered::O(vec![
-        ("loop".into(), Ordered::V(json!(-1))),
+        ("delay".into(), Ordered::V(json!(pl.delay_us))),
+        ("loop".into(), Ordered::V(json!(pl.passes))),
         ("phases".into(), Ordered::O(ph)),
     ])
 }

@@ -429,7 +429,9 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
         m.insert("schema".into(), json!("oversub-profile/1"));
         m.insert("provenance".into(), provenance.clone());
     }
-    let secs = wall.as_secs().max(1);
+    let secs = (3.0 * wall.as_secs_f64())
+        .ceil()
+        .clamp(1.0, 3.0 * MAX_DURATION.as_secs_f64()) as u64;
     let (program, derivation) = derive::derive(&prof, ops, secs);
     let mut prov = provenance;
     if let Value::Object(m) = &mut prov {

@@ -68,6 +68,8 @@ pub enum Body<'a> {
     ContentionEnd {
         addr: &'a str,
     },
+    /// A wakeup of a polling idle CPU that needed no IPI.
+    WakeIdleNoIpi,
     Other,
 }
 
@@ -190,6 +192,7 @@ pub fn line(l: &str) -> Option<Line<'_>> {
         "sched_process_exit" => Body::Exit {
             pid: num(tok(body, " pid="))?,
         },
+        "sched_wake_idle_without_ipi" => Body::WakeIdleNoIpi,
         "page_fault_user" => Body::PageFault { user: true },
         "page_fault_kernel" => Body::PageFault { user: false },
         "tlb_flush" => {

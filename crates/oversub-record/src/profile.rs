@@ -122,6 +122,8 @@ pub struct ThreadAcc {
     pub faults_kernel: u64,
     pub tlb: BTreeMap<u32, (u64, i64)>,
     pub ipis: BTreeMap<String, (u64, u64)>,
+    /// Wakeups of a polling idle CPU that sent no IPI.
+    pub idle_no_ipi: u64,
     contending: HashMap<String, (u64, String)>,
     contention: BTreeMap<String, Dist>,
     fsync: Dist,
@@ -444,6 +446,11 @@ impl Profile {
                     }
                 }
             }
+            Body::WakeIdleNoIpi => {
+                if let Some(t) = self.threads.get_mut(&cur) {
+                    t.idle_no_ipi += 1;
+                }
+            }
             Body::Wakeup { .. } | Body::Other => {}
         }
         Ok(())
@@ -489,6 +496,7 @@ impl Profile {
             s.futex_blocked += t.futex_blocked;
             s.faults += t.faults_user + t.faults_kernel;
             s.tlb_shootdowns += t.tlb.get(&4).map_or(0, |e| e.0);
+            s.idle_no_ipi += t.idle_no_ipi;
             for (k, v) in &t.ipis {
                 let ty = k.split('@').next().unwrap_or(k).to_string();
                 *s.ipis.entry(ty).or_default() += v.1;
@@ -544,6 +552,7 @@ pub struct Totals {
     pub futex_blocked: u64,
     pub faults: u64,
     pub tlb_shootdowns: u64,
+    pub idle_no_ipi: u64,
     /// IPI targets by type.
     pub ipis: BTreeMap<String, u64>,
 }
@@ -563,6 +572,7 @@ impl Totals {
             "futex_blocked_waits": self.futex_blocked,
             "page_faults": self.faults,
             "tlb_shootdowns": self.tlb_shootdowns,
+            "wakeups_of_polling_idle_without_ipi": self.idle_no_ipi,
             "ipis": self.ipis,
         })
     }
@@ -580,6 +590,7 @@ impl Totals {
             "futex_blocked_waits": r(self.futex_blocked),
             "page_faults": r(self.faults),
             "tlb_shootdowns": r(self.tlb_shootdowns),
+            "wakeups_of_polling_idle_without_ipi": r(self.idle_no_ipi),
             "ipis": ipis,
         })
     }
@@ -642,6 +653,7 @@ fn thread_json(t: &ThreadAcc) -> Value {
         "page_faults": {"user": t.faults_user, "kernel": t.faults_kernel},
         "tlb_flush": tlb,
         "ipis_sent": ipis,
+        "wakeups_of_polling_idle_without_ipi": t.idle_no_ipi,
         "lock_contention_ns": contention,
         "fsync_ns": t.fsync.summary(),
         "futex": {"waits": t.futex_waits, "blocked": t.futex_blocked},

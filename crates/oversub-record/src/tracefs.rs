@@ -14,6 +14,7 @@ pub const EVENTS: &[&str] = &[
     "sched/sched_waking",
     "sched/sched_process_fork",
     "sched/sched_process_exit",
+    "sched/sched_wake_idle_without_ipi",
     "syscalls",
     "exceptions/page_fault_user",
     "exceptions/page_fault_kernel",
