@@ -79,7 +79,7 @@ test-python: python build
 	$(CARGO) clippy --release --locked -p oversub-python --all-targets -- -D warnings
 	$(VENV)/bin/python -m pytest -q python/tests
 
-## Measured vs simulated against the committed recordings (recordings/*/,
+## Measured vs simulated against the committed recordings (recordings/check/,
 ## docs/workloads.md "Recordings"): each derived program simulated host-only
 ## and as an undercommitted VM's guest against its recording, and the real
 ## program re-recorded now with and without hog processes against the

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Measured vs simulated, against the committed recordings (docs/workloads.md,
+"""Measured vs simulated, against the committed recordings (recordings/check/) (docs/workloads.md,
 "Recordings: measured vs simulated"). `make test-recordings` runs it.
 
-For each recordings/NAME/ (profile.json and workload.json written by
+For each recordings/check/NAME/ (profile.json and workload.json written by
 `oversub record`, check.json saying how to re-run the program):
 
 A. the recording's per-op figures against its derived program simulated
@@ -213,7 +213,7 @@ def throughput(profile):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--oversub", default="target/release/oversub")
-    ap.add_argument("--dir", default="recordings")
+    ap.add_argument("--dir", default="recordings/check")
     ap.add_argument("--only", action="append")
     ap.add_argument("--no-real", action="store_true", help="part A only (no root needed)")
     a = ap.parse_args()

@@ -409,7 +409,12 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
         "tool": {
             "name": "oversub record",
             "version": env!("CARGO_PKG_VERSION"),
-            "commit": option_env!("OVERSUB_COMMIT").unwrap_or("unknown"),
+            // Set when building (OVERSUB_COMMIT=...); else the commit of the
+            // working directory's git tree, if any.
+            "commit": option_env!("OVERSUB_COMMIT").map(str::to_string).unwrap_or_else(|| {
+                let c = sh(&["git", "rev-parse", "--short", "HEAD"]);
+                if c.is_empty() { "unknown".to_string() } else { c }
+            }),
         },
         "tracer": "tracefs instance, text trace_pipe; events: sched_switch, sched_waking, sched_process_fork/exit, syscalls:*, exceptions:page_fault_user/kernel, tlb:tlb_flush, ipi:ipi_send_cpu/cpumask, lock:contention_begin/end",
         "duration_limit_s": opts.duration.as_secs_f64(),
