@@ -399,7 +399,8 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
                 )))
             }
         },
-        (None, None) => None,
+        // The program's own op markers, when it made any.
+        (None, None) => Some(prof.totals().op_marks).filter(|&n| n > 0),
     };
     let exit = status.and_then(|s| s.code());
     let provenance = json!({
@@ -425,6 +426,7 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
         "ops_source": match (&opts.ops, &opts.ops_from) {
             (Some(_), _) => "--ops".to_string(),
             (None, Some(t)) => format!("the number after {t:?} in its output"),
+            _ if ops.is_some() => "the program's op markers (getcpu(NULL, NULL, 0x6f70), docs/workloads.md)".to_string(),
             _ => "none: per-thread figures only".to_string(),
         },
         "timestamps": "tracefs text, microsecond resolution",

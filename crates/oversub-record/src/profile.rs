@@ -130,6 +130,11 @@ pub struct ThreadAcc {
     pub futex_waits: u64,
     pub futex_blocked: u64,
     pub exited: bool,
+    /// Op markers (`getcpu(NULL, NULL, 0x6f70)`, docs/workloads.md "Program
+    /// op markers") and the time between consecutive ones.
+    pub op_marks: u64,
+    last_mark: Option<u64>,
+    op_interval: Dist,
 }
 
 impl ThreadAcc {
@@ -343,6 +348,12 @@ impl Profile {
             }
             Body::SysEnter { name, args } => {
                 if let Some(t) = self.threads.get_mut(&cur) {
+                    if *name == "getcpu" && is_op_mark(args) {
+                        t.op_marks += 1;
+                        if let Some(prev) = t.last_mark.replace(ts) {
+                            t.op_interval.add(ts.saturating_sub(prev));
+                        }
+                    }
                     let fx = if *name == "futex" {
                         futex_args(args)
                     } else {
@@ -497,6 +508,7 @@ impl Profile {
             s.faults += t.faults_user + t.faults_kernel;
             s.tlb_shootdowns += t.tlb.get(&4).map_or(0, |e| e.0);
             s.idle_no_ipi += t.idle_no_ipi;
+            s.op_marks += t.op_marks;
             for (k, v) in &t.ipis {
                 let ty = k.split('@').next().unwrap_or(k).to_string();
                 *s.ipis.entry(ty).or_default() += v.1;
@@ -538,6 +550,15 @@ impl Profile {
     }
 }
 
+/// Is this `getcpu` call the op marker (third argument 0x6f70)?
+pub fn is_op_mark(args: &str) -> bool {
+    args.rsplit("unused: ")
+        .next()
+        .and_then(|v| u64::from_str_radix(v.trim().trim_start_matches("0x"), 16).ok())
+        == Some(0x6f70)
+        && args.contains("unused: ")
+}
+
 /// Program-wide sums.
 #[derive(Default, Debug, Clone)]
 pub struct Totals {
@@ -553,6 +574,7 @@ pub struct Totals {
     pub faults: u64,
     pub tlb_shootdowns: u64,
     pub idle_no_ipi: u64,
+    pub op_marks: u64,
     /// IPI targets by type.
     pub ipis: BTreeMap<String, u64>,
 }
@@ -573,6 +595,7 @@ impl Totals {
             "page_faults": self.faults,
             "tlb_shootdowns": self.tlb_shootdowns,
             "wakeups_of_polling_idle_without_ipi": self.idle_no_ipi,
+            "op_markers": self.op_marks,
             "ipis": self.ipis,
         })
     }
@@ -654,6 +677,8 @@ fn thread_json(t: &ThreadAcc) -> Value {
         "tlb_flush": tlb,
         "ipis_sent": ipis,
         "wakeups_of_polling_idle_without_ipi": t.idle_no_ipi,
+        "op_markers": t.op_marks,
+        "op_interval_ns": t.op_interval.summary(),
         "lock_contention_ns": contention,
         "fsync_ns": t.fsync.summary(),
         "futex": {"waits": t.futex_waits, "blocked": t.futex_blocked},
@@ -717,6 +742,29 @@ mod tests {
         let t = p.totals();
         assert_eq!(t.wakeups_by_program, 1);
         assert_eq!(t.futex_waits, 1);
+    }
+
+    #[test]
+    fn op_markers_are_getcpu_with_0x6f70_only() {
+        assert!(is_op_mark(
+            "cpup: 0x00000000, nodep: 0x00000000, unused: 0x00006f70"
+        ));
+        assert!(!is_op_mark(
+            "cpup: 0x7ffd0000, nodep: 0x00000000, unused: 0x00000000"
+        ));
+        let mut p = Profile::new(3);
+        feed(
+            &mut p,
+            &[
+                "w-3 (3) [000] ..... 1.000000: sys_getcpu(cpup: 0x00000000, nodep: 0x00000000, unused: 0x00006f70)",
+                "w-3 (3) [000] ..... 1.000040: sys_getcpu(cpup: 0x00000000, nodep: 0x00000000, unused: 0x00000000)",
+                "w-3 (3) [000] ..... 1.000100: sys_getcpu(cpup: 0x00000000, nodep: 0x00000000, unused: 0x00006f70)",
+            ],
+        );
+        let t = &p.threads[&3];
+        assert_eq!(t.op_marks, 2);
+        assert_eq!(t.op_interval.summary().sum_ns, 100_000);
+        assert_eq!(p.totals().op_marks, 2);
     }
 
     #[test]
