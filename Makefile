@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 OVERSUB := target/release/oversub
 
-.PHONY: run test deps build test-sim test-docs test-docs-slow lint bench python test-python measure measure-perf
+.PHONY: run test deps build test-sim test-docs test-docs-slow lint bench python test-python measure measure-perf test-recordings
 
 ## make run: install what is missing, build release, run the quick reproduction
 ## of the seeds' evaluation (README "make run"); the report is out/reproduce-quick/report.html.
@@ -25,7 +25,7 @@ EXTRA_TESTS += test-conform
 -include kernel/functional/functional.mk
 
 ## make test: every test in the repository.
-test: test-sim test-python $(EXTRA_TESTS)
+test: test-sim test-python test-recordings $(EXTRA_TESTS)
 
 lint: deps
 	$(CARGO) fmt --all -- --check
@@ -78,3 +78,13 @@ python: deps
 test-python: python build
 	$(CARGO) clippy --release --locked -p oversub-python --all-targets -- -D warnings
 	$(VENV)/bin/python -m pytest -q python/tests
+
+## Measured vs simulated against the committed recordings (recordings/check/,
+## docs/workloads.md "Recordings"): each derived program simulated host-only
+## and as an undercommitted VM's guest against its recording, and the real
+## program re-recorded now with and without hog processes against the
+## simulated program with and without hog threads. Needs root and tracefs.
+test-recordings: build
+	@scripts/install-deps.sh record
+	mkdir -p /tmp/oversub-record-dbench
+	python3 scripts/check-recordings.py --oversub $(OVERSUB)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what `make run` / `make test` need on a fresh Debian 12 machine.
-# Idempotent: installs only what is missing.  Usage: install-deps.sh [rust|kernel|conform|python|measure|all]
+# Idempotent: installs only what is missing.  Usage: install-deps.sh [rust|kernel|conform|python|measure|record|all]
 set -euo pipefail
 what=${1:-all}
 
@@ -28,6 +28,13 @@ if [[ $what == measure || $what == all ]]; then
 	# against, the kernel tree kernbench compiles, and the tools that count.
 	for p in build-essential pkg-config dbench rt-tests sysbench libvips-dev zlib1g-dev libssl-dev \
 		linux-source-6.12 bc flex bison libelf-dev e2fsprogs time linux-perf; do
+		need_pkg "$p"
+	done
+fi
+if [[ $what == record || $what == all ]]; then
+	# `make test-recordings` re-runs the recorded programs (recordings/*/check.json)
+	# under `oversub record` (tracefs, no other tracer needed).
+	for p in rt-tests dbench sysbench python3; do
 		need_pkg "$p"
 	done
 fi

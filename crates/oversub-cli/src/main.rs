@@ -109,6 +109,29 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Run a real program under tracing; write DIR/profile.json (measured)
+    /// and DIR/workload.json (a program the simulator runs) (docs/workloads.md).
+    Record {
+        #[arg(long, default_value = "recording")]
+        out: PathBuf,
+        /// Longest recording ("500ms", "5s", "2m"); the program is ended then.
+        #[arg(long, default_value = "10s")]
+        duration: String,
+        /// Operations the run did (for per-op figures).
+        #[arg(long, conflicts_with = "ops_from")]
+        ops: Option<u64>,
+        /// Read the ops from the number after this text in the program's output.
+        #[arg(long)]
+        ops_from: Option<String>,
+        /// Stop (exit 2) after this many trace events.
+        #[arg(long, default_value_t = oversub_record::DEFAULT_MAX_EVENTS)]
+        max_events: u64,
+        /// Trace ring buffer per CPU, KiB.
+        #[arg(long, default_value_t = oversub_record::DEFAULT_BUFFER_KB, value_parser = clap::value_parser!(u64).range(64..=1_048_576))]
+        buffer_kb: u64,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
     /// A real worker process of `conform` (internal).
     #[command(name = "__worker", hide = true)]
     Worker {
@@ -148,6 +171,43 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Calibrate { samples, json } => conform::calibrate(samples, json),
+        Cmd::Record {
+            out,
+            duration,
+            ops,
+            ops_from,
+            max_events,
+            buffer_kb,
+            command,
+        } => {
+            let duration = match oversub_record::parse_duration(&duration) {
+                Ok(d) => d,
+                Err(m) => {
+                    eprintln!("{m}");
+                    return ExitCode::from(2);
+                }
+            };
+            let opts = oversub_record::Options {
+                out,
+                duration,
+                command,
+                ops,
+                ops_from,
+                max_events,
+                buffer_kb,
+                progress: true,
+            };
+            match oversub_record::record(&opts, &crate::progress::interrupt_flag()) {
+                Ok(text) => {
+                    println!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(f) => {
+                    eprintln!("{}", f.message);
+                    ExitCode::from(f.code)
+                }
+            }
+        }
         Cmd::Worker { args } => conform::worker(&args),
         Cmd::Conform {
             files,

@@ -826,10 +826,16 @@ pub fn parse(src: &str) -> Result<RtApp, InputError> {
                 );
             }
             "oversub" => oversub = Some(v.clone()),
+            // Where the program's parameters came from (`oversub record`,
+            // docs/workloads.md): documentation only, like a comment, so
+            // it is not a fidelity entry; rt-app ignores the key.
+            "provenance" => {
+                obj(v, "provenance")?;
+            }
             _ => {
                 return Err(InputError::new(
                     k.clone(),
-                    "unknown key: allowed global, tasks, resources, oversub",
+                    "unknown key: allowed global, tasks, resources, oversub, provenance",
                 ))
             }
         }
@@ -910,6 +916,21 @@ mod tests {
 
     fn err(src: &str) -> String {
         parse(src).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn provenance_is_accepted_as_documentation_and_must_be_an_object() {
+        let with = prog(
+            r#"{"provenance": {"command": "hackbench", "derivation": {"run": "mean burst"}},
+                "global": {"duration": 1}, "tasks": {"t": {"run": 10, "sleep": 5}}}"#,
+        );
+        let without =
+            prog(r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 10, "sleep": 5}}}"#);
+        assert_eq!(with, without);
+        let e =
+            parse(r#"{"provenance": 3, "global": {"duration": 1}, "tasks": {"t": {"run": 1}}}"#)
+                .unwrap_err();
+        assert_eq!(e.field, "provenance", "{e}");
     }
 
     #[test]

@@ -1,0 +1,460 @@
+//! A thread program (rt-app 1.0 JSON, docs/workloads.md) derived from a
+//! measured profile. Each recorded thread that used at least 0.5% of the
+//! program's CPU becomes a task that repeats a cycle of up to [`SLOTS`]
+//! slots; a slot is one run burst, the wakeups the thread did in it, and the
+//! way it then blocked:
+//!
+//! * run bursts: the measured burst distribution's quantiles, one per slot,
+//!   scaled so that their sum is the measured CPU time per cycle;
+//! * a block ended by another recorded thread becomes a wait on the
+//!   thread's own condition variable, which that thread signals (a measured
+//!   wait is a wait on the thread that ends it, not a sleep);
+//! * a block ended by anything else (interrupt context: timers, I/O
+//!   completion; kernel threads such as jbd2 or kworkers) becomes a sleep of
+//!   that waker's mean measured blocked time;
+//! * rt-app 1.0 loses a signal that finds no waiter, where the real wakeup
+//!   would have been kept (data in a pipe, a futex word already changed);
+//!   so that a lost signal cannot stall a thread for ever, each waiting
+//!   thread has a guard task (`guard_NAME`, nice 19) that broadcasts its
+//!   condition periodically: every p99 of its measured waits on threads,
+//!   or its mean interval between such waits, or 1 ms, whichever is
+//!   longest. The wait becomes a wait on the thread that ends it with about
+//!   that timeout; a lost signal costs about one of the thread's cycles;
+//! * each slot count is the measured count per cycle, spread evenly over the
+//!   slots (at least one slot for any measured link, so no causal edge is
+//!   rounded away).
+//!
+//! Each thread starts when it did (`delay`) and makes as many passes over
+//! its slots as it made cycles (`loop`), so the program does the recorded
+//! amount of work and ends, and a run-to-completion program's start-up and
+//! joins keep their place; `global.duration` is three times the recorded
+//! wall time, a bound for runs slowed by a condition the recording did not
+//! see.
+//!
+//! What this does not capture is listed in `provenance.not_captured`.
+
+use crate::profile::{Profile, ThreadAcc, Waker};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// JSON whose objects keep their key order (rt-app runs a phase's events in
+/// file order; serde_json's `Map` sorts them).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ordered {
+    V(Value),
+    O(Vec<(String, Ordered)>),
+}
+
+impl Serialize for Ordered {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Ordered::V(v) => v.serialize(s),
+            Ordered::O(kv) => {
+                let mut m = s.serialize_map(Some(kv.len()))?;
+                for (k, v) in kv {
+                    m.serialize_entry(k, v)?;
+                }
+                m.end()
+            }
+        }
+    }
+}
+
+/// Most slots in a thread's cycle.
+pub const SLOTS: u64 = 16;
+/// Most threads in a derived program.
+pub const MAX_PROGRAM_THREADS: usize = 256;
+/// Most sched_yield calls in one slot (a yield-heavy thread gets more
+/// cycles instead).
+pub const YIELDS_PER_SLOT: u64 = 64;
+/// The shortest guard period (us).
+pub const GUARD_MIN_US: u64 = 1000;
+/// A thread below this share of the program's CPU time is left out.
+pub const MIN_CPU_SHARE: f64 = 0.005;
+
+#[derive(Clone, Debug, PartialEq)]
+enum Block {
+    Wait,
+    Sleep(String, u64),
+}
+
+/// `n` events spread evenly over `l` slots: is slot `i` one of them?
+fn spread(i: u64, n: u64, l: u64) -> bool {
+    (i + 1) * n / l > i * n / l
+}
+
+/// Apportions `total` between `weights` by largest remainder.
+fn apportion(total: u64, weights: &[u64]) -> Vec<u64> {
+    let sum: u64 = weights.iter().sum();
+    if sum == 0 {
+        return vec![0; weights.len()];
+    }
+    let mut out: Vec<u64> = weights.iter().map(|w| total * w / sum).collect();
+    let mut rem: Vec<(u64, usize)> = weights
+        .iter()
+        .enumerate()
+        .map(|(i, w)| ((total * w) % sum, i))
+        .collect();
+    rem.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let left = total - out.iter().sum::<u64>();
+    for &(_, i) in rem.iter().take(left as usize) {
+        out[i] += 1;
+    }
+    out
+}
+
+fn sanitize(comm: &str) -> String {
+    comm.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+/// One derived thread, before it is written out.
+struct Plan {
+    name: String,
+    /// Passes over the slots (the measured cycles / slots).
+    passes: u64,
+    /// Start after the program's first event (us).
+    delay_us: u64,
+    /// The thread's measured lifetime (us).
+    life_us: u64,
+    /// The guard timer's period (us) when the thread waits on others.
+    guard_us: Option<u64>,
+    slots: u64,
+    bursts_us: Vec<u64>,
+    yields: Vec<u64>,
+    blocks: Vec<Option<Block>>,
+    signals: Vec<Vec<String>>,
+}
+
+/// The derived program and the derivation record for its provenance.
+pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value) {
+    let total: u64 = p.threads.values().map(|t| t.cpu_ns).sum();
+    let mut chosen: Vec<&ThreadAcc> = p
+        .threads
+        .values()
+        .filter(|t| t.cpu_ns as f64 >= MIN_CPU_SHARE * total as f64 && t.cpu_ns > 0)
+        .collect();
+    chosen.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.tid.cmp(&b.tid)));
+    chosen.truncate(MAX_PROGRAM_THREADS);
+    chosen.sort_by_key(|t| t.tid);
+    let omitted: Vec<Value> = p
+        .threads
+        .values()
+        .filter(|t| !chosen.iter().any(|c| c.tid == t.tid))
+        .map(|t| json!({"tid": t.tid, "comm": t.comm, "cpu_ns": t.cpu_ns}))
+        .collect();
+    let names: BTreeMap<u32, String> = chosen
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.tid, format!("t{i}_{}", sanitize(&t.comm))))
+        .collect();
+
+    let mut plans = Vec::new();
+    let mut per_thread = Vec::new();
+    let mut all_slots = 0u64;
+    for t in &chosen {
+        let name = names[&t.tid].clone();
+        let waits: u64 = t
+            .woken_by
+            .iter()
+            .filter(|(w, _)| matches!(w, Waker::Thread(x) if names.contains_key(x)))
+            .map(|(_, d)| d.count())
+            .sum();
+        // Sleeps: every other waker, with its mean blocked time.
+        let sleeps: Vec<(String, u64, u64)> = t
+            .woken_by
+            .iter()
+            .filter(|(w, _)| !matches!(w, Waker::Thread(x) if names.contains_key(x)))
+            .map(|(w, d)| (w.label(), d.count(), d.mean().round() as u64))
+            .collect();
+        let blocks: u64 = waits + sleeps.iter().map(|s| s.1).sum::<u64>();
+        let sig: Vec<(&String, u64)> = t
+            .wakes
+            .iter()
+            .filter_map(|(w, &n)| names.get(w).map(|nm| (nm, n)))
+            .collect();
+        let max_sig = sig.iter().map(|s| s.1).max().unwrap_or(0);
+        // A thread that never blocks runs in 10 ms chunks.
+        let chunks = t.cpu_ns / 10_000_000;
+        // A yield-heavy thread gets more (non-blocking) cycles, so that no
+        // slot holds more than YIELDS_PER_SLOT yields.
+        let y = t.syscall_count("sched_yield");
+        let cycles = blocks
+            .max(max_sig)
+            .max(if blocks == 0 { chunks } else { 0 })
+            .max(y.div_ceil(YIELDS_PER_SLOT))
+            .max(1);
+        let l = cycles.min(SLOTS);
+        all_slots += cycles;
+        // Bursts: the quantiles at (i + 0.5) / l, scaled to the mean.
+        let per_cycle = t.cpu_ns as f64 / cycles as f64;
+        let q: Vec<f64> = (0..l)
+            .map(|i| {
+                if t.bursts.count() == 0 {
+                    per_cycle
+                } else {
+                    t.bursts.percentile(100.0 * (i as f64 + 0.5) / l as f64) as f64
+                }
+            })
+            .collect();
+        let qsum: f64 = q.iter().sum();
+        let scale = if qsum > 0.0 {
+            per_cycle * l as f64 / qsum
+        } else {
+            1.0
+        };
+        let mut carry = 0.0;
+        let bursts_us: Vec<u64> = q
+            .iter()
+            .map(|v| {
+                let us = v * scale / 1000.0 + carry;
+                let r = us.round().max(1.0);
+                carry = us - r;
+                r as u64
+            })
+            .collect();
+        // Blocks: how many of the l slots end blocked, and how.
+        let nb = if blocks == 0 {
+            0
+        } else {
+            ((l * blocks + cycles / 2) / cycles).clamp(1, l)
+        };
+        let mut kinds: Vec<(Block, u64)> = Vec::new();
+        if waits > 0 {
+            kinds.push((Block::Wait, waits));
+        }
+        for (label, n, mean) in &sleeps {
+            kinds.push((Block::Sleep(label.clone(), (mean / 1000).max(1)), *n));
+        }
+        let counts = apportion(nb, &kinds.iter().map(|k| k.1).collect::<Vec<_>>());
+        // Keep every measured wait: at least one slot waits if any did.
+        let mut counts = counts;
+        if waits > 0 && counts[0] == 0 && nb > 0 {
+            if let Some(j) = (1..counts.len()).max_by_key(|&j| counts[j]) {
+                counts[j] -= 1;
+                counts[0] += 1;
+            }
+        }
+        // Interleave the kinds over the block slots (smooth round robin).
+        let mut seq = Vec::new();
+        let mut credit = vec![0i64; kinds.len()];
+        for _ in 0..nb {
+            for (c, n) in credit.iter_mut().zip(&counts) {
+                *c += *n as i64;
+            }
+            let k = (0..kinds.len()).max_by_key(|&k| (credit[k], -(k as i64)));
+            if let Some(k) = k {
+                credit[k] -= nb as i64;
+                seq.push(kinds[k].0.clone());
+            }
+        }
+        let mut seq = seq.into_iter();
+        let blocks_v: Vec<Option<Block>> = (0..l)
+            .map(|i| if spread(i, nb, l) { seq.next() } else { None })
+            .collect();
+        // sched_yield calls, spread over the slots (each slot's burst is cut
+        // into pieces between them).
+        let ytot = (l * y + cycles / 2) / cycles;
+        let yields: Vec<u64> = (0..l).map(|i| (i + 1) * ytot / l - i * ytot / l).collect();
+        let mut signals = vec![Vec::new(); l as usize];
+        for (wakee, n) in &sig {
+            let k = ((l * n + cycles / 2) / cycles).clamp(1, l);
+            for (i, s) in signals.iter_mut().enumerate() {
+                if spread(i as u64, k, l) {
+                    s.push((*wakee).clone());
+                }
+            }
+        }
+        let mut waited = crate::hist::Dist::default();
+        for (w, d) in &t.woken_by {
+            if matches!(w, Waker::Thread(x) if names.contains_key(x)) {
+                waited.merge(d);
+            }
+        }
+        let life_us = t.last_ns.saturating_sub(t.first_ns) / 1000;
+        let guard_us = (waits > 0).then(|| {
+            (waited.percentile(99.0) / 1000)
+                .max(life_us / waits)
+                .max(GUARD_MIN_US)
+        });
+        per_thread.push(json!({
+            "task": name,
+            "tid": t.tid,
+            "comm": t.comm,
+            "cpu_ns": t.cpu_ns,
+            "cycles": cycles,
+            "slots": l,
+            "run_us_per_slot": bursts_us,
+            "blocks_per_cycle": blocks as f64 / cycles as f64,
+            "yields_per_cycle": y as f64 / cycles as f64,
+            "waits_on_threads": waits,
+            "sleeps": sleeps.iter().map(|(w, n, m)| json!({"waker": w, "count": n, "mean_ns": m})).collect::<Vec<_>>(),
+            "waits_on_threads_ns": waited.summary(),
+            "signals": sig.iter().map(|(w, n)| json!({"wakee": w, "count": n})).collect::<Vec<_>>(),
+        }));
+        let start = p.first_ns.unwrap_or(t.first_ns);
+        plans.push(Plan {
+            passes: ((cycles + l / 2) / l).max(1),
+            delay_us: t.first_ns.saturating_sub(start) / 1000,
+            life_us: t.last_ns.saturating_sub(t.first_ns) / 1000,
+            guard_us,
+            name,
+            slots: l,
+            bursts_us,
+            yields,
+            blocks: blocks_v,
+            signals,
+        });
+    }
+
+    let mut tasks: Vec<(String, Ordered)> = plans
+        .iter()
+        .map(|pl| (pl.name.clone(), task_json(pl)))
+        .collect();
+    for pl in &plans {
+        if let Some(us) = pl.guard_us {
+            let n = &pl.name;
+            tasks.push((
+                format!("guard_{n}"),
+                Ordered::O(vec![
+                    ("priority".into(), Ordered::V(json!(19))),
+                    ("delay".into(), Ordered::V(json!(pl.delay_us))),
+                    ("loop".into(), Ordered::V(json!(1))),
+                    (
+                        "phases".into(),
+                        Ordered::O(vec![(
+                            "guard".into(),
+                            Ordered::O(vec![
+                                (
+                                    "loop".into(),
+                                    Ordered::V(json!(pl.life_us.div_ceil(us) + 1)),
+                                ),
+                                (
+                                    "timer0".into(),
+                                    Ordered::V(json!({"ref": format!("g_{n}"), "period": us})),
+                                ),
+                                ("lock1".into(), Ordered::V(json!(format!("m_{n}")))),
+                                ("broad2".into(), Ordered::V(json!(format!("c_{n}")))),
+                                ("unlock3".into(), Ordered::V(json!(format!("m_{n}")))),
+                            ]),
+                        )]),
+                    ),
+                ]),
+            ));
+        }
+    }
+    let ops_per_loop = ops.map(|n| n as f64 / all_slots.max(1) as f64);
+    let derivation = json!({
+        "method": "oversub-record/derive 1: per recorded thread, a cycle of run bursts (measured quantiles scaled to the measured CPU per cycle), wakeups of the threads it woke (condition signals), and blocks: waits on its own condition when a recorded thread ended the measured wait, sleeps of the measured mean otherwise",
+        "threads": per_thread,
+        "omitted_threads": omitted,
+        "min_cpu_share": MIN_CPU_SHARE,
+        "slots_per_cycle_max": SLOTS,
+        "ops": ops,
+        "ops_per_phase_loop": ops_per_loop,
+        "ops_tasks": "t*: the phase loops of the derived threads (not the guard_ tasks); one phase loop is one slot (a run burst and what follows it)",
+        "phase_loops_recorded": all_slots,
+        "not_captured": [
+            "lost wakeups: a signal to a thread that is not waiting is lost (rt-app 1.0 condition semantics), where the real wakeup may have been queued (a pipe's data, a futex word); the guard task (guard_NAME, nice 19) then ends the wait within its period (the longest of the p99 of the thread's waits on threads, its mean interval between them, and 1 ms); its wakeups are not the program's",
+            "page faults, TLB shootdowns, IPIs and kernel lock contention (recorded in profile.json; host-only programs have no kernel-work events)",
+            "the CPU cost of the syscalls themselves beyond the measured burst (bursts include kernel time)",
+            "sleep durations as distributions (each sleep is its waker's mean)",
+            "the order of events inside a burst and which thread a wakeup favours beyond the measured counts",
+            "threads below min_cpu_share of the program's CPU time"
+        ],
+    });
+    let program = Ordered::O(vec![
+        (
+            "global".into(),
+            Ordered::V(json!({"duration": duration_s.max(1)})),
+        ),
+        ("tasks".into(), Ordered::O(tasks)),
+    ]);
+    (program, derivation)
+}
+
+/// A slot's events, as (key prefix, value) in order.
+fn slot_events(pl: &Plan, i: usize) -> Vec<(&'static str, Value)> {
+    let mut ev = Vec::new();
+    let pieces = pl.yields[i] + 1;
+    let b = pl.bursts_us[i];
+    for k in 0..pieces {
+        let us = (k + 1) * b / pieces - k * b / pieces;
+        if us > 0 || k + 1 == pieces {
+            ev.push(("run", json!(us.max(1))));
+        }
+        if k + 1 < pieces {
+            ev.push(("yield", json!("")));
+        }
+    }
+    for w in &pl.signals[i] {
+        ev.push(("lock", json!(format!("m_{w}"))));
+        ev.push(("signal", json!(format!("c_{w}"))));
+        ev.push(("unlock", json!(format!("m_{w}"))));
+    }
+    match &pl.blocks[i] {
+        Some(Block::Wait) => {
+            let n = &pl.name;
+            ev.push(("lock", json!(format!("m_{n}"))));
+            ev.push((
+                "wait",
+                json!({"ref": format!("c_{n}"), "mutex": format!("m_{n}")}),
+            ));
+            ev.push(("unlock", json!(format!("m_{n}"))));
+        }
+        Some(Block::Sleep(_, us)) => ev.push(("sleep", json!(us))),
+        None => {}
+    }
+    ev
+}
+
+fn task_json(pl: &Plan) -> Ordered {
+    // Consecutive identical slots become one phase looping over them.
+    let mut phases: Vec<(Vec<(&'static str, Value)>, u64)> = Vec::new();
+    for i in 0..pl.slots as usize {
+        let ev = slot_events(pl, i);
+        match phases.last_mut() {
+            Some((last, n)) if *last == ev => *n += 1,
+            _ => phases.push((ev, 1)),
+        }
+    }
+    let ph: Vec<(String, Ordered)> = phases
+        .into_iter()
+        .enumerate()
+        .map(|(k, (ev, n))| {
+            let mut o = vec![("loop".to_string(), Ordered::V(json!(n)))];
+            for (j, (key, v)) in ev.into_iter().enumerate() {
+                o.push((format!("{key}{j}"), Ordered::V(v)));
+            }
+            (format!("p{k}"), Ordered::O(o))
+        })
+        .collect();
+    Ordered::O(vec![
+        ("delay".into(), Ordered::V(json!(pl.delay_us))),
+        ("loop".into(), Ordered::V(json!(pl.passes))),
+        ("phases".into(), Ordered::O(ph)),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_places_exactly_n_of_l() {
+        for l in 1..40u64 {
+            for n in 0..=l {
+                assert_eq!((0..l).filter(|&i| spread(i, n, l)).count() as u64, n);
+            }
+        }
+    }
+
+    #[test]
+    fn apportion_keeps_the_total() {
+        assert_eq!(apportion(5, &[1, 1, 1]), vec![2, 2, 1]);
+        assert_eq!(apportion(7, &[10, 0, 30]), vec![2, 0, 5]);
+        assert_eq!(apportion(3, &[0, 0]), vec![0, 0]);
+    }
+}

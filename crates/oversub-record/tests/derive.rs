@@ -1,0 +1,100 @@
+//! A profile folded from trace lines derives a program that the simulator's
+//! rt-app loader accepts (provenance included), in which a wait that another
+//! recorded thread ended is a wait on that thread's signal, and a wait a
+//! timer ended is a sleep of the measured length.
+
+use oversub_record::derive::derive;
+use oversub_record::parse::line;
+use oversub_record::profile::Profile;
+
+/// Thread 10 forks 11; 11 waits in futex and 10 wakes it, 50 times; 10
+/// sleeps 1 ms in clock_nanosleep each time, ended from interrupt context.
+fn trace() -> Vec<String> {
+    let mut v = vec![
+        "a-10 (10) [000] ..... 1.000000: sched_process_fork: comm=a pid=10 child_comm=b child_pid=11".to_string(),
+    ];
+    let mut t = 1_000_100u64; // us
+    for _ in 0..50 {
+        let ts = |us: u64| format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
+        v.push(format!("b-11 (10) [001] ..... {}: sys_futex(uaddr: 0x1000, op: 0x80, val: 0x0, utime: 0x0, uaddr2: 0x0, val3: 0x0)", ts(t)));
+        v.push(format!("b-11 (10) [001] d..2. {}: sched_switch: prev_comm=b prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120", ts(t + 1)));
+        v.push(format!("a-10 (10) [000] ..... {}: sys_futex(uaddr: 0x1000, op: 0x81, val: 0x1, utime: 0x0, uaddr2: 0x0, val3: 0x0)", ts(t + 20)));
+        v.push(format!(
+            "a-10 (10) [000] d..3. {}: sched_waking: comm=b pid=11 prio=120 target_cpu=001",
+            ts(t + 21)
+        ));
+        v.push(format!("<idle>-0 (-------) [001] d..2. {}: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=b next_pid=11 next_prio=120", ts(t + 25)));
+        v.push(format!(
+            "b-11 (10) [001] ..... {}: sys_futex -> 0x0",
+            ts(t + 26)
+        ));
+        v.push(format!(
+            "a-10 (10) [000] ..... {}: sys_futex -> 0x1",
+            ts(t + 22)
+        ));
+        v.push(format!("a-10 (10) [000] ..... {}: sys_clock_nanosleep(which_clock: 0x1, flags: 0x0, rqtp: 0x7ff, rmtp: 0x0)", ts(t + 30)));
+        v.push(format!("a-10 (10) [000] d..2. {}: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120", ts(t + 31)));
+        v.push(format!("<idle>-0 (-------) [000] d.h2. {}: sched_waking: comm=a pid=10 prio=120 target_cpu=000", ts(t + 1031)));
+        v.push(format!("<idle>-0 (-------) [000] d..2. {}: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=10 next_prio=120", ts(t + 1033)));
+        v.push(format!(
+            "a-10 (10) [000] ..... {}: sys_clock_nanosleep -> 0x0",
+            ts(t + 1034)
+        ));
+        t += 1100;
+    }
+    v
+}
+
+#[test]
+fn a_derived_program_loads_and_keeps_who_waits_for_whom() {
+    let mut p = Profile::new(10);
+    for l in trace() {
+        let ev = line(&l).unwrap_or_else(|| panic!("unparsed: {l}"));
+        p.add(&ev).expect("within bounds");
+    }
+    p.finish();
+    let a = &p.threads[&10];
+    let b = &p.threads[&11];
+    assert_eq!(b.switches_blocked, 50);
+    assert_eq!(a.wakes[&11], 50);
+    assert_eq!(a.blocks["sleep"].count(), 50);
+    assert_eq!(a.blocks["sleep"].summary().mean_ns, 1_000_000);
+    let t = p.totals();
+    assert_eq!((t.futex_waits, t.futex_blocked), (50, 50));
+
+    let (prog, derivation) = derive(&p, Some(50), 1);
+    let mut text = serde_json::to_string(&prog).unwrap();
+    // As `oversub record` writes it: provenance first.
+    text = text.replacen(
+        '{',
+        &format!("{{\"provenance\": {{\"derivation\": {derivation}}},"),
+        1,
+    );
+    let loaded = oversub::workload::rtapp::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let names: Vec<&str> = loaded
+        .program
+        .threads
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert!(
+        names.contains(&"t0_a") && names.contains(&"t1_b"),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"guard_t1_b"),
+        "b waits on a: it has a guard {names:?}"
+    );
+    assert!(!names.contains(&"guard_t0_a"), "a only sleeps {names:?}");
+    // b waits on its own condition, which a signals; a sleeps 1 ms.
+    assert!(
+        text.contains(r#""signal"#) && text.contains(r#""c_t1_b""#),
+        "{text}"
+    );
+    assert!(text.contains(r#""wait"#), "{text}");
+    assert!(
+        text.contains(r#""sleep"#) && text.contains(":1000"),
+        "{text}"
+    );
+    assert!(!text.contains(r#""c_t0_a""#), "nobody signals a: {text}");
+}

@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""Measured vs simulated, against the committed recordings (recordings/check/) (docs/workloads.md,
+"Recordings: measured vs simulated"). `make test-recordings` runs it.
+
+For each recordings/check/NAME/ (profile.json and workload.json written by
+`oversub record`, check.json saying how to re-run the program):
+
+A. the recording's per-op figures against its derived program simulated
+   host-only on this machine's CPU count and as the guest of an
+   undercommitted VM of the same size (vCPUs pinned 1:1 to otherwise idle
+   pCPUs): CPU/op, switches/op, wakeups/op (both), reschedule IPIs/op (VM).
+   Metrics the simulator cannot produce from a derived program are printed
+   as "not modelled" and not judged.
+B. a condition the recording did not see: HOGS busy-loop processes on the
+   program's CPUs. The real program is recorded again now, with and without
+   the hogs (same run, so no machine-speed threshold), and the derived
+   program is simulated with and without as many hog threads. Judged: the
+   throughput ratio (with hogs / without), switches/op and wakeups/op with
+   hogs, each as its ratio with hogs / without (real against simulated).
+
+Judged: |sim - real| <= 30% of real. Exit 1 if any judged figure fails.
+Needs root and tracefs (oversub record) and the programs of check.json.
+"""
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+TOL = 0.30
+# A per-op figure resting on fewer real events than this is shown, not judged:
+# a count of n events has a relative spread of about 1/sqrt(n), so 100 events
+# put +-30% at three standard deviations.
+MIN_EVENTS = 100
+GAPS = {
+    "idle-ipi": "the recordings' threads sent almost no reschedule IPIs (their wakees went to a "
+    "CPU busy with other load, or to this KVM guest's idle CPU polling in cpuidle-haltpoll, which "
+    "needs none); the simulated guest's other vCPU is idle and halted (guest haltpoll is not "
+    "modelled), so a remote wakeup IPIs it. Shown, not judged.",
+}
+
+
+def load_ordered(path):
+    with open(path) as f:
+        return json.load(f, object_pairs_hook=collections.OrderedDict)
+
+
+def finish_s(threads, secs):
+    """When the program's last thread finished (the run's end if one did not)."""
+    ends = [t.get("finished_ns") for t in threads if is_program(t["name"])]
+    if not ends or any(e is None for e in ends):
+        return secs
+    return max(ends) / 1e9
+
+
+def sim_host(oversub, workload, cpus, hogs, tmp):
+    w = load_ordered(workload)
+    w.pop("provenance", None)
+    w["oversub"] = {"cpus": cpus}
+    secs = w["global"]["duration"]
+    if hogs:
+        w["tasks"]["hog"] = collections.OrderedDict(
+            [("instance", hogs), ("loop", -1), ("run", 100000)]
+        )
+    path = os.path.join(tmp, "host.json")
+    with open(path, "w") as f:
+        json.dump(w, f)
+    r = json.loads(run([oversub, "run", path, "--json"]))
+    loops = {t["name"]: t["phase_loops"] for t in r["program"]["threads"]}
+    s = collections.Counter()
+    for t in r["tasks"]:
+        if not is_program(t["name"]):
+            continue
+        s["cpu_ns"] += t["cpu_ns"]
+        s["switches"] += t["nr_switches"]
+        s["wakeups"] += t["nr_wakeups"]
+        s["loops"] += loops.get(t["name"], 0)
+    s["secs"] = finish_s(r["program"]["threads"], secs)
+    return s
+
+
+def sim_vm(oversub, workload, cpus, tmp):
+    secs = load_ordered(workload)["global"]["duration"]
+    pins = ", ".join(str(i) for i in range(cpus))
+    sc = os.path.join(tmp, "vm.toml")
+    with open(sc, "w") as f:
+        f.write(
+            f'[host]\ncpus = {cpus}\nduration = "{secs}s"\n\n[[vm]]\nname = "g"\n'
+            f'vcpus = {cpus}\npin = [{pins}]\nprogram = "{os.path.abspath(workload)}"\nops = "t*"\n'
+        )
+    r = json.loads(run([oversub, "run", sc, "--json"]))
+    v = r["vms"][0]
+    s = collections.Counter()
+    for t in v["threads"]:
+        if not is_program(t["name"]):
+            continue
+        s["cpu_ns"] += t["cpu_ns"]
+        s["switches"] += t["nr_switches"]
+        s["wakeups"] += t["wakeup_latency_ns"]["samples"]
+        s["loops"] += t["phase_loops"]
+    s["ipis_reschedule"] = v["ipis_sent"]
+    s["secs"] = finish_s(v["threads"], secs)
+    return s
+
+
+def is_program(name):
+    # Derived threads are t<i>_<comm>; guard_ and hog tasks are not the program.
+    return name.startswith("t") and not name.startswith("guard_")
+
+
+def run(cmd, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        sys.exit(f"check-recordings: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
+    return p.stdout
+
+
+def real_per_op(profile):
+    o = profile["per_op"]
+    ipis = o.get("ipis", {})
+    return {
+        "cpu_ns": o["cpu_ns"],
+        "switches": o["switches"],
+        "wakeups": o["wakeups"],
+        "futex_waits": o["futex_blocked_waits"],
+        "ipis_reschedule": ipis.get("reschedule", 0.0),
+        "ipis_call_function": sum(v for k, v in ipis.items() if k.startswith("call_function")),
+        "ipis_tlb_shootdown": ipis.get("tlb_shootdown", 0.0),
+        "tlb_shootdowns": o["tlb_shootdowns"],
+        "page_faults": o["page_faults"],
+    }
+
+
+def sim_per_op(s, ops_per_loop):
+    ops = max(s["loops"] * ops_per_loop, 1e-9)
+    out = {
+        "cpu_ns": s["cpu_ns"] / ops,
+        "switches": s["switches"] / ops,
+        "wakeups": s["wakeups"] / ops,
+        "ops_per_s": ops / s["secs"],
+    }
+    if "ipis_reschedule" in s:
+        out["ipis_reschedule"] = s["ipis_reschedule"] / ops
+    return out
+
+
+class Judge:
+    def __init__(self):
+        self.rows = []
+        self.passed = 0
+        self.failed = 0
+        self.gaps = {}
+
+    def add(self, name, side, metric, real, sim, judged=True, gap=None, count=None, known=None):
+        if sim is None:
+            self.rows.append((name, side, metric, real, None, "not modelled"))
+            return
+        if count is not None and count < MIN_EVENTS:
+            self.rows.append((name, side, metric, real, sim, f"not judged ({count} real events)"))
+            return
+        if known:
+            gap = gap or f"{name}: {metric}"
+            GAPS.setdefault(gap, known)
+        if gap:
+            self.gaps[gap] = True
+            ok = abs(sim - real) <= TOL * abs(real) if real != 0 else abs(sim) < 1e-9
+            self.rows.append((name, side, metric, real, sim, f"known gap ({gap}){': now within 30%' if ok else ''}"))
+            return
+        if not judged:
+            self.rows.append((name, side, metric, real, sim, "not judged"))
+            return
+        ok = abs(sim - real) <= TOL * abs(real) if real != 0 else abs(sim) < 1e-9
+        self.passed += ok
+        self.failed += not ok
+        self.rows.append((name, side, metric, real, sim, "pass" if ok else "FAIL"))
+
+    def table(self):
+        out = ["| recording | side | metric | real | sim | sim/real | verdict |",
+               "| --- | --- | --- | ---: | ---: | ---: | --- |"]
+        for name, side, metric, real, sim, verdict in self.rows:
+            ratio = f"{sim / real:.2f}" if sim is not None and real else "-"
+            s = "-" if sim is None else f"{sim:.4g}"
+            out.append(f"| {name} | {side} | {metric} | {real:.4g} | {s} | {ratio} | {verdict} |")
+        return "\n".join(out)
+
+
+def record(oversub, meta, out, hogs):
+    procs = []
+    try:
+        for _ in range(hogs):
+            procs.append(subprocess.Popen(["sh", "-c", "while :; do :; done"]))
+        cmd = [oversub, "record", "--out", out, "--duration", meta["duration"]]
+        if "ops" in meta:
+            cmd += ["--ops", str(meta["ops"])]
+        if "ops_from" in meta:
+            cmd += ["--ops-from", meta["ops_from"]]
+        run(cmd + ["--"] + meta["command"], cwd=meta.get("cwd_tmp") and out)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    with open(os.path.join(out, "profile.json")) as f:
+        return json.load(f)
+
+
+def throughput(profile):
+    return profile["per_op"]["ops"] / (profile["wall_ns"] / 1e9)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--oversub", default="target/release/oversub")
+    ap.add_argument("--dir", default="recordings/check")
+    ap.add_argument("--only", action="append")
+    ap.add_argument("--no-real", action="store_true", help="part A only (no root needed)")
+    a = ap.parse_args()
+    cpus = os.cpu_count()
+    j = Judge()
+    names = sorted(d for d in os.listdir(a.dir) if os.path.isfile(os.path.join(a.dir, d, "check.json")))
+    if a.only:
+        names = [n for n in names if n in a.only]
+    t0 = time.time()
+    with tempfile.TemporaryDirectory(prefix="oversub-check-") as tmp:
+        for name in names:
+            d = os.path.join(a.dir, name)
+            with open(os.path.join(d, "check.json")) as f:
+                meta = json.load(f)
+            with open(os.path.join(d, "profile.json")) as f:
+                prof = json.load(f)
+            wl = os.path.join(d, "workload.json")
+            opl = load_ordered(wl)["provenance"]["derivation"]["ops_per_phase_loop"]
+            rec_cpus = prof["provenance"]["machine"]["cpus"]
+            if rec_cpus != cpus:
+                print(f"# {name}: recorded on {rec_cpus} CPUs, this machine has {cpus}")
+            real = real_per_op(prof)
+            ops = prof["per_op"]["ops"]
+            known = meta.get("known_gaps", {})
+            host = sim_per_op(sim_host(a.oversub, wl, cpus, 0, tmp), opl)
+            vm = sim_per_op(sim_vm(a.oversub, wl, cpus, tmp), opl)
+            for side, s in (("host-only", host), (f"guest of {cpus}-vCPU VM", vm)):
+                for m in ("cpu_ns", "switches", "wakeups"):
+                    n = None if m == "cpu_ns" else round(real[m] * ops)
+                    j.add(name, side, m + "/op", real[m], s[m], count=n, known=known.get(m + "/op"))
+                j.add(name, side, "futex waits/op", real["futex_waits"], None)
+                # Remote wakeups: see GAPS["idle-ipi"].
+                j.add(name, side, "reschedule IPIs/op", real["ipis_reschedule"], s.get("ipis_reschedule"),
+                      gap="idle-ipi" if "ipis_reschedule" in s else None)
+                j.add(name, side, "call-function IPIs/op", real["ipis_call_function"], None)
+                j.add(name, side, "TLB shootdowns/op", real["tlb_shootdowns"], None)
+                j.add(name, side, "page faults/op", real["page_faults"], None)
+            if a.no_real:
+                continue
+            hogs = meta.get("hogs", cpus)
+            base = record(a.oversub, meta, os.path.join(tmp, name + "-base"), 0)
+            hog = record(a.oversub, meta, os.path.join(tmp, name + "-hogs"), hogs)
+            s0 = sim_per_op(sim_host(a.oversub, wl, cpus, 0, tmp), opl)
+            s1 = sim_per_op(sim_host(a.oversub, wl, cpus, hogs, tmp), opl)
+            side = f"{hogs} hogs, host-only"
+            # Each figure as its ratio with hogs / without, real (both
+            # measured now, back to back) against simulated.
+            rb, rh = real_per_op(base), real_per_op(hog)
+            hops = hog["per_op"]["ops"]
+            j.add(name, side, "throughput with/without hogs", throughput(hog) / throughput(base),
+                  s1["ops_per_s"] / s0["ops_per_s"], known=known.get("hogs throughput"))
+            for m in ("switches", "wakeups"):
+                n = min(round(rh[m] * hops), round(rb[m] * base["per_op"]["ops"]))
+                j.add(name, side, f"{m}/op with/without hogs", rh[m] / rb[m] if rb[m] else 0.0,
+                      s1[m] / s0[m] if s0[m] else 0.0, count=n, known=known.get(f"hogs {m}/op"))
+    print(j.table())
+    print(f"\n{cpus} CPUs, {os.uname().release}, {time.time() - t0:.0f} s")
+    for g in j.gaps:
+        print(f"- known gap ({g}): {GAPS[g]}")
+    print(f"recordings: {j.passed} passed, {j.failed} failed")
+    return 1 if j.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
