@@ -225,7 +225,9 @@ impl SweepSpec {
                     }
                 }
             }
-            if super::FIXED_COLUMNS.contains(&a.name.as_str())
+            // The `key = "file"` axis is the file column's own.
+            let file_axis = raw.axis[i].key.as_deref() == Some("file") && a.name == "file";
+            if !file_axis && super::FIXED_COLUMNS.contains(&a.name.as_str())
                 || super::metrics::GLOBAL_METRICS.contains(&a.name.as_str())
             {
                 return Err(err(

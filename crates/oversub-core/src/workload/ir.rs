@@ -428,9 +428,10 @@ impl Program {
         let advances = |e: &Event| match *e {
             Event::Run(d) | Event::Runtime(d) | Event::Sleep(d) => d > Nanos::ZERO,
             Event::Timer { period, .. } => period > Nanos::ZERO,
-            Event::Syscall { run, .. }
-            | Event::SleepingLock { run, .. }
-            | Event::Munmap { run, .. } => run > Nanos::ZERO,
+            Event::Syscall { run, hold, .. } | Event::SleepingLock { run, hold, .. } => {
+                run > Nanos::ZERO || hold > Nanos::ZERO
+            }
+            Event::Munmap { run, .. } => run > Nanos::ZERO,
             Event::SmpCall {
                 targets,
                 handler,
