@@ -117,8 +117,8 @@ pub fn write_set(files: &[(PathBuf, String)]) -> Result<(), String> {
 pub const OWNER_FILE: &str = ".oversub-sweep";
 
 /// Claims `dir` for the outputs of `owner` (a sweep or manifest file):
-/// [`check_out_dir`], then refuses a directory that holds the results of
-/// another one (or results of unknown origin).
+/// [`check_out_dir`], then refuses a directory marked as holding the
+/// results of another one.
 pub fn claim_out_dir(dir: &Path, what: &str, owner: &str) -> Result<(), String> {
     check_out_dir(dir, what)?;
     let d = dir.display();
@@ -129,11 +129,6 @@ pub fn claim_out_dir(dir: &Path, what: &str, owner: &str) -> Result<(), String> 
             "{what} {d}: holds the results of {}: allowed a new or empty directory, or one written for {owner}",
             oversub::limits::echo(o.trim_end())
         )),
-        Err(_) if dir.join("results.csv").exists() || dir.join("results.jsonl").exists() => {
-            Err(format!(
-                "{what} {d}: holds results of another run: allowed a new or empty directory"
-            ))
-        }
         Err(_) => write_atomic(&mark, format!("{owner}\n").as_bytes()).map_err(|m| format!("{what} {m}")),
     }
 }

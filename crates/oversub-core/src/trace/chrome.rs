@@ -143,13 +143,17 @@ impl<W: Write> ChromeWriter<W> {
         self.item(json!({"ph": "X", "name": format!("cpu{cpu}"), "cat": "sched", "pid": PID_TASKS, "tid": tt, "ts": us(since), "dur": dur}));
     }
 
-    /// The track of a nested guest's vCPU, on its first guest switch.
-    fn guest_track(&mut self, v: u32) {
+    /// The tracks of nested guests' vCPUs (those with a guest switch), in
+    /// vCPU order; written at the end, when they are all known (metadata
+    /// may stand anywhere in the document).
+    fn guest_tracks(&mut self) {
         if self.guest_vcpus.is_empty() {
-            self.item(json!({"ph": "M", "name": "process_name", "pid": PID_GUEST, "args": {"name": "nested guests: which guest thread each vCPU ran"}}));
-            self.item(json!({"ph": "M", "name": "process_sort_index", "pid": PID_GUEST, "args": {"sort_index": 2}}));
+            return;
         }
-        if self.guest_vcpus.insert(v) {
+        self.item(json!({"ph": "M", "name": "process_name", "pid": PID_GUEST, "args": {"name": "nested guests: which guest thread each vCPU ran"}}));
+        self.item(json!({"ph": "M", "name": "process_sort_index", "pid": PID_GUEST, "args": {"sort_index": 2}}));
+        let vcpus: Vec<u32> = self.guest_vcpus.iter().copied().collect();
+        for v in vcpus {
             let (n, tid) = (format!("{} guest", self.name(Some(v))), self.guest_tid(v));
             self.item(json!({"ph": "M", "name": "thread_name", "pid": PID_GUEST, "tid": tid, "args": {"name": n}}));
             self.item(json!({"ph": "M", "name": "thread_sort_index", "pid": PID_GUEST, "tid": tid, "args": {"sort_index": v}}));
@@ -268,7 +272,7 @@ impl<W: Write> ChromeWriter<W> {
                 prev,
                 next,
             } => {
-                self.guest_track(*vcpu);
+                self.guest_vcpus.insert(*vcpu);
                 self.close_guest(*vcpu, *t);
                 match next {
                     Some(th) => {
@@ -299,6 +303,7 @@ impl<W: Write> ChromeWriter<W> {
         for v in still {
             self.close_guest(v, end);
         }
+        self.guest_tracks();
         self.raw("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"oversub\",\"clock\":\"virtual time of the simulated host\"}}\n");
         if let Some(e) = self.error.take() {
             return Err(e);

@@ -443,17 +443,25 @@ impl Program {
         // resource a wait blocks on, and the resources a thread can end a
         // wait on (it signals the condition, it uses the barrier).
         let nconds = self.conds.len();
+        // A queue is two resources: its items (a `get` waits for them, a
+        // `put` ends the wait) and its room (the other way round).
+        let nbar = self.barriers.len();
+        let nq = self.queues.len();
         let waits_on = |e: &Event| match *e {
             Event::Wait { cond, .. } | Event::SignalWait { cond, .. } => Some(cond.idx()),
             Event::Barrier(b) => Some(nconds + b.idx()),
+            Event::Get { queue, .. } => Some(nconds + nbar + queue.idx()),
+            Event::Put { queue, .. } => Some(nconds + nbar + nq + queue.idx()),
             _ => None,
         };
         let ends = |e: &Event| match *e {
             Event::Signal(c) | Event::Broad(c) | Event::SignalWait { cond: c, .. } => Some(c.idx()),
             Event::Barrier(b) => Some(nconds + b.idx()),
+            Event::Put { queue, .. } => Some(nconds + nbar + queue.idx()),
+            Event::Get { queue, .. } => Some(nconds + nbar + nq + queue.idx()),
             _ => None,
         };
-        let nres = nconds + self.barriers.len();
+        let nres = nconds + nbar + 2 * nq;
         let n = self.threads.len();
         let events = |t: usize| self.threads[t].phases.iter().flat_map(|p| &p.events);
         let mut waiters: Vec<Vec<usize>> = vec![Vec::new(); nres];
@@ -488,7 +496,7 @@ impl Program {
         // phases, and its whole pass when the thread loops forever.
         let thread_ok = |t: usize, live: &[bool]| -> Result<(), String> {
             let th = &self.threads[t];
-            const WHY: &str = "no run, runtime, sleep or timer of non-zero length, nor a wait that another thread ends";
+            const WHY: &str = "no run, runtime, sleep or timer of non-zero length, nor a wait (condition, barrier, queue) that another thread ends";
             for p in &th.phases {
                 if p.loops.is_none() && !loop_ok(&mut p.events.iter(), live) {
                     return Err(format!(

@@ -97,8 +97,29 @@ fn loops_that_cannot_advance_simulated_time_are_refused_at_load() {
         );
         refused(&["run", s(&sc)], &["vm[0].program", "thread a", WHY]);
     }
+    // A producer and a consumer that only move items at one instant.
+    let f = file(
+        "queue0.json",
+        r#"{"global": {"duration": 1}, "tasks": {
+            "p": {"put": {"queue": "q", "items": 1, "capacity": 4}},
+            "c": {"get": {"queue": "q", "items": 1}}}}"#,
+    );
+    refused(&["check", s(&f)], &[WHY]);
     // What does advance time is accepted: a barrier whose users run, a
-    // waiter woken by a thread that sleeps.
+    // waiter woken by a thread that sleeps, a consumer fed by a producer
+    // that runs.
+    let f = file(
+        "queue1.json",
+        r#"{"global": {"duration": 1}, "tasks": {
+            "p": {"run": 10, "put": {"queue": "q", "items": 1, "capacity": 4}},
+            "c": {"get": {"queue": "q", "items": 1}}}}"#,
+    );
+    let out = oversub(&["run", s(&f), "--duration", "5ms"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let f = file(
         "ok.json",
         r#"{"global": {"duration": 1}, "tasks": {
