@@ -177,7 +177,7 @@ fn main() -> ExitCode {
 /// Checks a `--trace` path before the run: a `.json` file (the one format
 /// written), in a directory that exists.
 fn check_trace_path(out: &std::path::Path) -> Result<(), String> {
-    if !out.extension().is_some_and(|e| e == "json") {
+    if out.extension().is_none_or(|e| e != "json") {
         return Err(format!(
             "--trace {}: unsupported trace format: allowed OUT.json (Chrome/Perfetto JSON; ui.perfetto.dev opens it)",
             out.display()

@@ -466,7 +466,7 @@ impl Program {
         let events = |t: usize| self.threads[t].phases.iter().flat_map(|p| &p.events);
         let mut waiters: Vec<Vec<usize>> = vec![Vec::new(); nres];
         let mut wakes: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for t in 0..n {
+        for (t, wake) in wakes.iter_mut().enumerate() {
             for e in events(t) {
                 if let Some(r) = waits_on(e) {
                     if waiters[r].last() != Some(&t) {
@@ -474,8 +474,8 @@ impl Program {
                     }
                 }
                 if let Some(r) = ends(e) {
-                    if !wakes[t].contains(&r) {
-                        wakes[t].push(r);
+                    if !wake.contains(&r) {
+                        wake.push(r);
                     }
                 }
             }
