@@ -217,7 +217,7 @@ fn command(cli: Cli) -> ExitCode {
             };
             match oversub_record::record(&opts, &crate::progress::interrupt_flag()) {
                 Ok(text) => {
-                    println!("{text}");
+                    outln!("{text}");
                     ExitCode::SUCCESS
                 }
                 Err(f) => {
