@@ -6,6 +6,7 @@ use oversub::scenario::overrides::parse_override;
 #[macro_use]
 mod out;
 mod conform;
+mod output;
 mod progress;
 mod reproduce;
 mod sweep_files;
@@ -169,6 +170,23 @@ fn failed(m: &str) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let code = command(cli);
+    output::finish(code)
+}
+
+/// Checks a `--trace` path before the run: a `.json` file (the one format
+/// written), in a directory that exists.
+fn check_trace_path(out: &std::path::Path) -> Result<(), String> {
+    if out.extension().is_none_or(|e| e != "json") {
+        return Err(format!(
+            "--trace {}: unsupported trace format: allowed OUT.json (Chrome/Perfetto JSON; ui.perfetto.dev opens it)",
+            out.display()
+        ));
+    }
+    Ok(())
+}
+
+fn command(cli: Cli) -> ExitCode {
     match cli.cmd {
         Cmd::Calibrate { samples, json } => conform::calibrate(samples, json),
         Cmd::Record {
@@ -199,7 +217,7 @@ fn main() -> ExitCode {
             };
             match oversub_record::record(&opts, &crate::progress::interrupt_flag()) {
                 Ok(text) => {
-                    println!("{text}");
+                    outln!("{text}");
                     ExitCode::SUCCESS
                 }
                 Err(f) => {
@@ -250,8 +268,8 @@ fn main() -> ExitCode {
             let _ = crate::progress::interrupt_flag();
             match sweep_files::sweep_to_dir(&spec, &out, crate::progress::wanted(true)) {
                 Ok(md) => {
-                    print!("{md}");
-                    println!(
+                    out!("{md}");
+                    outln!(
                         "\nwrote {}/results.csv, results.jsonl, summary.csv, summary.md",
                         out.display()
                     );
@@ -268,7 +286,7 @@ fn main() -> ExitCode {
             let _ = crate::progress::interrupt_flag();
             match reproduce::run(&manifest, &out, quick, crate::progress::wanted(true)) {
                 Ok(text) => {
-                    print!("{text}");
+                    out!("{text}");
                     ExitCode::SUCCESS
                 }
                 Err(m) => failed(&m),
@@ -330,21 +348,19 @@ fn main() -> ExitCode {
                     sc.host.seed = s;
                 }
                 let d = dur.unwrap_or(sc.host.duration);
-                let (report, text) = oversub::run_traced(&sc, d, window);
-                if let Err(e) = std::fs::write(&out, text) {
-                    eprintln!("{}: cannot write: {e}", out.display());
-                    return ExitCode::from(2);
-                }
+                let report = match trace_run(&sc, d, window, &out, !json) {
+                    Ok(r) => r,
+                    Err(m) => return failed(&format!("{}: {m}", file.display())),
+                };
                 eprintln!(
                     "trace: {} (open it in https://ui.perfetto.dev)",
                     out.display()
                 );
-                let text = if json {
-                    format!("{}\n", report.to_json())
+                if json {
+                    outln!("{}", report.to_json());
                 } else {
-                    report.to_table()
-                };
-                let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+                    out!("{}", report.to_table());
+                }
                 return ExitCode::SUCCESS;
             }
             let mut sc = sc;
@@ -357,27 +373,75 @@ fn main() -> ExitCode {
                 sim.set_check_invariants(true);
             }
             let mut progress = crate::progress::SimProgress::new(d, !json);
-            let Some(mut report) = sim.run_polled(d, &mut |t| progress.poll(t)) else {
-                progress.finish();
-                eprintln!(
-                    "{}: interrupted at {} of {} simulated; no results",
-                    file.display(),
-                    progress.reached(),
-                    d
-                );
-                return ExitCode::from(crate::progress::EXIT_INTERRUPTED);
+            let mut report = match sim.run_polled(d, &mut |t| progress.poll(t)) {
+                Ok(r) => r,
+                Err(oversub::sim::RunStop::Interrupted { .. }) => {
+                    progress.finish();
+                    eprintln!(
+                        "{}: interrupted at {} of {} simulated; no results",
+                        file.display(),
+                        progress.reached(),
+                        d
+                    );
+                    return ExitCode::from(crate::progress::EXIT_INTERRUPTED);
+                }
+                Err(e) => {
+                    progress.finish();
+                    eprintln!("{}: {e}", file.display());
+                    return ExitCode::from(2);
+                }
             };
             progress.finish();
             report.seed = sc.host.seed;
             report.record_scenario(&sc, dur);
-            let text = if json {
-                format!("{}\n", report.to_json())
+            if json {
+                outln!("{}", report.to_json());
             } else {
-                report.to_table()
-            };
-            // A closed pipe (`| head`) is not an error worth a panic.
-            let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+                out!("{}", report.to_table());
+            }
             ExitCode::SUCCESS
+        }
+    }
+}
+
+/// `run --trace`: the run with the Chrome/Perfetto JSON streamed to a
+/// temporary file next to `out` (created before the run, so an unwritable
+/// path fails first), renamed into place when whole.
+fn trace_run(
+    sc: &Scenario,
+    d: oversub::engine::Nanos,
+    window: (u64, u64),
+    out: &std::path::Path,
+    progress_bar: bool,
+) -> Result<oversub::report::Report, String> {
+    check_trace_path(out)?;
+    let (file, f) = output::Streamed::create(out)?;
+    let mut progress = crate::progress::SimProgress::new(d, progress_bar);
+    let r = oversub::run_traced(
+        sc,
+        d,
+        window,
+        std::io::BufWriter::new(f),
+        &mut |t, bytes| {
+            progress.trace_size(t, bytes, out);
+            progress.poll(t)
+        },
+    );
+    progress.finish();
+    match r {
+        Ok(report) => {
+            file.commit()?;
+            Ok(report)
+        }
+        Err(oversub::TraceRunError::Stop(oversub::sim::RunStop::Interrupted { at })) => {
+            Err(format!(
+                "interrupted at {} of {d} simulated; no trace written",
+                oversub::engine::Nanos(at.0)
+            ))
+        }
+        Err(oversub::TraceRunError::Stop(e)) => Err(e.to_string()),
+        Err(oversub::TraceRunError::Write(e)) => {
+            Err(format!("--trace {}: cannot write: {e}", out.display()))
         }
     }
 }

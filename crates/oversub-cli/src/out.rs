@@ -1,20 +1,19 @@
-//! Printing to standard output that ignores a closed stdout (`| head`)
-//! instead of panicking.
+//! Printing to standard output through [`crate::output::stdout_fmt`]: the
+//! first error (a closed pipe, a full disk) is kept for the exit code,
+//! never a panic and never exit 0 with the output lost.
 
-/// `print!` that ignores a closed stdout (`| head`) instead of panicking.
+/// `print!` through [`crate::output::stdout_fmt`].
 #[macro_export]
 macro_rules! out {
     ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = write!(std::io::stdout(), $($t)*);
+        $crate::output::stdout_fmt(format_args!($($t)*));
     }};
 }
 
-/// `println!` that ignores a closed stdout (`| head`) instead of panicking.
+/// `println!` through [`crate::output::stdout_fmt`].
 #[macro_export]
 macro_rules! outln {
     ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($t)*);
+        $crate::output::stdout_fmt(format_args!("{}\n", format_args!($($t)*)));
     }};
 }

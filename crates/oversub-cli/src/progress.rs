@@ -121,7 +121,12 @@ pub struct SimProgress {
     bar: Option<ProgressBar>,
     stop: Arc<AtomicBool>,
     reached: Time,
+    /// The trace size estimate has been printed.
+    estimated: bool,
 }
+
+/// A trace estimated larger than this gets a line on stderr with its size.
+pub const LARGE_TRACE_BYTES: u64 = 64 << 20;
 
 impl SimProgress {
     /// `not_json`: the caller would show a bar.
@@ -133,6 +138,7 @@ impl SimProgress {
             bar: None,
             stop: interrupt_flag(),
             reached: Time::ZERO,
+            estimated: false,
         }
     }
 
@@ -157,6 +163,31 @@ impl SimProgress {
             b.set_position(now.0.min(self.total.0));
         }
         true
+    }
+
+    /// `run --trace`: once 1/64 of the run is simulated, the trace's size
+    /// at the rate so far; printed (one line on stderr) when it is over
+    /// [`LARGE_TRACE_BYTES`], so that a large trace is known early.
+    pub fn trace_size(&mut self, now: Time, bytes: u64, out: &std::path::Path) {
+        if self.estimated || now.0 < self.total.0 / 64 || now.0 == 0 {
+            return;
+        }
+        self.estimated = true;
+        let est = (u128::from(bytes) * u128::from(self.total.0) / u128::from(now.0)) as u64;
+        if est > LARGE_TRACE_BYTES {
+            let line = format!(
+                "trace: {} will be about {} MiB ({} MiB by {} of {} simulated; --trace-window FROM..TO writes less)",
+                out.display(),
+                est >> 20,
+                bytes >> 20,
+                Nanos(now.0),
+                self.total
+            );
+            match &self.bar {
+                Some(b) => b.suspend(|| eprintln!("{line}")),
+                None => eprintln!("{line}"),
+            }
+        }
     }
 
     /// How far the run got (simulated).

@@ -3,7 +3,7 @@
 
 use oversub::sweep::spec::SweepSpec;
 use oversub::sweep::{self, summary, Point, Row};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Runs every point of `spec` (the core's runner); `progress` shows a bar.
 pub fn run(spec: &SweepSpec, progress: bool) -> Result<(Vec<Point>, Vec<Row>), String> {
@@ -36,30 +36,32 @@ pub fn run_many(
 }
 
 /// Runs a sweep file and writes `DIR/results.csv`, `DIR/results.jsonl`,
-/// `DIR/summary.csv` and `DIR/summary.md`. Returns the summary text.
+/// `DIR/summary.csv` and `DIR/summary.md`, all or none. The directory is
+/// checked (and claimed for this sweep) before the first run. Returns the
+/// summary text.
 pub fn sweep_to_dir(spec: &SweepSpec, out: &Path, progress: bool) -> Result<String, String> {
+    crate::output::claim_out_dir(out, "--out", &spec.file)?;
     let (pts, rows) = run(spec, progress)?;
-    write_outputs(spec, &pts, &rows, out)
+    let (files, md) = outputs(spec, &pts, &rows, out);
+    crate::output::write_set(&files)?;
+    Ok(md)
 }
 
-/// Writes the four files of a sweep into `out`; returns the summary text.
-pub fn write_outputs(
+/// The four files of a sweep in `out` (path, text), and the summary text.
+pub fn outputs(
     spec: &SweepSpec,
     pts: &[Point],
     rows: &[Row],
     out: &Path,
-) -> Result<String, String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: cannot create: {e}", out.display()))?;
+) -> (Vec<(PathBuf, String)>, String) {
     let axes: Vec<String> = spec.axes.iter().map(|a| a.name.clone()).collect();
-    let w = |name: &str, text: &str| {
-        let p = out.join(name);
-        std::fs::write(&p, text).map_err(|e| format!("{}: cannot write: {e}", p.display()))
-    };
-    w("results.csv", &sweep::to_csv(&axes, rows))?;
-    w("results.jsonl", &sweep::to_jsonl(rows))?;
     let s = summary::summarise(spec, pts, rows);
-    w("summary.csv", &summary::to_csv(&axes, &s))?;
     let md = summary::to_markdown(spec, &s);
-    w("summary.md", &md)?;
-    Ok(md)
+    let files = vec![
+        (out.join("results.csv"), sweep::to_csv(&axes, rows)),
+        (out.join("results.jsonl"), sweep::to_jsonl(rows)),
+        (out.join("summary.csv"), summary::to_csv(&axes, &s)),
+        (out.join("summary.md"), md.clone()),
+    ];
+    (files, md)
 }

@@ -12,13 +12,15 @@
 //!   `invariants`: self-checks;
 //! * `trace`: tracepoint-named events and sinks; `stats`: CIs, paired deltas;
 //!   `sweep`: parallel sweeps in memory, their metrics and summaries;
-//!   `interrupt`: the stop flag the runs poll (the CLI sets it on Ctrl-C).
+//!   `interrupt`: the stop flag the runs poll (the CLI sets it on Ctrl-C);
+//!   `limits`: the bounds on every input and run (docs/limits.md).
 
 pub mod engine;
 pub mod guest;
 pub mod interrupt;
 pub mod invariants;
 pub mod kvm;
+pub mod limits;
 pub mod report;
 pub mod scenario;
 pub mod sched;
@@ -49,13 +51,14 @@ pub fn run_scenario(
     r
 }
 
-/// [`run_scenario`] that stops (None) when Ctrl-C or SIGTERM arrives
-/// ([`interrupt::interrupted`]), polled every few thousand events.
-pub fn run_scenario_interruptible(
+/// [`run_scenario`] that stops when Ctrl-C or SIGTERM arrives
+/// ([`interrupt::interrupted`], polled every few thousand events) or the run
+/// goes over its event budget ([`sim::RunStop`]).
+pub fn run_scenario_checked(
     sc: &Scenario,
     seed: Option<u64>,
     duration: Option<engine::Nanos>,
-) -> Option<report::Report> {
+) -> Result<report::Report, sim::RunStop> {
     let mut sc = sc.clone();
     if let Some(s) = seed {
         sc.host.seed = s;
@@ -65,30 +68,53 @@ pub fn run_scenario_interruptible(
     let mut r = sim.run_polled(d, &mut |_| !interrupt::interrupted())?;
     r.seed = sc.host.seed;
     r.record_scenario(&sc, duration);
-    Some(r)
+    Ok(r)
 }
 
-/// Runs `sc` for `d` with a vector sink over `window` and returns the report
-/// and the Chrome/Perfetto JSON text.
-pub fn run_traced(
+/// Why a traced run gave no trace.
+#[derive(Debug)]
+pub enum TraceRunError {
+    /// The run stopped early ([`sim::RunStop`]).
+    Stop(sim::RunStop),
+    /// Writing the trace failed.
+    Write(std::io::Error),
+}
+
+/// Runs `sc` for `d`, streaming the Chrome/Perfetto JSON of the events in
+/// `window` to `w` as the run goes (memory bounded whatever the duration).
+/// `poll(now, bytes written)` is called every few thousand events; false
+/// stops the run. The trace is whole when this returns Ok.
+pub fn run_traced<W: std::io::Write + Send + 'static>(
     sc: &scenario::Scenario,
     d: engine::Nanos,
     window: (u64, u64),
-) -> (report::Report, String) {
-    let shared = std::sync::Arc::new(std::sync::Mutex::new(trace::VecSink::window(
-        window.0, window.1,
-    )));
+    w: W,
+    poll: &mut dyn FnMut(engine::Time, u64) -> bool,
+) -> Result<report::Report, TraceRunError> {
+    use std::sync::{Arc, Mutex};
     let mut sim = sim::Simulator::new(sc);
-    sim.set_trace(Box::new(trace::Shared(shared.clone())));
-    let mut r = sim.run(d);
+    let writer =
+        trace::chrome::ChromeWriter::new(w, sim.task_names(), sc.host.cpus, window.0, window.1);
+    let shared = Arc::new(Mutex::new(Some(writer)));
+    sim.set_trace(Box::new(trace::SharedSink(Arc::clone(&shared))));
+    let bytes = |s: &Mutex<Option<trace::chrome::ChromeWriter<W>>>| {
+        s.lock()
+            .ok()
+            .and_then(|g| g.as_ref().map(|w| w.bytes))
+            .unwrap_or(0)
+    };
+    let mut r = sim
+        .run_polled(d, &mut |t| poll(t, bytes(&shared)))
+        .map_err(TraceRunError::Stop)?;
+    drop(sim);
     r.seed = sc.host.seed;
     r.record_scenario(sc, Some(d));
-    let names: Vec<String> = r.tasks.iter().map(|t| t.name.clone()).collect();
-    let ev = shared
+    let writer = shared
         .lock()
-        .map(|mut v| std::mem::take(&mut v.events))
-        .unwrap_or_default();
+        .ok()
+        .and_then(|mut g| g.take())
+        .ok_or_else(|| TraceRunError::Write(std::io::Error::other("trace sink lost")))?;
     let end = window.1.min(d.0);
-    let json = trace::chrome::to_json(&ev, &names, r.cpus_n, end).to_string();
-    (r, json)
+    writer.finish(end).map_err(TraceRunError::Write)?;
+    Ok(r)
 }

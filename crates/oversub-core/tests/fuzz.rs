@@ -2,7 +2,8 @@
 //! with extreme values go through the parser and, when accepted, a short
 //! simulation. Zero panics; every rejection is one line; the valid shapes
 //! are all accepted (so the extremes really run). Bounded: a fixed
-//! number of cases, each run for at most 2 ms of simulated time.
+//! number of cases, each run for at most 2 ms of simulated time and within
+//! the event budget (docs/limits.md).
 
 use oversub::scenario::Scenario;
 use proptest::prelude::*;
@@ -109,9 +110,19 @@ fn run_briefly(src: &str) -> bool {
         Ok(sc) => {
             let d = sc.host.duration.min(oversub::engine::Nanos::from_ms(2));
             let mut sim = oversub::sim::Simulator::new(&sc);
-            let r = sim.run(d);
-            let busy: u64 = r.cpus.iter().map(|c| c.busy_ns).sum();
-            assert!(busy <= u64::from(sc.host.cpus) * d.0);
+            // Extreme values (zero costs, 100 ns ops on 64 CPUs) may go over
+            // the event budget: that is a clear one-line error, and the
+            // bound on each case's work (counted in events, not timed).
+            match sim.run_polled(d, &mut |_| true) {
+                Ok(r) => {
+                    let busy: u64 = r.cpus.iter().map(|c| c.busy_ns).sum();
+                    assert!(busy <= u64::from(sc.host.cpus) * d.0);
+                }
+                Err(e @ oversub::sim::RunStop::EventBudget { .. }) => {
+                    assert!(!e.to_string().contains('\n'), "one line: {e}");
+                }
+                Err(e) => panic!("{e}"),
+            }
             true
         }
         Err(e) => {
@@ -167,5 +178,119 @@ proptest! {
         // scenario must be accepted, then run without a panic.
         let ok = run_briefly(&src);
         prop_assert!(ok, "rejected: {}\n{}", Scenario::parse("fuzz.toml", &src).unwrap_err(), src);
+    }
+}
+
+/// One rt-app event, zero-length values included (the loops that cannot
+/// advance simulated time must be refused at load, never hang).
+fn rtapp_event() -> impl Strategy<Value = String> {
+    prop_oneof![
+        pick(&["0", "1", "50"]).prop_map(|v| format!("\"run\": {v}")),
+        pick(&["0", "20"]).prop_map(|v| format!("\"sleep\": {v}")),
+        pick(&["0", "5"]).prop_map(|v| format!("\"runtime\": {v}")),
+        Just("\"yield\": 1".to_string()),
+        Just("\"lock\": \"m\", \"unlock\": \"m\"".to_string()),
+        Just("\"barrier\": \"b\"".to_string()),
+        pick(&["0", "100"]).prop_map(|p| format!("\"timer\": {{\"ref\": \"t\", \"period\": {p}}}")),
+        Just("\"lock\": \"m\", \"signal\": \"c\", \"unlock\": \"m\"".to_string()),
+        Just(
+            "\"lock\": \"m\", \"wait\": {\"ref\": \"c\", \"mutex\": \"m\"}, \"unlock\": \"m\""
+                .to_string()
+        ),
+    ]
+}
+
+fn rtapp_task(i: usize) -> impl Strategy<Value = String> {
+    (
+        proptest::collection::vec(rtapp_event(), 1..4),
+        pick(&["1", "2", "3", "100000"]),
+        pick(&[
+            "",
+            "\"loop\": 3, ",
+            "\"loop\": -1, ",
+            "\"loop\": 2000000000, ",
+        ]),
+    )
+        .prop_map(move |(evs, inst, lp)| {
+            // Numbered keys keep repeated events distinct (run0, run1...).
+            let evs: Vec<String> = evs
+                .iter()
+                .enumerate()
+                .map(|(k, e)| e.replacen("\": ", &format!("{k}\": "), 1))
+                .collect();
+            format!("\"t{i}\": {{{lp}\"instance\": {inst}, {}}}", evs.join(", "))
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// rt-app JSON from the event pool: accepted and run (bounded by the
+    /// event budget), or one line naming a field; never a hang or a panic.
+    #[test]
+    fn rtapp_programs_are_refused_or_run_bounded(
+        t0 in rtapp_task(0),
+        t1 in rtapp_task(1),
+        two in any::<bool>(),
+    ) {
+        let tasks = if two { format!("{t0}, {t1}") } else { t0 };
+        let src = format!(r#"{{"global": {{"duration": 1}}, "oversub": {{"cpus": 2}}, "tasks": {{{tasks}}}}}"#);
+        match oversub::scenario::rtapp::scenario("fuzz.json", &src) {
+            Ok(sc) => {
+                let d = oversub::engine::Nanos::from_ms(2);
+                let mut sim = oversub::sim::Simulator::new(&sc);
+                match sim.run_polled(d, &mut |_| true) {
+                    Ok(_) | Err(oversub::sim::RunStop::EventBudget { .. }) => {}
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            Err(e) => {
+                let e = e.to_string();
+                prop_assert!(!e.contains('\n') && e.starts_with("fuzz.json: "), "{e}");
+            }
+        }
+    }
+
+    /// Sweep files: any axes, seeds and sets give a spec or one line naming
+    /// the file; the run count is capped before anything is built.
+    #[test]
+    fn sweep_files_are_refused_or_parsed(
+        seeds in pick(&["[1]", "[1, 1]", "[]", "[1, 2, 3]"]),
+        key in pick(&["host.seed", "host.duration", "host.hz", "kvm.apicv", "seed", "throughput"]),
+        nvals in 1usize..40,
+        naxes in 0usize..6,
+        set in pick(&["", "set = [\"host.seed=4\"]", "set = [\"kvm.apicv=true\"]", "duration = \"1ms\""]),
+    ) {
+        let vals: Vec<String> = (0..nvals).map(|j| format!("{{ label = \"l{j}\", set = [] }}")).collect();
+        let mut src = format!("base = \"x.toml\"\nseeds = {seeds}\n{set}\n");
+        for a in 0..naxes {
+            let name = if a == 0 { key.to_string() } else { format!("a{a}") };
+            src += &format!("[[axis]]\nname = \"{name}\"\nvalues = [{}]\n", vals.join(", "));
+        }
+        match oversub::sweep::spec::SweepSpec::parse("fuzz-sweep.toml", &src, std::path::Path::new(".")) {
+            Ok(spec) => {
+                let runs: usize = spec.axes.iter().map(|a| a.values.len()).product::<usize>() * spec.seeds.len();
+                prop_assert!(runs as u64 <= oversub::limits::MAX_SWEEP_RUNS);
+            }
+            Err(e) => prop_assert!(!e.contains('\n') && e.starts_with("fuzz-sweep.toml: "), "{e}"),
+        }
+    }
+
+    /// `--set KEY=VALUE` of any shape: parsed and applied, or one line.
+    #[test]
+    fn set_overrides_are_refused_or_applied(
+        key in pick(&["host.cpus", "host.seed", "vm.0.vcpus", "task.0.count", "kvm.ple", "a.b.c", "host", ""]),
+        val in pick(&["2", "-1", "99999999999999999999", "\"x\"", "true", "[1]", "1.5", ""]),
+    ) {
+        let arg = format!("{key}={val}");
+        match oversub::scenario::overrides::parse_override(&arg) {
+            Ok(o) => {
+                let src = "[[task]]\nname = \"h\"\nkind = \"hog\"\n[[vm]]\nname = \"v\"\nworkload = \"idle\"\n";
+                if let Err(e) = Scenario::parse_with("fuzz.toml", src, &[o]) {
+                    prop_assert!(!e.to_string().contains('\n'), "{e}");
+                }
+            }
+            Err(m) => prop_assert!(!m.contains('\n'), "{m}"),
+        }
     }
 }

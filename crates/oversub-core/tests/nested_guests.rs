@@ -206,7 +206,7 @@ fn nested_runs_are_deterministic() {
 fn bad_programs_are_one_line_errors() {
     let file = format!("{}/inline.toml", dir());
     for (vm, want) in [
-        ("program = \"missing.json\"", "vm[0].program: cannot read"),
+        ("program = \"missing.json\"", "missing.json: cannot read"),
         (
             "program = \"mutex4.json\"\nworkload = \"dedup\"",
             "program and workload/overrides are exclusive",

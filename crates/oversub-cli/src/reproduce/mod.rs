@@ -108,17 +108,19 @@ fn dur(f: &str, v: &str) -> Result<Nanos, String> {
 /// Runs every section and writes the outputs; returns the terminal text.
 pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<String, String> {
     let mf = manifest.display().to_string();
-    let src = std::fs::read_to_string(manifest).map_err(|e| format!("{mf}: cannot read: {e}"))?;
+    let src = oversub::limits::read_text(manifest, "a TOML reproduction manifest")
+        .map_err(|m| format!("{mf}: {m}"))?;
     let m: Manifest = toml::from_str(&src).map_err(|e| {
         format!(
             "{mf}: {}",
             e.to_string().lines().collect::<Vec<_>>().join(" ")
         )
     })?;
+    check_sections(&mf, &m.section)?;
     let dir = manifest.parent().unwrap_or(Path::new("."));
     let pf = dir.join(&m.published);
-    let psrc =
-        std::fs::read_to_string(&pf).map_err(|e| format!("{}: cannot read: {e}", pf.display()))?;
+    let psrc = oversub::limits::read_text(&pf, "a TOML file of published figures")
+        .map_err(|e| format!("{}: {e}", pf.display()))?;
     let published: Published = toml::from_str(&psrc).map_err(|e| {
         format!(
             "{}: {}",
@@ -126,7 +128,6 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
             e.to_string().lines().collect::<Vec<_>>().join(" ")
         )
     })?;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: cannot create: {e}", out.display()))?;
     let wall = std::time::Instant::now();
     let mut specs = Vec::new();
     for s in &m.section {
@@ -136,20 +137,22 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         } else {
             (&s.seeds, &s.duration, "duration")
         };
-        if seeds.is_empty() {
-            return Err(format!("{mf}: section {}: no seeds", s.name));
-        }
+        let sf = if quick { "quick_seeds" } else { "seeds" };
+        oversub::sweep::spec::check_seeds(seeds)
+            .map_err(|e| format!("{mf}: section {}: {sf}: {e}", s.name))?;
         spec.seeds = seeds.clone();
         spec.duration = Some(dur(&format!("{mf}: section {}: {df}", s.name), d)?);
         specs.push(spec);
     }
+    crate::output::claim_out_dir(out, "--out", &mf)?;
     // Every section's runs in one batch: the cores stay busy to the end
     // instead of waiting at each section's last long run.
     let refs: Vec<&SweepSpec> = specs.iter().collect();
     let results = sweep_files::run_many(&refs, "reproduce", progress)?;
     let mut sections = Vec::new();
+    let mut files = Vec::new();
     for ((s, spec), (points, rows)) in m.section.iter().zip(specs).zip(results) {
-        sweep_files::write_outputs(&spec, &points, &rows, &out.join(&s.name))?;
+        files.extend(sweep_files::outputs(&spec, &points, &rows, &out.join(&s.name)).0);
         let summary = sweep::summary::summarise(&spec, &points, &rows);
         sections.push(Section {
             name: s.name.clone(),
@@ -160,9 +163,9 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         });
     }
     let wall_s = wall.elapsed().as_secs_f64();
-    let w = |name: &str, text: &str| {
-        let p = out.join(name);
-        std::fs::write(&p, text).map_err(|e| format!("{}: cannot write: {e}", p.display()))
+    let mut w = |name: &str, text: &str| -> Result<(), String> {
+        files.push((out.join(name), text.to_string()));
+        Ok(())
     };
     w("results.csv", &combined_csv(&sections))?;
     let table = comparison(&sections, &published);
@@ -192,6 +195,7 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         "report.html",
         &html::render(&sections, &published, quick, &table),
     )?;
+    crate::output::write_set(&files)?;
     let mut text = String::new();
     let _ = writeln!(text, "{table}");
     let _ = writeln!(
@@ -204,6 +208,37 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         out.join("results.csv").display()
     );
     Ok(text)
+}
+
+/// Section names become directories under `--out`: safe names only
+/// (letters, digits, `_`, `-`; not empty), each once; at least one section.
+fn check_sections(mf: &str, sections: &[RawSection]) -> Result<(), String> {
+    if sections.is_empty() {
+        return Err(format!(
+            "{mf}: section: empty: allowed one or more [[section]] tables"
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, s) in sections.iter().enumerate() {
+        let ok = !s.name.is_empty()
+            && s.name.len() <= 64
+            && s.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !ok {
+            return Err(format!(
+                "{mf}: section[{i}].name: {:?} is not allowed: allowed 1 to 64 letters, digits, '_' or '-' (it names a directory under --out)",
+                oversub::limits::echo(&s.name)
+            ));
+        }
+        if !seen.insert(s.name.as_str()) {
+            return Err(format!(
+                "{mf}: section[{i}].name: \"{}\" is used twice: allowed each name once",
+                s.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// All sections' rows: `section`, then the sweep columns over the union of

@@ -35,11 +35,15 @@ impl fmt::Display for ScenarioError {
     /// input (a key or value with an escaped newline, say) written as its
     /// escape, so that the error stays one line whatever the input held.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A key or value of megabytes is cut (limits::echo), the message
+        // kept to a line a person reads.
+        let field = crate::limits::echo_n(&self.field, 2 * crate::limits::MAX_ECHO_CHARS);
+        let message = crate::limits::echo_n(&self.message, 12 * crate::limits::MAX_ECHO_CHARS);
         let mut parts = vec![self.file.as_str()];
         if !self.field.is_empty() {
-            parts.push(&self.field);
+            parts.push(&field);
         }
-        parts.push(&self.message);
+        parts.push(&message);
         for (i, part) in parts.into_iter().enumerate() {
             if i > 0 {
                 f.write_str(": ")?;
@@ -251,14 +255,10 @@ pub fn check_cli_seed(v: &str) -> Result<u64, String> {
     Ok(s)
 }
 
-/// The largest scenario file read (bytes).
-pub const MAX_FILE_BYTES: u64 = 4 << 20;
-/// The most host tasks a scenario may create (task replicas, messaging
-/// senders and receivers, vCPUs). The model's runqueue operations scan the
-/// queued entities (docs/model.md, timeline simplification), so n tasks on
-/// few CPUs cost O(n^2) to start: 50 000 hogs on 2 CPUs take seconds, 100 000
-/// messaging tasks took 37 s for 10 ms simulated.
-pub const MAX_TASKS: u64 = 50_000;
+/// The largest scenario file read (bytes): [`crate::limits::MAX_INPUT_BYTES`].
+pub const MAX_FILE_BYTES: u64 = crate::limits::MAX_INPUT_BYTES;
+/// The most host tasks a scenario may create: [`crate::limits::MAX_TASKS`].
+pub const MAX_TASKS: u64 = crate::limits::MAX_TASKS;
 /// The most per-CPU group runqueues ((cgroups + 1) x CPUs): each is a
 /// cfs_rq and a group entity in the model.
 pub const MAX_GROUP_RQS: u64 = 1 << 21;
@@ -340,31 +340,23 @@ impl Scenario {
     /// Reads a scenario file, applies `--set` overrides in order and validates
     /// the result.
     pub fn load_with(path: &Path, sets: &[overrides::Override]) -> Result<Scenario, ScenarioError> {
-        use std::io::Read;
         let file = path.display().to_string();
         let err = |message: String| ScenarioError {
             file: file.clone(),
             field: String::new(),
             message,
         };
-        let f = std::fs::File::open(path).map_err(|e| err(format!("cannot read: {e}")))?;
-        let mut bytes = Vec::new();
-        f.take(MAX_FILE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| err(format!("cannot read: {e}")))?;
-        if bytes.len() as u64 > MAX_FILE_BYTES {
-            return Err(err(format!(
-                "larger than {MAX_FILE_BYTES} bytes: allowed scenario files up to {} MiB",
-                MAX_FILE_BYTES >> 20
-            )));
-        }
-        let src = String::from_utf8(bytes).map_err(|e| {
-            err(format!(
-                "not UTF-8 text (byte {}): allowed a TOML file",
-                e.utf8_error().valid_up_to()
-            ))
-        })?;
-        if path.extension().is_some_and(|e| e == "json") {
+        // The extension picks the format, in any case (`.JSON` too).
+        let is_json = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        let what = if is_json {
+            "an rt-app JSON file"
+        } else {
+            "a TOML scenario (or rt-app JSON named *.json)"
+        };
+        let src = crate::limits::read_text(path, what).map_err(err)?;
+        if is_json {
             if let Some(o) = sets.first() {
                 return Err(ScenarioError {
                     file,
@@ -374,7 +366,14 @@ impl Scenario {
             }
             return rtapp::scenario(&file, &src);
         }
-        Scenario::parse_with(&file, &src, sets)
+        Scenario::parse_with(&file, &src, sets).map_err(|mut e| {
+            // JSON under another name: say the rule instead of a TOML error.
+            if src.trim_start().starts_with('{') && e.field.starts_with("line") {
+                e.field = String::new();
+                e.message = "looks like JSON, read as TOML: allowed rt-app JSON in a file named *.json (the extension picks the format), else TOML".into();
+            }
+            e
+        })
     }
 
     /// Parses and validates scenario text; `file` names it in errors.
@@ -491,6 +490,37 @@ impl Scenario {
                         "the scenario reaches {nr_tasks} host tasks here: allowed at most {MAX_TASKS} tasks + vCPUs"
                     ),
                 ));
+            }
+            // Guest program threads count too: one cap however tasks are spelled.
+            nr_tasks += spec.program.as_ref().map_or(0, |p| p.threads.len() as u64);
+            if nr_tasks > MAX_TASKS {
+                return Err(cx.err(
+                    format!("vm[{i}].program"),
+                    format!(
+                        "the scenario reaches {nr_tasks} tasks, vCPUs and guest threads here: allowed at most {MAX_TASKS}"
+                    ),
+                ));
+            }
+            // A libvirt layout makes a cgroup per vCPU under the VM's: two
+            // VMs in one cgroup would share them silently.
+            if spec.layout == Layout::Libvirt {
+                if let Some((j, o)) = vms.iter().enumerate().find(|(_, o): &(usize, &VmSpec)| {
+                    o.vcpu_cgroups.iter().any(|c| spec.vcpu_cgroups.contains(c))
+                }) {
+                    let shared = spec
+                        .vcpu_cgroups
+                        .iter()
+                        .find(|c| o.vcpu_cgroups.contains(c))
+                        .cloned()
+                        .unwrap_or_default();
+                    return Err(cx.err(
+                        format!("vm[{i}].cgroup"),
+                        format!(
+                            "\"{}\" puts vCPU cgroup \"{shared}\" in use by vm[{j}] ({}) too: allowed a cgroup of its own per VM, or layout = \"flat\"",
+                            spec.cgroup, o.name
+                        ),
+                    ));
+                }
             }
             if vms.iter().any(|o: &VmSpec| o.name == spec.name) {
                 return Err(cx.err(
@@ -924,12 +954,15 @@ fn toml_error(
     let (field, msg) = match (path.as_str(), humanize_serde(&msg)) {
         // No field known (a syntax error): the line is the best place.
         (".", _) | ("", _) => {
-            let m = if msg.contains("too large to fit") {
-                format!("{msg}: allowed integers -{} ..= {}", i64::MAX, i64::MAX)
-            } else {
-                format!("TOML syntax: {msg}")
-            };
-            (toml_location(src, &inner), m)
+            if msg.contains("too large to fit") {
+                let m = format!("{msg}: allowed integers -{} ..= {}", i64::MAX, i64::MAX);
+                let field = inner
+                    .span()
+                    .and_then(|sp| key_at(src, sp.start))
+                    .unwrap_or_else(|| toml_location(src, &inner));
+                return cx.err(field, m);
+            }
+            (toml_location(src, &inner), format!("TOML syntax: {msg}"))
         }
         (p, Some(h)) => {
             // "[name]" in a message is the table's own name.
@@ -940,6 +973,29 @@ fn toml_error(
         (p, None) => (p.to_string(), msg),
     };
     cx.err(field, msg)
+}
+
+/// The dotted key whose value sits at byte `at` of `src` (`host.cpus`,
+/// `task.count`), read from the line's `key =` and the table header above
+/// it: for errors the TOML parser reports before it knows the field.
+fn key_at(src: &str, at: usize) -> Option<String> {
+    let at = at.min(src.len());
+    let start = src[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line = &src[start..];
+    let key = line.split('=').next()?.trim();
+    if key.is_empty() || key.len() > 200 || key.contains(['[', '\n']) {
+        return None;
+    }
+    let table = src[..start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+    Some(match table {
+        Some(t) if !t.is_empty() => format!("{t}.{key}"),
+        _ => key.to_string(),
+    })
 }
 
 /// The scenario format's name of a serde "expected" phrase.

@@ -838,13 +838,20 @@ fn guest_program(
         .parent()
         .unwrap_or(std::path::Path::new(""));
     let full = base.join(path);
-    let src = std::fs::read_to_string(&full)
-        .map_err(|e| cx.err(field, format!("cannot read {}: {e}", full.display())))?;
+    let src = crate::limits::read_text(&full, "an rt-app JSON program")
+        .map_err(|m| cx.err(field, format!("{}: {m}", full.display())))?;
     let r = crate::workload::rtapp::parse(&src).map_err(|e| {
-        cx.err(
-            field,
-            format!("{}: {}: {}", full.display(), e.field, e.message),
-        )
+        if e.field.is_empty() && !src.trim_start().starts_with('{') {
+            return cx.err(
+                field,
+                format!(
+                    "{}: not JSON ({}): allowed an rt-app JSON program (a TOML scenario is not a program)",
+                    full.display(),
+                    e.message
+                ),
+            );
+        }
+        cx.err(field, format!("{}: {e}", full.display()))
     })?;
     if r.oversub.is_some() {
         return Err(cx.err(

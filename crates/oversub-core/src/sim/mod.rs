@@ -12,6 +12,7 @@
 //! per-CPU generation number.
 
 use crate::engine::{EventQueue, Nanos, SimRng, Time};
+use crate::limits;
 use crate::report::Report;
 use crate::scenario::{expanded_names, Scenario, TaskKind};
 use crate::sched::core::Switch;
@@ -118,7 +119,51 @@ pub struct Simulator {
     trace_yield: crate::sched::yield_to::YieldStats,
     /// The guest thread last traced as current on each nested guest's vCPU.
     trace_guest: Vec<Vec<Option<u32>>>,
+    /// The CPUs the event budget counts: host CPUs plus vCPUs.
+    budget_cpus: u64,
+    /// The event budget's rate (per CPU per simulated second) and its
+    /// allowance ([`Simulator::set_event_budget`]).
+    budget_rate: u64,
+    budget_allowance: u64,
 }
+
+/// Why a run stopped before its end; one line when printed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunStop {
+    /// The caller's poll asked to stop (Ctrl-C, SIGTERM).
+    Interrupted { at: Time },
+    /// More events than [`Simulator::event_budget`] by simulated time
+    /// `at`: the model cannot advance simulated time at a useful rate.
+    EventBudget {
+        at: Time,
+        events: u64,
+        budget: u64,
+        cpus: u64,
+    },
+}
+
+impl std::fmt::Display for RunStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunStop::Interrupted { at } => write!(f, "interrupted at {at} simulated"),
+            RunStop::EventBudget {
+                at,
+                events,
+                budget,
+                cpus,
+            } => write!(
+                f,
+                "stopped at {at} simulated: {events} events exceed the budget of {budget} \
+                 for {cpus} CPUs and vCPUs (allowed {} events per CPU per simulated second, plus {}): \
+                 simulated time barely advances (zero exit, entry and switch costs? ple_window = 0?)",
+                limits::MAX_EVENTS_PER_CPU_SECOND,
+                limits::EVENT_ALLOWANCE
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RunStop {}
 
 impl Simulator {
     /// Builds the host and its tasks from a validated scenario.
@@ -172,6 +217,10 @@ impl Simulator {
             trace: None,
             trace_yield: Default::default(),
             trace_guest: Vec::new(),
+            budget_cpus: u64::from(sc.host.cpus)
+                + sc.vms.iter().map(|v| u64::from(v.vcpus)).sum::<u64>(),
+            budget_rate: limits::MAX_EVENTS_PER_CPU_SECOND,
+            budget_allowance: limits::EVENT_ALLOWANCE,
         };
         sim.tick = sim.sched.cfg.tick_nsec();
         // Create tasks; round-robin initial CPUs over each task's allowed set.
@@ -369,9 +418,28 @@ impl Simulator {
 
     /// Runs until `duration` of virtual time has passed (or, for a program
     /// run until done, until its last thread finished); returns the report.
+    /// A run over its event budget ([`RunStop::EventBudget`]) panics here:
+    /// callers that take user input use [`Self::run_polled`].
     pub fn run(&mut self, duration: Nanos) -> Report {
-        self.run_polled(duration, &mut |_| true)
-            .expect("a run that is never stopped completes")
+        match self.run_polled(duration, &mut |_| true) {
+            Ok(r) => r,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The event budget by simulated time `t`: [`limits::EVENT_ALLOWANCE`]
+    /// plus [`limits::MAX_EVENTS_PER_CPU_SECOND`] per CPU (host CPUs and
+    /// vCPUs) per simulated second.
+    pub fn event_budget(&self, t: Time) -> u64 {
+        let per_ns = u128::from(self.budget_rate) * u128::from(self.budget_cpus);
+        let b = per_ns * u128::from(t.0) / 1_000_000_000 + u128::from(self.budget_allowance);
+        u64::try_from(b).unwrap_or(u64::MAX)
+    }
+
+    /// Another event budget than the limits' (tests of the budget itself).
+    pub fn set_event_budget(&mut self, per_cpu_second: u64, allowance: u64) {
+        self.budget_rate = per_cpu_second;
+        self.budget_allowance = allowance;
     }
 
     /// Events between two calls of a run's `poll`.
@@ -379,12 +447,13 @@ impl Simulator {
 
     /// [`Simulator::run`], calling `poll(now)` every [`Self::POLL_EVENTS`]
     /// events (progress display, Ctrl-C); `poll` returning false stops the
-    /// run and gives None.
+    /// run ([`RunStop::Interrupted`]). At the same points the events so far
+    /// are held against [`Self::event_budget`] ([`RunStop::EventBudget`]).
     pub fn run_polled(
         &mut self,
         duration: Nanos,
         poll: &mut dyn FnMut(Time) -> bool,
-    ) -> Option<Report> {
+    ) -> Result<Report, RunStop> {
         let wall = std::time::Instant::now();
         let mut end = Time::ZERO + duration;
         self.end = end;
@@ -397,8 +466,19 @@ impl Simulator {
         while let Some((t, ev)) = self.queue.pop_until(end) {
             self.set_now(t);
             self.events += 1;
-            if self.events % Self::POLL_EVENTS == 0 && !poll(t) {
-                return None;
+            if self.events % Self::POLL_EVENTS == 0 {
+                if !poll(t) {
+                    return Err(RunStop::Interrupted { at: t });
+                }
+                let budget = self.event_budget(t);
+                if self.events > budget {
+                    return Err(RunStop::EventBudget {
+                        at: t,
+                        events: self.events,
+                        budget,
+                        cpus: self.budget_cpus,
+                    });
+                }
             }
             self.sched.this_cpu = self.event_cpu(ev);
             self.dispatch(ev);
@@ -434,7 +514,12 @@ impl Simulator {
         self.set_now(end);
         self.sched.sync_accounting();
         self.guest_sync();
-        Some(self.build_report(end - Time::ZERO, wall.elapsed().as_nanos() as u64))
+        Ok(self.build_report(end - Time::ZERO, wall.elapsed().as_nanos() as u64))
+    }
+
+    /// The host tasks' names, by task id (the trace's track names).
+    pub fn task_names(&self) -> Vec<String> {
+        self.sched.tasks.iter().map(|t| t.name.clone()).collect()
     }
 
     /// Events that did model work: every event popped except the stale

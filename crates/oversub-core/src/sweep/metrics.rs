@@ -112,6 +112,36 @@ fn entitled(sc: &Scenario, leaves: &[Leaf]) -> (BTreeMap<String, f64>, Vec<f64>)
     (cg_share, leaf_share)
 }
 
+/// The metrics of a run that are not per VM or per task (those are named
+/// `NAME.metric`): a sweep axis may not take these names (they would be
+/// two columns of one name).
+pub const GLOBAL_METRICS: [&str; 24] = [
+    "bystander_lost_pct",
+    "exit_pct",
+    "hypercall_yields_per_op",
+    "ipi_wait_p99_us",
+    "ipis",
+    "jain_vms_cpu",
+    "jain_vms_ops",
+    "lock_wait_mean_us",
+    "lock_wait_p99_us",
+    "op_latency_us",
+    "op_p50_us",
+    "op_p99_us",
+    "ple_exits",
+    "ple_exits_per_op",
+    "spin_pct",
+    "steal_pct",
+    "throughput",
+    "useful_pct",
+    "vm_cpu_pct",
+    "wakeup_p50_us",
+    "wakeup_p99_us",
+    "yield_to_ok",
+    "yields",
+    "yields_per_op",
+];
+
 /// The run's per-op latencies pooled: each VM's ops (a vCPU's work unit),
 /// each nested guest thread's and each host program thread's loop
 /// iterations. Empty when no workload defines an op.
@@ -349,4 +379,26 @@ pub fn metrics(sc: &Scenario, r: &Report) -> Metrics {
         }
     }
     m
+}
+
+#[cfg(test)]
+mod global_metric_names {
+    use super::*;
+
+    #[test]
+    fn every_global_metric_is_listed() {
+        let src =
+            "[host]\nduration = \"5ms\"\n[[vm]]\nname = \"a\"\nvcpus = 2\nworkload = \"dbench\"\n\
+                   [[task]]\nname = \"h\"\nkind = \"yield_loop\"\n";
+        let sc = crate::scenario::Scenario::parse("m.toml", src).unwrap();
+        let r = crate::run_scenario(&sc, None, None);
+        let m = metrics(&sc, &r);
+        assert!(m.len() > 10);
+        for (k, _) in m {
+            assert!(
+                k.contains('.') || GLOBAL_METRICS.contains(&k.as_str()),
+                "{k}"
+            );
+        }
+    }
 }

@@ -20,6 +20,10 @@ use spec::SweepSpec;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+/// The columns every results file has besides the axes and metrics (and
+/// `section` in the reproduction's): an axis may not take their names.
+pub const FIXED_COLUMNS: [&str; 5] = ["file", "workload", "vms", "seed", "section"];
+
 /// One point of the product: a value per axis.
 #[derive(Clone, Debug)]
 pub struct Point {
@@ -114,6 +118,9 @@ fn costed_points(spec: &SweepSpec) -> Result<Vec<(Point, u128)>, String> {
     points(spec)
         .into_iter()
         .map(|p| {
+            if crate::interrupt::interrupted() {
+                return Err(format!("{}: interrupted; no results written", spec.file));
+            }
             let sc = load(&p, spec.seeds[0], spec)?;
             let tasks: u64 =
                 sc.vms.iter().map(|v| u64::from(v.vcpus)).sum::<u64>() + sc.tasks.len() as u64;
@@ -129,10 +136,15 @@ fn costed_points(spec: &SweepSpec) -> Result<Vec<(Point, u128)>, String> {
 /// makes it an error.
 pub fn run_one(spec: &SweepSpec, pts: &[Point], i: usize, seed: u64) -> Result<Row, String> {
     let sc = load(&pts[i], seed, spec)?;
-    let r = (!crate::interrupt::interrupted())
-        .then(|| crate::run_scenario_interruptible(&sc, None, None))
-        .flatten()
-        .ok_or_else(|| format!("{}: interrupted; no results written", spec.file))?;
+    let interrupted = || format!("{}: interrupted; no results written", spec.file);
+    if crate::interrupt::interrupted() {
+        return Err(interrupted());
+    }
+    let r = match crate::run_scenario_checked(&sc, None, None) {
+        Ok(r) => r,
+        Err(crate::sim::RunStop::Interrupted { .. }) => return Err(interrupted()),
+        Err(e) => return Err(format!("{}: {e}", sc.file)),
+    };
     let m = metrics::metrics(&sc, &r);
     let op_latency = metrics::op_latency(&r);
     let mut wl: Vec<&str> = sc.vms.iter().map(|v| v.workload.name.as_str()).collect();

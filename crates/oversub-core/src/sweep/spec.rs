@@ -92,7 +92,8 @@ fn label_of(v: &toml::Value) -> String {
 impl SweepSpec {
     pub fn load(path: &Path) -> Result<SweepSpec, String> {
         let f = path.display().to_string();
-        let src = std::fs::read_to_string(path).map_err(|e| format!("{f}: cannot read: {e}"))?;
+        let src =
+            crate::limits::read_text(path, "a TOML sweep file").map_err(|m| format!("{f}: {m}"))?;
         SweepSpec::parse(&f, &src, path.parent().unwrap_or(Path::new(".")))
     }
 
@@ -108,12 +109,7 @@ impl SweepSpec {
         if raw.seeds.is_empty() {
             return Err(err("seeds", "empty: give at least one seed".into()));
         }
-        let mut seen = std::collections::BTreeSet::new();
-        for s in &raw.seeds {
-            if !seen.insert(s) {
-                return Err(err("seeds", format!("seed {s} is listed twice")));
-            }
-        }
+        check_seeds(&raw.seeds).map_err(|m| err("seeds", m))?;
         let duration = match &raw.duration {
             None => None,
             Some(d) => match parse_duration(d) {
@@ -190,6 +186,76 @@ impl SweepSpec {
             }
             axes.push(Axis { name, values });
         }
+        // What the sweep sets itself may not also be an axis or a `set`:
+        // the sweep's value would win silently (identical rows labelled
+        // differently).
+        let own = |path: &[String]| -> Option<&'static str> {
+            match path {
+                [h, k] if h == "host" && k == "seed" => Some("seeds"),
+                [h, k] if h == "host" && k == "duration" && raw.duration.is_some() => {
+                    Some("duration")
+                }
+                _ => None,
+            }
+        };
+        for o in &sets {
+            if let Some(by) = own(&o.path) {
+                return Err(err(
+                    "set",
+                    format!(
+                        "{}: the sweep's own {by} sets {}: allowed one of them",
+                        o.arg,
+                        o.path.join(".")
+                    ),
+                ));
+            }
+        }
+        for (i, a) in axes.iter().enumerate() {
+            for v in &a.values {
+                for o in &v.sets {
+                    if let Some(by) = own(&o.path) {
+                        return Err(err(
+                            &format!("axis[{i}]"),
+                            format!(
+                                "\"{}\" sets {}, which the sweep's own {by} sets for every run: allowed {by} = ... or this axis, not both",
+                                crate::limits::echo(&a.name),
+                                o.path.join(".")
+                            ),
+                        ));
+                    }
+                }
+            }
+            // The `key = "file"` axis is the file column's own.
+            let file_axis = raw.axis[i].key.as_deref() == Some("file") && a.name == "file";
+            if !file_axis && super::FIXED_COLUMNS.contains(&a.name.as_str())
+                || super::metrics::GLOBAL_METRICS.contains(&a.name.as_str())
+            {
+                return Err(err(
+                    &format!("axis[{i}].name"),
+                    format!(
+                        "\"{}\" is a column of the results already: allowed a name other than {} and the metric names",
+                        a.name,
+                        super::FIXED_COLUMNS.join(", ")
+                    ),
+                ));
+            }
+        }
+        // The runs, counted before any point is built.
+        let mut runs: u64 = raw.seeds.len() as u64;
+        for a in &axes {
+            runs = runs.saturating_mul(a.values.len() as u64);
+        }
+        if runs > crate::limits::MAX_SWEEP_RUNS {
+            return Err(err(
+                "axis",
+                format!(
+                    "{} axes x {} seeds make {runs} runs: allowed at most {}",
+                    axes.len(),
+                    raw.seeds.len(),
+                    crate::limits::MAX_SWEEP_RUNS
+                ),
+            ));
+        }
         let has_file_axis = raw.axis.iter().any(|a| a.key.as_deref() == Some("file"));
         let base = raw.base.as_ref().map(|b| clean(&dir.join(b)));
         if base.is_none() && !has_file_axis {
@@ -238,6 +304,21 @@ impl SweepSpec {
             baseline,
         })
     }
+}
+
+/// A seed list: not empty, no seed twice (a repeated seed would count one
+/// run twice and narrow the confidence intervals falsely).
+pub fn check_seeds(seeds: &[u64]) -> Result<(), String> {
+    if seeds.is_empty() {
+        return Err("empty: give at least one seed".into());
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for s in seeds {
+        if !seen.insert(s) {
+            return Err(format!("seed {s} is listed twice: allowed each seed once"));
+        }
+    }
+    Ok(())
 }
 
 fn bundle(t: &toml::Table) -> Result<AxisValue, String> {

@@ -5,12 +5,17 @@
 //! (only while the vCPU was on a pCPU), and the tracepoint events as
 //! instants on the CPU's track (the guest's `sched_switch` on the vCPU's).
 //!
+//! The document is written as the run goes ([`ChromeWriter`] is a trace
+//! sink): memory stays bounded whatever the duration, and the JSON is valid
+//! once [`ChromeWriter::finish`] has closed it.
+//!
 //! Thread ids are unique across the three processes and start at 1 (older
 //! Perfetto releases merge tid 0 with tid 1 in JSON traces).
 
-use super::TraceEvent;
+use super::{TraceEvent, TraceSink};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::io::Write;
 
 const PID_CPUS: u32 = 1;
 const PID_TASKS: u32 = 2;
@@ -20,72 +25,148 @@ fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
 }
 
-/// Builds the JSON document. `names[pid]` is the name of host task `pid`;
-/// `cpus` the number of pCPUs; `end` the end of the window (open slices are
-/// closed there).
-pub fn to_json(events: &[TraceEvent], names: &[String], cpus: u32, end: u64) -> Value {
-    let name = |p: Option<u32>| match p {
-        Some(p) => names
-            .get(p as usize)
-            .cloned()
-            .unwrap_or_else(|| format!("task{p}")),
-        None => "idle".to_string(),
-    };
-    let cpu_tid = |c: u32| 1 + c;
-    let task_tid = |p: u32| 1 + cpus + p;
-    let guest_tid = |p: u32| 1 + cpus + names.len() as u32 + p;
-    let mut out: Vec<Value> = Vec::new();
-    out.push(json!({"ph": "M", "name": "process_name", "pid": PID_CPUS, "args": {"name": "pCPUs (which task ran)"}}));
-    out.push(json!({"ph": "M", "name": "process_name", "pid": PID_TASKS, "args": {"name": "tasks and vCPUs (where they ran)"}}));
-    out.push(json!({"ph": "M", "name": "process_sort_index", "pid": PID_CPUS, "args": {"sort_index": 1}}));
-    out.push(json!({"ph": "M", "name": "process_sort_index", "pid": PID_TASKS, "args": {"sort_index": 3}}));
-    for c in 0..cpus {
-        out.push(json!({"ph": "M", "name": "thread_name", "pid": PID_CPUS, "tid": cpu_tid(c), "args": {"name": format!("cpu{c}")}}));
-        out.push(json!({"ph": "M", "name": "thread_sort_index", "pid": PID_CPUS, "tid": cpu_tid(c), "args": {"sort_index": c}}));
-    }
-    for (p, n) in names.iter().enumerate() {
-        out.push(json!({"ph": "M", "name": "thread_name", "pid": PID_TASKS, "tid": task_tid(p as u32), "args": {"name": n}}));
-        out.push(json!({"ph": "M", "name": "thread_sort_index", "pid": PID_TASKS, "tid": task_tid(p as u32), "args": {"sort_index": p}}));
-    }
-    // vCPUs of nested guests: those with a guest sched_switch.
-    let mut guest_vcpus: Vec<u32> = events
-        .iter()
-        .filter_map(|e| match e {
-            TraceEvent::GuestSwitch { vcpu, .. } => Some(*vcpu),
-            _ => None,
-        })
-        .collect();
-    guest_vcpus.sort_unstable();
-    guest_vcpus.dedup();
-    if !guest_vcpus.is_empty() {
-        out.push(json!({"ph": "M", "name": "process_name", "pid": PID_GUEST, "args": {"name": "nested guests: which guest thread each vCPU ran"}}));
-        out.push(json!({"ph": "M", "name": "process_sort_index", "pid": PID_GUEST, "args": {"sort_index": 2}}));
-    }
-    for &v in &guest_vcpus {
-        out.push(json!({"ph": "M", "name": "thread_name", "pid": PID_GUEST, "tid": guest_tid(v), "args": {"name": format!("{} guest", name(Some(v)))}}));
-        out.push(json!({"ph": "M", "name": "thread_sort_index", "pid": PID_GUEST, "tid": guest_tid(v), "args": {"sort_index": v}}));
-    }
-    // Per vCPU task: the guest thread current on it, and the open guest
-    // slice (thread, since), closed when the host switches the vCPU out.
-    let mut guest_curr: BTreeMap<u32, String> = BTreeMap::new();
-    let mut guest_open: BTreeMap<u32, (String, u64)> = BTreeMap::new();
-    let close_guest = |out: &mut Vec<Value>,
-                       open: &mut BTreeMap<u32, (String, u64)>,
-                       v: u32,
-                       t: u64| {
-        if let Some((th, since)) = open.remove(&v) {
-            out.push(json!({"ph": "X", "name": th, "cat": "guest", "pid": PID_GUEST, "tid": guest_tid(v), "ts": us(since), "dur": us(t.saturating_sub(since))}));
+/// Streams the JSON document to `W`. `names[pid]` is the name of host task
+/// `pid`; `cpus` the number of pCPUs; events outside `[from, to)` are
+/// dropped. The first write error is kept and stops further writes
+/// ([`ChromeWriter::finish`] returns it).
+pub struct ChromeWriter<W: Write> {
+    w: W,
+    names: Vec<String>,
+    cpus: u32,
+    from: u64,
+    to: u64,
+    /// Bytes written so far.
+    pub bytes: u64,
+    /// Elements of `traceEvents` written so far.
+    items: u64,
+    error: Option<std::io::Error>,
+    /// The time of the first event in the window.
+    first: Option<u64>,
+    /// Open slice per CPU: (task, since).
+    open: Vec<Option<(u32, u64)>>,
+    /// Per vCPU task: the guest thread current on it, and the open guest
+    /// slice (thread, since), closed when the host switches the vCPU out.
+    guest_curr: BTreeMap<u32, String>,
+    guest_open: BTreeMap<u32, (String, u64)>,
+    /// vCPUs of nested guests given their track so far.
+    guest_vcpus: std::collections::BTreeSet<u32>,
+}
+
+impl<W: Write> ChromeWriter<W> {
+    /// Starts the document (its metadata) on `w`.
+    pub fn new(w: W, names: Vec<String>, cpus: u32, from: u64, to: u64) -> ChromeWriter<W> {
+        let mut c = ChromeWriter {
+            w,
+            names,
+            cpus,
+            from,
+            to,
+            bytes: 0,
+            items: 0,
+            error: None,
+            first: None,
+            open: vec![None; cpus as usize],
+            guest_curr: BTreeMap::new(),
+            guest_open: BTreeMap::new(),
+            guest_vcpus: std::collections::BTreeSet::new(),
+        };
+        c.raw("{\"traceEvents\":[\n");
+        c.item(json!({"ph": "M", "name": "process_name", "pid": PID_CPUS, "args": {"name": "pCPUs (which task ran)"}}));
+        c.item(json!({"ph": "M", "name": "process_name", "pid": PID_TASKS, "args": {"name": "tasks and vCPUs (where they ran)"}}));
+        c.item(json!({"ph": "M", "name": "process_sort_index", "pid": PID_CPUS, "args": {"sort_index": 1}}));
+        c.item(json!({"ph": "M", "name": "process_sort_index", "pid": PID_TASKS, "args": {"sort_index": 3}}));
+        for cpu in 0..cpus {
+            c.item(json!({"ph": "M", "name": "thread_name", "pid": PID_CPUS, "tid": c.cpu_tid(cpu), "args": {"name": format!("cpu{cpu}")}}));
+            c.item(json!({"ph": "M", "name": "thread_sort_index", "pid": PID_CPUS, "tid": c.cpu_tid(cpu), "args": {"sort_index": cpu}}));
         }
-    };
-    // Open slice per CPU: (task, since).
-    let mut open: Vec<Option<(u32, u64)>> = vec![None; cpus as usize];
-    let first = events.first().map(|e| e.time()).unwrap_or(0);
-    let close = |out: &mut Vec<Value>, cpu: u32, task: u32, since: u64, t: u64| {
+        for p in 0..c.names.len() {
+            let n = c.names[p].clone();
+            c.item(json!({"ph": "M", "name": "thread_name", "pid": PID_TASKS, "tid": c.task_tid(p as u32), "args": {"name": n}}));
+            c.item(json!({"ph": "M", "name": "thread_sort_index", "pid": PID_TASKS, "tid": c.task_tid(p as u32), "args": {"sort_index": p}}));
+        }
+        c
+    }
+
+    fn name(&self, p: Option<u32>) -> String {
+        match p {
+            Some(p) => self
+                .names
+                .get(p as usize)
+                .cloned()
+                .unwrap_or_else(|| format!("task{p}")),
+            None => "idle".to_string(),
+        }
+    }
+    fn cpu_tid(&self, c: u32) -> u32 {
+        1 + c
+    }
+    fn task_tid(&self, p: u32) -> u32 {
+        1 + self.cpus + p
+    }
+    fn guest_tid(&self, p: u32) -> u32 {
+        1 + self.cpus + self.names.len() as u32 + p
+    }
+
+    fn raw(&mut self, s: &str) {
+        if self.error.is_none() {
+            match self.w.write_all(s.as_bytes()) {
+                Ok(()) => self.bytes += s.len() as u64,
+                Err(e) => self.error = Some(e),
+            }
+        }
+    }
+
+    /// One element of `traceEvents` (every element but the first is
+    /// preceded by a comma).
+    fn item(&mut self, v: Value) {
+        let sep = if self.items > 0 { ",\n" } else { "" };
+        self.items += 1;
+        let text = format!("{sep}{v}");
+        self.raw(&text);
+    }
+
+    fn close_guest(&mut self, v: u32, t: u64) {
+        if let Some((th, since)) = self.guest_open.remove(&v) {
+            let tid = self.guest_tid(v);
+            self.item(json!({"ph": "X", "name": th, "cat": "guest", "pid": PID_GUEST, "tid": tid, "ts": us(since), "dur": us(t.saturating_sub(since))}));
+        }
+    }
+
+    fn close(&mut self, cpu: u32, task: u32, since: u64, t: u64) {
         let dur = us(t.saturating_sub(since));
-        out.push(json!({"ph": "X", "name": name(Some(task)), "cat": "sched", "pid": PID_CPUS, "tid": cpu_tid(cpu), "ts": us(since), "dur": dur}));
-        out.push(json!({"ph": "X", "name": format!("cpu{cpu}"), "cat": "sched", "pid": PID_TASKS, "tid": task_tid(task), "ts": us(since), "dur": dur}));
-    };
-    for e in events {
+        let (n, ct, tt) = (
+            self.name(Some(task)),
+            self.cpu_tid(cpu),
+            self.task_tid(task),
+        );
+        self.item(json!({"ph": "X", "name": n, "cat": "sched", "pid": PID_CPUS, "tid": ct, "ts": us(since), "dur": dur}));
+        self.item(json!({"ph": "X", "name": format!("cpu{cpu}"), "cat": "sched", "pid": PID_TASKS, "tid": tt, "ts": us(since), "dur": dur}));
+    }
+
+    /// The tracks of nested guests' vCPUs (those with a guest switch), in
+    /// vCPU order; written at the end, when they are all known (metadata
+    /// may stand anywhere in the document).
+    fn guest_tracks(&mut self) {
+        if self.guest_vcpus.is_empty() {
+            return;
+        }
+        self.item(json!({"ph": "M", "name": "process_name", "pid": PID_GUEST, "args": {"name": "nested guests: which guest thread each vCPU ran"}}));
+        self.item(json!({"ph": "M", "name": "process_sort_index", "pid": PID_GUEST, "args": {"sort_index": 2}}));
+        let vcpus: Vec<u32> = self.guest_vcpus.iter().copied().collect();
+        for v in vcpus {
+            let (n, tid) = (format!("{} guest", self.name(Some(v))), self.guest_tid(v));
+            self.item(json!({"ph": "M", "name": "thread_name", "pid": PID_GUEST, "tid": tid, "args": {"name": n}}));
+            self.item(json!({"ph": "M", "name": "thread_sort_index", "pid": PID_GUEST, "tid": tid, "args": {"sort_index": v}}));
+        }
+    }
+
+    /// Writes one event (in the window).
+    pub fn event(&mut self, e: &TraceEvent) {
+        let t0 = e.time();
+        if t0 < self.from || t0 >= self.to || self.error.is_some() {
+            return;
+        }
+        let first = *self.first.get_or_insert(t0);
         match e {
             TraceEvent::SchedSwitch {
                 t,
@@ -95,36 +176,38 @@ pub fn to_json(events: &[TraceEvent], names: &[String], cpus: u32, end: u64) -> 
                 next,
             } => {
                 let c = *cpu as usize;
-                if c >= open.len() {
-                    continue;
+                if c >= self.open.len() {
+                    return;
                 }
                 // A task already running when the window opened: its slice
                 // starts at the window's first event.
-                let since = match open[c].take() {
+                let since = match self.open[c].take() {
                     Some((task, since)) => Some((task, since)),
                     None => prev.map(|p| (p, first)),
                 };
                 if let Some((task, since)) = since {
-                    close(&mut out, *cpu, task, since, *t);
+                    self.close(*cpu, task, since, *t);
                 }
                 if let Some(n) = next {
-                    open[c] = Some((*n, *t));
+                    self.open[c] = Some((*n, *t));
                 }
                 if let Some(p) = prev {
-                    close_guest(&mut out, &mut guest_open, *p, *t);
+                    self.close_guest(*p, *t);
                 }
                 if let Some(n) = next {
-                    if let Some(th) = guest_curr.get(n) {
-                        guest_open.insert(*n, (th.clone(), *t));
+                    if let Some(th) = self.guest_curr.get(n).cloned() {
+                        self.guest_open.insert(*n, (th, *t));
                     }
                 }
-                out.push(json!({"ph": "i", "s": "t", "name": "sched_switch", "cat": "sched", "pid": PID_CPUS, "tid": cpu_tid(*cpu), "ts": us(*t),
-                    "args": {"prev_comm": name(*prev), "prev_pid": prev, "prev_state": if *prev_runnable { "R" } else { "S" },
-                             "next_comm": name(*next), "next_pid": next}}));
+                let (pc, nc, tid) = (self.name(*prev), self.name(*next), self.cpu_tid(*cpu));
+                self.item(json!({"ph": "i", "s": "t", "name": "sched_switch", "cat": "sched", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
+                    "args": {"prev_comm": pc, "prev_pid": prev, "prev_state": if *prev_runnable { "R" } else { "S" },
+                             "next_comm": nc, "next_pid": next}}));
             }
             TraceEvent::SchedWakeup { t, pid, target_cpu } => {
-                out.push(json!({"ph": "i", "s": "t", "name": "sched_wakeup", "cat": "sched", "pid": PID_CPUS, "tid": cpu_tid(*target_cpu), "ts": us(*t),
-                    "args": {"comm": name(Some(*pid)), "pid": pid, "target_cpu": target_cpu}}));
+                let (n, tid) = (self.name(Some(*pid)), self.cpu_tid(*target_cpu));
+                self.item(json!({"ph": "i", "s": "t", "name": "sched_wakeup", "cat": "sched", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
+                    "args": {"comm": n, "pid": pid, "target_cpu": target_cpu}}));
             }
             TraceEvent::KvmExit {
                 t,
@@ -132,8 +215,9 @@ pub fn to_json(events: &[TraceEvent], names: &[String], cpus: u32, end: u64) -> 
                 pid,
                 reason,
             } => {
-                out.push(json!({"ph": "i", "s": "t", "name": "kvm_exit", "cat": "kvm", "pid": PID_CPUS, "tid": cpu_tid(*cpu), "ts": us(*t),
-                    "args": {"reason": reason, "vcpu": name(Some(*pid))}}));
+                let (n, tid) = (self.name(Some(*pid)), self.cpu_tid(*cpu));
+                self.item(json!({"ph": "i", "s": "t", "name": "kvm_exit", "cat": "kvm", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
+                    "args": {"reason": reason, "vcpu": n}}));
             }
             TraceEvent::KvmVcpuOnSpinTarget {
                 t,
@@ -143,8 +227,13 @@ pub fn to_json(events: &[TraceEvent], names: &[String], cpus: u32, end: u64) -> 
                 tier,
                 result,
             } => {
-                out.push(json!({"ph": "i", "s": "t", "name": "kvm_vcpu_on_spin_target", "cat": "kvm", "pid": PID_CPUS, "tid": cpu_tid(*cpu), "ts": us(*t),
-                    "args": {"vcpu": name(Some(*pid)), "target": name(Some(*target)), "tier": tier, "result": result}}));
+                let (n, tn, tid) = (
+                    self.name(Some(*pid)),
+                    self.name(Some(*target)),
+                    self.cpu_tid(*cpu),
+                );
+                self.item(json!({"ph": "i", "s": "t", "name": "kvm_vcpu_on_spin_target", "cat": "kvm", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
+                    "args": {"vcpu": n, "target": tn, "tier": tier, "result": result}}));
             }
             TraceEvent::KvmApicIpi {
                 t,
@@ -154,11 +243,13 @@ pub fn to_json(events: &[TraceEvent], names: &[String], cpus: u32, end: u64) -> 
                 vector,
                 tracked,
             } => {
-                out.push(json!({"ph": "i", "s": "t", "name": "kvm_apic_ipi", "cat": "kvm", "pid": PID_CPUS, "tid": cpu_tid(*cpu), "ts": us(*t),
-                    "args": {"vcpu": name(Some(*pid)), "dest_vcpu": dest, "vector": vector, "tracked": tracked}}));
+                let (n, tid) = (self.name(Some(*pid)), self.cpu_tid(*cpu));
+                self.item(json!({"ph": "i", "s": "t", "name": "kvm_apic_ipi", "cat": "kvm", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
+                    "args": {"vcpu": n, "dest_vcpu": dest, "vector": vector, "tracked": tracked}}));
             }
             TraceEvent::YieldPolicy { t, cpu, name: n } => {
-                out.push(json!({"ph": "i", "s": "t", "name": n, "cat": "sched", "pid": PID_CPUS, "tid": cpu_tid(*cpu), "ts": us(*t), "args": {}}));
+                let tid = self.cpu_tid(*cpu);
+                self.item(json!({"ph": "i", "s": "t", "name": n, "cat": "sched", "pid": PID_CPUS, "tid": tid, "ts": us(*t), "args": {}}));
             }
             TraceEvent::SchedYieldTo {
                 t,
@@ -167,8 +258,13 @@ pub fn to_json(events: &[TraceEvent], names: &[String], cpus: u32, end: u64) -> 
                 target,
                 levels,
             } => {
-                out.push(json!({"ph": "i", "s": "t", "name": "sched_yield_to_tp", "cat": "sched", "pid": PID_CPUS, "tid": cpu_tid(*cpu), "ts": us(*t),
-                    "args": {"yielder": name(Some(*yielder)), "target": name(Some(*target)), "levels": levels}}));
+                let (y, tn, tid) = (
+                    self.name(Some(*yielder)),
+                    self.name(Some(*target)),
+                    self.cpu_tid(*cpu),
+                );
+                self.item(json!({"ph": "i", "s": "t", "name": "sched_yield_to_tp", "cat": "sched", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
+                    "args": {"yielder": y, "target": tn, "levels": levels}}));
             }
             TraceEvent::GuestSwitch {
                 t,
@@ -176,31 +272,59 @@ pub fn to_json(events: &[TraceEvent], names: &[String], cpus: u32, end: u64) -> 
                 prev,
                 next,
             } => {
-                close_guest(&mut out, &mut guest_open, *vcpu, *t);
+                self.guest_vcpus.insert(*vcpu);
+                self.close_guest(*vcpu, *t);
                 match next {
                     Some(th) => {
-                        guest_curr.insert(*vcpu, th.clone());
-                        guest_open.insert(*vcpu, (th.clone(), *t));
+                        self.guest_curr.insert(*vcpu, th.clone());
+                        self.guest_open.insert(*vcpu, (th.clone(), *t));
                     }
                     None => {
-                        guest_curr.remove(vcpu);
+                        self.guest_curr.remove(vcpu);
                     }
                 }
                 let comm = |x: &Option<String>| x.clone().unwrap_or_else(|| "swapper".into());
-                out.push(json!({"ph": "i", "s": "t", "name": "sched_switch", "cat": "guest", "pid": PID_GUEST, "tid": guest_tid(*vcpu), "ts": us(*t),
-                    "args": {"prev_comm": comm(prev), "next_comm": comm(next), "vcpu": name(Some(*vcpu))}}));
+                let (vn, tid) = (self.name(Some(*vcpu)), self.guest_tid(*vcpu));
+                self.item(json!({"ph": "i", "s": "t", "name": "sched_switch", "cat": "guest", "pid": PID_GUEST, "tid": tid, "ts": us(*t),
+                    "args": {"prev_comm": comm(prev), "next_comm": comm(next), "vcpu": vn}}));
             }
         }
     }
-    for (c, o) in open.iter().enumerate() {
-        if let Some((task, since)) = *o {
-            close(&mut out, c as u32, task, since, end);
+
+    /// Closes the slices still open at `end` (the end of the window) and
+    /// the document; flushes. Returns the writer, or the first write error.
+    pub fn finish(mut self, end: u64) -> std::io::Result<W> {
+        for c in 0..self.open.len() {
+            if let Some((task, since)) = self.open[c] {
+                self.close(c as u32, task, since, end);
+            }
         }
+        let still: Vec<u32> = self.guest_open.keys().copied().collect();
+        for v in still {
+            self.close_guest(v, end);
+        }
+        self.guest_tracks();
+        self.raw("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"oversub\",\"clock\":\"virtual time of the simulated host\"}}\n");
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.w.flush()?;
+        Ok(self.w)
     }
-    let still: Vec<u32> = guest_open.keys().copied().collect();
-    for v in still {
-        close_guest(&mut out, &mut guest_open, v, end);
+}
+
+impl<W: Write + Send> TraceSink for ChromeWriter<W> {
+    fn record(&mut self, ev: TraceEvent) {
+        self.event(&ev);
     }
-    json!({"traceEvents": out, "displayTimeUnit": "ns",
-           "otherData": {"producer": "oversub", "clock": "virtual time of the simulated host"}})
+}
+
+/// The whole document for `events` in memory (tests, small traces).
+pub fn to_json(events: &[TraceEvent], names: &[String], cpus: u32, end: u64) -> Value {
+    let mut w = ChromeWriter::new(Vec::new(), names.to_vec(), cpus, 0, u64::MAX);
+    for e in events {
+        w.event(e);
+    }
+    let bytes = w.finish(end).unwrap_or_default();
+    serde_json::from_slice(&bytes).unwrap_or(Value::Null)
 }

@@ -171,3 +171,17 @@ impl TraceSink for Shared {
         }
     }
 }
+
+/// A sink shared with the caller, who takes it back after the run (the
+/// streaming Chrome writer of `run --trace`).
+pub struct SharedSink<S: TraceSink>(pub std::sync::Arc<std::sync::Mutex<Option<S>>>);
+
+impl<S: TraceSink> TraceSink for SharedSink<S> {
+    fn record(&mut self, ev: TraceEvent) {
+        if let Ok(mut g) = self.0.lock() {
+            if let Some(s) = g.as_mut() {
+                s.record(ev);
+            }
+        }
+    }
+}

@@ -410,6 +410,160 @@ impl Program {
                 ));
             }
         }
+        self.check_time_advances()
+    }
+
+    /// Refuses a program a thread of which can repeat without simulated
+    /// time passing: the interpreter would execute its events forever (or
+    /// for a near-endless count) at one instant. Every loop that repeats
+    /// without end (a phase of `loop: -1`, a thread's pass when the thread
+    /// loops forever) must hold an event that takes time ([`advances`]) or
+    /// a blocking wait (a condition wait, a barrier) that a thread which
+    /// itself passes this check ends; a finite loop without either may
+    /// take at most [`crate::limits::MAX_ZERO_TIME_STEPS`] steps. Lock and
+    /// unlock, signal and yield take no simulated time, and a loop of them
+    /// alone is refused (a `yield`-only loop piles events at one instant).
+    pub fn check_time_advances(&self) -> Result<(), String> {
+        use crate::limits::MAX_ZERO_TIME_STEPS;
+        let advances = |e: &Event| match *e {
+            Event::Run(d) | Event::Runtime(d) | Event::Sleep(d) => d > Nanos::ZERO,
+            Event::Timer { period, .. } => period > Nanos::ZERO,
+            Event::Syscall { run, hold, .. } | Event::SleepingLock { run, hold, .. } => {
+                run > Nanos::ZERO || hold > Nanos::ZERO
+            }
+            Event::Munmap { run, .. } => run > Nanos::ZERO,
+            Event::SmpCall {
+                targets,
+                handler,
+                wait,
+            } => wait && targets > 0 && handler > Nanos::ZERO,
+            _ => false,
+        };
+        // Blocking waits by resource (conditions, then barriers): the
+        // resource a wait blocks on, and the resources a thread can end a
+        // wait on (it signals the condition, it uses the barrier).
+        let nconds = self.conds.len();
+        // A queue is two resources: its items (a `get` waits for them, a
+        // `put` ends the wait) and its room (the other way round).
+        let nbar = self.barriers.len();
+        let nq = self.queues.len();
+        let waits_on = |e: &Event| match *e {
+            Event::Wait { cond, .. } | Event::SignalWait { cond, .. } => Some(cond.idx()),
+            Event::Barrier(b) => Some(nconds + b.idx()),
+            Event::Get { queue, .. } => Some(nconds + nbar + queue.idx()),
+            Event::Put { queue, .. } => Some(nconds + nbar + nq + queue.idx()),
+            _ => None,
+        };
+        let ends = |e: &Event| match *e {
+            Event::Signal(c) | Event::Broad(c) | Event::SignalWait { cond: c, .. } => Some(c.idx()),
+            Event::Barrier(b) => Some(nconds + b.idx()),
+            Event::Put { queue, .. } => Some(nconds + nbar + queue.idx()),
+            Event::Get { queue, .. } => Some(nconds + nbar + nq + queue.idx()),
+            _ => None,
+        };
+        let nres = nconds + nbar + 2 * nq;
+        let n = self.threads.len();
+        let events = |t: usize| self.threads[t].phases.iter().flat_map(|p| &p.events);
+        let mut waiters: Vec<Vec<usize>> = vec![Vec::new(); nres];
+        let mut wakes: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (t, wake) in wakes.iter_mut().enumerate() {
+            for e in events(t) {
+                if let Some(r) = waits_on(e) {
+                    if waiters[r].last() != Some(&t) {
+                        waiters[r].push(t);
+                    }
+                }
+                if let Some(r) = ends(e) {
+                    if !wake.contains(&r) {
+                        wake.push(r);
+                    }
+                }
+            }
+        }
+        // A loop is fine if it takes time, or blocks on a wait that a
+        // thread already found fine can end (`live[r]`: such a thread ends
+        // waits on r; a thread is not yet fine when this is asked, so it
+        // never counts for itself).
+        let loop_ok = |evs: &mut dyn Iterator<Item = &Event>, live: &[bool]| {
+            for e in evs {
+                if advances(e) || waits_on(e).is_some_and(|r| live[r]) {
+                    return true;
+                }
+            }
+            false
+        };
+        // The loops of a thread that repeat without end: its `loop: -1`
+        // phases, and its whole pass when the thread loops forever.
+        let thread_ok = |t: usize, live: &[bool]| -> Result<(), String> {
+            let th = &self.threads[t];
+            const WHY: &str = "no run, runtime, sleep or timer of non-zero length, nor a wait (condition, barrier, queue) that another thread ends";
+            for p in &th.phases {
+                if p.loops.is_none() && !loop_ok(&mut p.events.iter(), live) {
+                    return Err(format!(
+                        "thread {} phase {}: loops forever without advancing simulated time ({WHY})",
+                        th.name, p.name
+                    ));
+                }
+            }
+            if th.loops.is_none() && !loop_ok(&mut events(t), live) {
+                return Err(format!(
+                    "thread {} phase {}: the thread loops forever without advancing simulated time ({WHY})",
+                    th.name, th.phases[0].name
+                ));
+            }
+            Ok(())
+        };
+        // Least fixpoint by worklist: two threads that only wake each other
+        // at one instant are never found fine.
+        let mut ok = vec![false; n];
+        let mut live = vec![false; nres];
+        let mut work: Vec<usize> = (0..n).rev().collect();
+        while let Some(t) = work.pop() {
+            if ok[t] || thread_ok(t, &live).is_err() {
+                continue;
+            }
+            ok[t] = true;
+            for &r in &wakes[t] {
+                if !live[r] {
+                    live[r] = true;
+                    work.extend(waiters[r].iter().copied().filter(|&w| !ok[w]));
+                }
+            }
+        }
+        if let Some(t) = (0..n).find(|&t| !ok[t]) {
+            thread_ok(t, &live)?;
+        }
+        // Finite loops of zero-time events: bounded step counts.
+        for th in &self.threads {
+            let mut pass: u64 = 0;
+            let mut pass_advances = false;
+            for p in &th.phases {
+                let steps = p.loops.unwrap_or(1).saturating_mul(p.events.len() as u64);
+                if p.events
+                    .iter()
+                    .any(|e| advances(e) || waits_on(e).is_some_and(|r| live[r]))
+                {
+                    pass_advances = true;
+                } else if steps > MAX_ZERO_TIME_STEPS {
+                    return Err(format!(
+                        "thread {} phase {}: {} loops of events that take no simulated time make {steps} steps at one instant: allowed at most {MAX_ZERO_TIME_STEPS} (add a run or sleep, or loop less)",
+                        th.name,
+                        p.name,
+                        p.loops.unwrap_or(1)
+                    ));
+                }
+                pass = pass.saturating_add(steps);
+            }
+            let total = th.loops.unwrap_or(1).saturating_mul(pass);
+            if !pass_advances && total > MAX_ZERO_TIME_STEPS {
+                return Err(format!(
+                    "thread {} phase {}: {} passes of phases that take no simulated time make {total} steps at one instant: allowed at most {MAX_ZERO_TIME_STEPS} (add a run or sleep, or loop less)",
+                    th.name,
+                    th.phases[0].name,
+                    th.loops.unwrap_or(1)
+                ));
+            }
+        }
         Ok(())
     }
 }

@@ -84,10 +84,10 @@ impl<'de> Visitor<'de> for JsonVisitor {
     fn visit_i64<E>(self, v: i64) -> Result<Json, E> {
         Ok(Json::Int(v))
     }
-    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Json, E> {
-        i64::try_from(v)
-            .map(Json::Int)
-            .map_err(|_| E::custom(format!("integer {v} is too large")))
+    fn visit_u64<E>(self, v: u64) -> Result<Json, E> {
+        // Beyond i64: kept as a number, so that the field that reads it
+        // names itself in the error ([`super::rtapp`]'s `int`: out of range).
+        Ok(i64::try_from(v).map_or(Json::Float(v as f64), Json::Int))
     }
     fn visit_f64<E>(self, v: f64) -> Result<Json, E> {
         Ok(Json::Float(v))

@@ -148,6 +148,11 @@ fn int(v: &Json, at: &str, lo: i64, hi: i64, unit: &str) -> Result<i64, InputErr
             at,
             format!("{i} is out of range: allowed {lo} ..= {hi}{unit}"),
         )),
+        // An integer beyond 64 bits is read as a number.
+        Json::Float(x) if x.fract() == 0.0 && x.abs() >= i64::MAX as f64 => Err(InputError::new(
+            at,
+            format!("{x:.0} is out of range: allowed {lo} ..= {hi}{unit}"),
+        )),
         o => Err(InputError::new(
             at,
             format!("expected an integer{unit}, found {}", o.kind()),
@@ -716,6 +721,18 @@ impl Builder {
             Some(x) => us(int(x, &format!("{at}.delay"), 0, 3_600_000_000, " us")?),
             None => Nanos::ZERO,
         };
+        // One cap on threads however they are spelled (instances of many
+        // tasks included), checked before any is built.
+        let total = out.len() as u64 + u64::from(instances);
+        if total > crate::limits::MAX_TASKS {
+            return Err(InputError::new(
+                format!("{at}.instance"),
+                format!(
+                    "{instances} makes {total} threads in the program: allowed at most {} threads in all",
+                    crate::limits::MAX_TASKS
+                ),
+            ));
+        }
         for i in 0..instances {
             let name = if instances == 1 {
                 task.to_string()

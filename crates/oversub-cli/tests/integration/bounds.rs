@@ -1,0 +1,467 @@
+//! Every input bounded (issue 28): the reproducers of the issue, by class,
+//! against the release binary. Each ends with exit 2 and one line naming
+//! the file and the field (or the documented success), in bounded memory;
+//! none hangs, panics or succeeds silently.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn oversub(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .args(args)
+        .output()
+        .expect("run oversub")
+}
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("oversub-bounds-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn file(name: &str, src: &str) -> PathBuf {
+    let f = dir().join(name);
+    std::fs::write(&f, src).unwrap();
+    f
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Exit 2, one line, holding every `must`.
+fn refused(args: &[&str], must: &[&str]) -> String {
+    let out = oversub(args);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: exit 2, got {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: one line: {err}"
+    );
+    for m in must {
+        assert!(err.contains(m), "{args:?}: {m:?} missing in {err}");
+    }
+    assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+    err
+}
+
+const WHY: &str = "without advancing simulated time";
+
+#[test]
+fn loops_that_cannot_advance_simulated_time_are_refused_at_load() {
+    for (tag, task) in [
+        ("run0", r#"{"run": 0}"#),
+        ("sleep0", r#"{"sleep": 0}"#),
+        ("runtime0", r#"{"runtime": 0}"#),
+        ("lock", r#"{"lock": "m", "unlock": "m"}"#),
+        ("timer0", r#"{"timer": {"ref": "t", "period": 0}}"#),
+        ("yield", r#"{"yield": 1}"#),
+        ("barrier2", r#"{"instance": 2, "barrier": "b"}"#),
+        ("signal", r#"{"lock": "m", "signal": "c", "unlock": "m"}"#),
+    ] {
+        let f = file(
+            &format!("{tag}.json"),
+            &format!(r#"{{"global": {{"duration": 1}}, "tasks": {{"a": {task}}}}}"#),
+        );
+        for cmd in ["check", "run"] {
+            refused(&[cmd, s(&f)], &[s(&f), "thread a", "phase a", WHY]);
+        }
+    }
+    // Two threads that only wake each other at one instant.
+    let f = file(
+        "sync.json",
+        r#"{"global": {"duration": 1}, "tasks": {"a": {"instance": 2,
+            "lock": "m", "sync": {"ref": "c", "mutex": "m"}, "unlock": "m"}}}"#,
+    );
+    refused(&["check", s(&f)], &[WHY]);
+    // A finite loop of a billion zero-time steps is as bad.
+    let f = file(
+        "finite.json",
+        r#"{"global": {"duration": 1}, "tasks": {"a": {"loop": 1, "phases": {
+            "p": {"loop": 1000000000, "lock": "m", "unlock": "m"}}}}}"#,
+    );
+    refused(&["check", s(&f)], &["thread a phase p", "at one instant"]);
+    // Inside a VM: the guest program's loops are held to the same rule.
+    for (tag, task) in [
+        ("vyield", r#"{"yield": 1}"#),
+        ("vlock", r#"{"lock": "m", "unlock": "m"}"#),
+    ] {
+        file(
+            &format!("{tag}.json"),
+            &format!(r#"{{"global": {{"duration": 1}}, "tasks": {{"a": {task}}}}}"#),
+        );
+        let sc = file(
+            &format!("{tag}.toml"),
+            &format!("[host]\nduration = \"10ms\"\n[[vm]]\nname = \"v\"\nvcpus = 2\nprogram = \"{tag}.json\"\n"),
+        );
+        refused(&["run", s(&sc)], &["vm[0].program", "thread a", WHY]);
+    }
+    // A producer and a consumer that only move items at one instant.
+    let f = file(
+        "queue0.json",
+        r#"{"global": {"duration": 1}, "tasks": {
+            "p": {"put": {"queue": "q", "items": 1, "capacity": 4}},
+            "c": {"get": {"queue": "q", "items": 1}}}}"#,
+    );
+    refused(&["check", s(&f)], &[WHY]);
+    // What does advance time is accepted: a barrier whose users run, a
+    // waiter woken by a thread that sleeps, a consumer fed by a producer
+    // that runs.
+    let f = file(
+        "queue1.json",
+        r#"{"global": {"duration": 1}, "tasks": {
+            "p": {"run": 10, "put": {"queue": "q", "items": 1, "capacity": 4}},
+            "c": {"get": {"queue": "q", "items": 1}}}}"#,
+    );
+    let out = oversub(&["run", s(&f), "--duration", "5ms"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f = file(
+        "ok.json",
+        r#"{"global": {"duration": 1}, "tasks": {
+            "w": {"lock": "m", "wait": {"ref": "c", "mutex": "m"}, "unlock": "m"},
+            "s": {"sleep": 100, "lock": "m", "signal": "c", "unlock": "m"},
+            "b": {"instance": 2, "barrier": "b", "run": 10}}}"#,
+    );
+    let out = oversub(&["check", s(&f)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn every_file_read_is_capped_and_regular() {
+    let d = dir();
+    let zero = "/dev/zero";
+    refused(&["run", zero], &[zero, "not a regular file", "allowed"]);
+    refused(
+        &["sweep", zero, "--out", s(&d.join("z"))],
+        &[zero, "not a regular file"],
+    );
+    refused(
+        &["reproduce", "--manifest", zero, "--out", s(&d.join("z"))],
+        &[zero, "not a regular file"],
+    );
+    let sc = file(
+        "vmzero.toml",
+        "[[vm]]\nname = \"v\"\nvcpus = 2\nprogram = \"/dev/zero\"\n",
+    );
+    refused(
+        &["check", s(&sc)],
+        &["vm[0].program", zero, "not a regular file"],
+    );
+    let m = file(
+        "pub.toml",
+        "published = \"/dev/zero\"\n[[section]]\nname = \"a\"\ntitle = \"t\"\nsweep = \"x.toml\"\n\
+         seeds = [1]\nduration = \"1ms\"\nquick_seeds = [1]\nquick_duration = \"1ms\"\n",
+    );
+    refused(
+        &["reproduce", "--manifest", s(&m), "--out", s(&d.join("z"))],
+        &[zero],
+    );
+    refused(&["check", s(&d)], &["a directory", "allowed"]);
+    let big = dir().join("big.toml");
+    std::fs::write(&big, vec![b'#'; (4 << 20) + 1]).unwrap();
+    refused(&["check", s(&big)], &["too large", "4 MiB"]);
+}
+
+#[test]
+fn rtapp_instances_count_against_the_one_task_cap() {
+    let tasks: Vec<String> = (0..40)
+        .map(|i| format!(r#""t{i}": {{"instance": 100000, "run": 10}}"#))
+        .collect();
+    let f = file(
+        "inst.json",
+        &format!(
+            r#"{{"global": {{"duration": 1}}, "tasks": {{{}}}}}"#,
+            tasks.join(",")
+        ),
+    );
+    refused(
+        &["check", s(&f)],
+        &["tasks.t0.instance", "allowed at most 50000"],
+    );
+    let tasks: Vec<String> = (0..3)
+        .map(|i| format!(r#""t{i}": {{"instance": 20000, "run": 10}}"#))
+        .collect();
+    let f = file(
+        "inst2.json",
+        &format!(
+            r#"{{"global": {{"duration": 1}}, "tasks": {{{}}}}}"#,
+            tasks.join(",")
+        ),
+    );
+    refused(&["check", s(&f)], &["tasks.t2.instance", "60000"]);
+}
+
+fn sweep_file(name: &str, body: &str) -> PathBuf {
+    let sc = file(
+        "base.toml",
+        "[host]\ncpus = 2\n[[task]]\nname = \"h\"\nkind = \"hog\"\ncount = 3\n",
+    );
+    file(
+        name,
+        &format!(
+            "base = \"{}\"\nseeds = [1, 2]\nduration = \"2ms\"\n{body}",
+            s(&sc)
+        ),
+    )
+}
+
+#[test]
+fn sweeps_are_counted_before_they_are_built_and_conflicts_refused() {
+    let out = dir().join("sw-out");
+    let axes: String = (0..9)
+        .map(|i| {
+            let v: Vec<String> = (0..10)
+                .map(|j| format!("{{ label = \"l{j}\", set = [] }}"))
+                .collect();
+            format!("[[axis]]\nname = \"a{i}\"\nvalues = [{}]\n", v.join(", "))
+        })
+        .collect();
+    let f = sweep_file("nine.toml", &axes);
+    refused(
+        &["sweep", s(&f), "--out", s(&out)],
+        &["2000000000 runs", "allowed at most 100000"],
+    );
+    for (tag, body, must) in [
+        (
+            "seedaxis",
+            "[[axis]]\nkey = \"host.seed\"\nvalues = [1, 2]\n",
+            "seeds",
+        ),
+        (
+            "duraxis",
+            "[[axis]]\nkey = \"host.duration\"\nvalues = [\"1ms\", \"2ms\"]\n",
+            "duration",
+        ),
+        ("seedset", "set = [\"host.seed=3\"]\n", "seeds"),
+        (
+            "seedcol",
+            "[[axis]]\nname = \"seed\"\nvalues = [{ label = \"a\", set = [] }]\n",
+            "column",
+        ),
+        (
+            "tputcol",
+            "[[axis]]\nname = \"throughput\"\nvalues = [{ label = \"a\", set = [] }]\n",
+            "column",
+        ),
+    ] {
+        let f = sweep_file(&format!("{tag}.toml"), body);
+        refused(&["sweep", s(&f), "--out", s(&out)], &[s(&f), must]);
+    }
+    let f = file("dupseed.toml", "base = \"base.toml\"\nseeds = [1, 1]\n");
+    refused(
+        &["sweep", s(&f), "--out", s(&out)],
+        &["seeds", "listed twice"],
+    );
+}
+
+#[test]
+fn output_paths_are_checked_before_the_first_run() {
+    let f = sweep_file(
+        "outchk.toml",
+        "[[axis]]\nkey = \"host.hz\"\nvalues = [250, 1000]\n",
+    );
+    refused(
+        &["sweep", s(&f), "--out", "/dev/null"],
+        &["/dev/null", "not a directory"],
+    );
+    let plain = file("plain", "x");
+    refused(&["sweep", s(&f), "--out", s(&plain)], &["not a directory"]);
+    // A second, different sweep into a directory the first wrote.
+    let out = dir().join("two");
+    let ok = oversub(&["sweep", s(&f), "--out", s(&out)]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let g = sweep_file(
+        "other.toml",
+        "[[axis]]\nkey = \"host.hz\"\nvalues = [100, 300]\n",
+    );
+    refused(
+        &["sweep", s(&g), "--out", s(&out)],
+        &["holds the results of"],
+    );
+    // The same sweep again is allowed (it rewrites its own files).
+    assert!(oversub(&["sweep", s(&f), "--out", s(&out)])
+        .status
+        .success());
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.contains(".tmp-")),
+        "no temporary left: {names:?}"
+    );
+    let sc = file(
+        "tr.toml",
+        "[host]\nduration = \"1ms\"\n[[task]]\nname = \"h\"\nkind = \"hog\"\n",
+    );
+    refused(
+        &["run", s(&sc), "--trace", s(&dir().join("x.pftrace"))],
+        &["unsupported trace format", ".json"],
+    );
+    refused(
+        &["run", s(&sc), "--trace", "/nonexistent-dir/x.json"],
+        &["/nonexistent-dir/x.json", "cannot write"],
+    );
+}
+
+#[test]
+fn manifest_section_names_are_safe_unique_and_present() {
+    let sw = sweep_file("msw.toml", "");
+    let pubf = file("published.toml", "[v1]\nsource = \"s\"\npolicy = \"p\"\nbaseline = \"b\"\nmetric = \"m\"\nrow = []\n[s390]\n");
+    let sec = |name: &str, seeds: &str| {
+        format!(
+            "[[section]]\nname = \"{name}\"\ntitle = \"t\"\nsweep = \"{}\"\nseeds = {seeds}\nduration = \"1ms\"\nquick_seeds = {seeds}\nquick_duration = \"1ms\"\n",
+            s(&sw)
+        )
+    };
+    let out = dir().join("m-out");
+    for (tag, body, must) in [
+        ("up", sec("../../x", "[1]"), "section[0].name"),
+        ("abs", sec("/tmp/x", "[1]"), "section[0].name"),
+        ("empty", sec("", "[1]"), "section[0].name"),
+        ("dup", sec("a", "[1]") + &sec("a", "[1]"), "used twice"),
+        ("dupseed", sec("a", "[1, 1]"), "listed twice"),
+        ("none", "section = []\n".to_string(), "section"),
+    ] {
+        let m = file(
+            &format!("man-{tag}.toml"),
+            &format!("published = \"{}\"\n{body}", s(&pubf)),
+        );
+        refused(
+            &[
+                "reproduce",
+                "--manifest",
+                s(&m),
+                "--out",
+                s(&out),
+                "--quick",
+            ],
+            &[must],
+        );
+    }
+    assert!(!Path::new("/tmp/x").join("results.csv").exists());
+}
+
+#[test]
+fn a_full_disk_is_an_error_and_a_closed_pipe_a_quiet_141() {
+    let sc = file(
+        "full.toml",
+        "[host]\nduration = \"1ms\"\n[[task]]\nname = \"h\"\nkind = \"hog\"\n",
+    );
+    for args in [
+        vec!["run", s(&sc)],
+        vec!["run", s(&sc), "--json"],
+        vec!["check", s(&sc)],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
+            .args(&args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("No space left"), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+    // A reader that has gone: the command ends quietly with 141 (as SIGPIPE
+    // would), never a panic.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oversub"))
+        .args(["run", s(&sc), "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{err}");
+    assert!(!err.contains("panic"), "{err}");
+}
+
+#[test]
+fn unclear_messages_are_clear() {
+    let f = file("bigint.toml", "[host]\ncpus = 99999999999999999999\n");
+    refused(&["check", s(&f)], &["host.cpus", "too large", "allowed"]);
+    let f = file(
+        "bigint.json",
+        r#"{"global": {"duration": 1}, "tasks": {"a": {"run": 99999999999999999999}}}"#,
+    );
+    refused(
+        &["check", s(&f)],
+        &["tasks.a.run", "out of range", "allowed"],
+    );
+    let f = dir().join("u16.toml");
+    std::fs::write(&f, [0xff, 0xfe, b'[', 0, b'h', 0]).unwrap();
+    refused(&["check", s(&f)], &["UTF-16", "UTF-8"]);
+    let json = r#"{"global": {"duration": 1}, "tasks": {"a": {"run": 10}}}"#;
+    let f = file("rt.txt", json);
+    refused(&["check", s(&f)], &["looks like JSON", "*.json"]);
+    // The extension rule is case-blind.
+    let f = file("rt.JSON", json);
+    assert!(oversub(&["check", s(&f)]).status.success());
+    file("prog.toml", "[host]\ncpus = 2\n");
+    let f = file(
+        "progtoml.toml",
+        "[[vm]]\nname = \"v\"\nvcpus = 2\nprogram = \"prog.toml\"\n",
+    );
+    let e = refused(
+        &["check", s(&f)],
+        &["vm[0].program", "not JSON", "rt-app JSON"],
+    );
+    assert!(!e.contains(": : "), "{e}");
+    let f = file(
+        "hugekey.toml",
+        &format!("[host]\n{} = 1\n", "k".repeat(1 << 20)),
+    );
+    let e = refused(&["check", s(&f)], &["bytes)"]);
+    assert!(e.len() < 2000, "cut: {} bytes", e.len());
+}
+
+#[test]
+fn vms_in_one_cgroup_do_not_share_vcpu_cgroups_silently() {
+    let f = file(
+        "sharedcg.toml",
+        "[[vm]]\nname = \"a\"\ncgroup = \"/x\"\nworkload = \"idle\"\n\
+         [[vm]]\nname = \"b\"\ncgroup = \"/x\"\nworkload = \"idle\"\n",
+    );
+    refused(&["check", s(&f)], &["vm[1].cgroup", "/x/vcpu0", "allowed"]);
+    let f = file(
+        "flatcg.toml",
+        "[[vm]]\nname = \"a\"\ncgroup = \"/x\"\nlayout = \"flat\"\nworkload = \"idle\"\n\
+         [[vm]]\nname = \"b\"\ncgroup = \"/x\"\nlayout = \"flat\"\nworkload = \"idle\"\n",
+    );
+    assert!(oversub(&["check", s(&f)]).status.success());
+}
+
+#[test]
+fn a_trace_is_streamed_whole_and_valid() {
+    let sc = file("trace.toml", "[host]\ncpus = 2\nduration = \"20ms\"\n[[task]]\nname = \"h\"\nkind = \"hog\"\ncount = 3\n");
+    let t = dir().join("t.json");
+    let out = oversub(&["run", s(&sc), "--trace", s(&t)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&t).unwrap()).unwrap();
+    let evs = v["traceEvents"].as_array().unwrap();
+    assert!(evs.iter().any(|e| e["name"] == "sched_switch"));
+    assert!(evs.iter().any(|e| e["ph"] == "X"));
+}

@@ -1,0 +1,51 @@
+//! The event budget (issue 28): a run that uses more events per simulated
+//! second than allowed stops with `RunStop::EventBudget`, counted in events
+//! (not timed); the repository's scenarios stay far below the limit.
+
+use oversub::scenario::Scenario;
+use oversub::sim::{RunStop, Simulator};
+
+const SRC: &str = "[host]\ncpus = 2\nduration = \"50ms\"\n\
+                   [[task]]\nname = \"p\"\nkind = \"pingpong\"\ncount = 2\nrun = \"1us\"\n";
+
+#[test]
+fn a_run_over_its_budget_stops_with_the_count() {
+    let sc = Scenario::parse("b.toml", SRC).unwrap();
+    let mut sim = Simulator::new(&sc);
+    // One event per CPU per simulated second and no allowance: the first
+    // poll (after 16384 events) is over it.
+    sim.set_event_budget(1, 0);
+    let e = sim
+        .run_polled(sc.host.duration, &mut |_| true)
+        .expect_err("over the budget");
+    let RunStop::EventBudget {
+        events,
+        budget,
+        cpus,
+        ..
+    } = e.clone()
+    else {
+        panic!("{e}");
+    };
+    assert_eq!(cpus, 2);
+    assert!(events > budget, "{events} > {budget}");
+    assert_eq!(events, Simulator::POLL_EVENTS, "stopped at the first poll");
+    let line = e.to_string();
+    assert!(
+        !line.contains('\n') && line.contains("exceed the budget"),
+        "{line}"
+    );
+}
+
+#[test]
+fn the_same_run_within_the_default_budget_completes() {
+    let sc = Scenario::parse("b.toml", SRC).unwrap();
+    let mut sim = Simulator::new(&sc);
+    let r = sim.run_polled(sc.host.duration, &mut |_| true).unwrap();
+    assert!(
+        r.events > Simulator::POLL_EVENTS,
+        "enough events to be polled"
+    );
+    // Far below the limit: the budget judges nothing a normal run does.
+    assert!(r.events < sim.event_budget(oversub::engine::Time(sc.host.duration.0)) / 10);
+}
