@@ -7,6 +7,7 @@ use oversub::scenario::overrides::parse_override;
 mod out;
 mod conform;
 mod progress;
+mod provenance;
 mod reproduce;
 mod sweep_files;
 use oversub::scenario::{check_cli_seed, parse_cli_duration, Scenario};
@@ -16,7 +17,7 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(
     name = "oversub",
-    version,
+    version = provenance::VERSION,
     about = "Deterministic simulator of an oversubscribed KVM host"
 )]
 struct Cli {
@@ -249,10 +250,10 @@ fn main() -> ExitCode {
             };
             let _ = crate::progress::interrupt_flag();
             match sweep_files::sweep_to_dir(&spec, &out, crate::progress::wanted(true)) {
-                Ok(md) => {
-                    print!("{md}");
+                Ok(text) => {
+                    print!("{text}");
                     println!(
-                        "\nwrote {}/results.csv, results.jsonl, summary.csv, summary.md",
+                        "full tables: {0}/summary.md, {0}/summary.csv; rows: {0}/results.csv, {0}/results.jsonl",
                         out.display()
                     );
                     ExitCode::SUCCESS

@@ -1,6 +1,9 @@
 //! `oversub sweep` and the reproduction's sections: runs a sweep with the
-//! core's in-memory runner and writes `results.csv`, `results.jsonl`, `summary.csv`, `summary.md`.
+//! core's in-memory runner and writes `results.csv`, `results.jsonl`, `summary.csv`, `summary.md`,
+//! each with its provenance (`crate::provenance`: the CSVs in a
+//! `.meta.json` sidecar, the JSONL in its first line, the Markdown in one line).
 
+use crate::provenance::Provenance;
 use oversub::sweep::spec::SweepSpec;
 use oversub::sweep::{self, summary, Point, Row};
 use std::path::Path;
@@ -36,18 +39,99 @@ pub fn run_many(
 }
 
 /// Runs a sweep file and writes `DIR/results.csv`, `DIR/results.jsonl`,
-/// `DIR/summary.csv` and `DIR/summary.md`. Returns the summary text.
+/// `DIR/summary.csv` and `DIR/summary.md`. Returns the compact terminal
+/// summary ([`compact`]).
 pub fn sweep_to_dir(spec: &SweepSpec, out: &Path, progress: bool) -> Result<String, String> {
     let (pts, rows) = run(spec, progress)?;
-    write_outputs(spec, &pts, &rows, out)
+    let prov = Provenance::new(rows.iter().map(|r| r.kernel.as_str()));
+    write_outputs(spec, &pts, &rows, out, &prov)?;
+    let s = summary::summarise(spec, &pts, &rows);
+    Ok(compact(spec, &s, rows.len()))
 }
 
-/// Writes the four files of a sweep into `out`; returns the summary text.
+/// `summary.md` with its provenance line under the title.
+pub fn with_provenance(md: &str, prov: &Provenance) -> String {
+    let mut o = String::new();
+    let mut lines = md.lines();
+    if let Some(title) = lines.next() {
+        o.push_str(title);
+        o.push_str("\n\n");
+    }
+    o.push_str(&prov.md_line());
+    for l in lines {
+        o.push_str(l);
+        o.push('\n');
+    }
+    o
+}
+
+/// The terminal's summary of a sweep: one line per point that has a
+/// baseline, with the paired change of its first key metric, and a count of
+/// changes over every metric (Holm-adjusted, as in summary.md).
+pub fn compact(spec: &SweepSpec, s: &[summary::PointSummary], runs: usize) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{}: {} points x {} seeds = {runs} runs",
+        spec.file,
+        s.len(),
+        spec.seeds.len()
+    );
+    let key = summary::KEY_METRICS
+        .iter()
+        .find(|m| s.iter().any(|p| p.cells.iter().any(|c| c.metric == **m)))
+        .copied()
+        .or_else(|| {
+            s.first()
+                .and_then(|p| p.cells.first())
+                .map(|c| c.metric.as_str())
+        });
+    let Some(key) = key else {
+        return o;
+    };
+    let width = s
+        .iter()
+        .map(|p| summary::point_label(p).len())
+        .max()
+        .unwrap_or(0);
+    let _ = writeln!(o, "{key} ({}), mean over seeds:", summary::unit(key));
+    for p in s {
+        let Some(c) = p.cells.iter().find(|c| c.metric == key) else {
+            continue;
+        };
+        let _ = writeln!(
+            o,
+            "  {:<width$}  {}",
+            summary::point_label(p),
+            summary::fmt_cell(c)
+        );
+    }
+    let (mut n, mut changed) = (0, 0);
+    for c in s.iter().flat_map(|p| &p.cells) {
+        if c.delta.is_some() {
+            n += 1;
+            changed += usize::from(c.changed());
+        }
+    }
+    if n > 0 {
+        let _ = writeln!(
+            o,
+            "{changed} of {n} paired deltas (every metric) are changes (Holm-adjusted p < {}, per metric)",
+            summary::ALPHA
+        );
+    }
+    o
+}
+
+/// Writes the four files of a sweep (and the CSVs' sidecars) into `out`;
+/// returns the summary's Markdown as written.
 pub fn write_outputs(
     spec: &SweepSpec,
     pts: &[Point],
     rows: &[Row],
     out: &Path,
+    prov: &Provenance,
 ) -> Result<String, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: cannot create: {e}", out.display()))?;
     let axes: Vec<String> = spec.axes.iter().map(|a| a.name.clone()).collect();
@@ -56,10 +140,15 @@ pub fn write_outputs(
         std::fs::write(&p, text).map_err(|e| format!("{}: cannot write: {e}", p.display()))
     };
     w("results.csv", &sweep::to_csv(&axes, rows))?;
-    w("results.jsonl", &sweep::to_jsonl(rows))?;
+    w("results.csv.meta.json", &prov.sidecar("results.csv"))?;
+    w(
+        "results.jsonl",
+        &(prov.jsonl_line() + &sweep::to_jsonl(rows)),
+    )?;
     let s = summary::summarise(spec, pts, rows);
     w("summary.csv", &summary::to_csv(&axes, &s))?;
-    let md = summary::to_markdown(spec, &s);
+    w("summary.csv.meta.json", &prov.sidecar("summary.csv"))?;
+    let md = with_provenance(&summary::to_markdown(spec, &s), prov);
     w("summary.md", &md)?;
     Ok(md)
 }
