@@ -1,6 +1,6 @@
 //! The `oversub` command line.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use oversub::scenario::overrides::parse_override;
 
 #[macro_use]
@@ -36,9 +36,13 @@ enum Cmd {
         /// Override [host].duration ("5s", "250ms", ...; 1us ..= 3600s).
         #[arg(long, allow_hyphen_values = true)]
         duration: Option<String>,
-        /// Print one JSON object instead of a table.
-        #[arg(long)]
+        /// Print one JSON object instead of a table (errors too: {"error": ...}).
+        #[arg(long, conflicts_with = "brief")]
         json: bool,
+        /// Print the first screen only: the run's line, one line per VM and
+        /// the CPUs (no per-thread, per-task or per-cgroup tables with VMs).
+        #[arg(long)]
+        brief: bool,
         /// Check the scheduler invariants after every event (slow).
         #[arg(long)]
         check: bool,
@@ -133,6 +137,13 @@ enum Cmd {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell),
+    /// e.g. `oversub completions bash > /etc/bash_completion.d/oversub`.
+    Completions { shell: clap_complete::Shell },
+    /// Write the man pages (oversub.1, oversub-run.1, ...) into DIR
+    /// (`make man`).
+    #[command(name = "__man", hide = true)]
+    Man { dir: PathBuf },
     /// A real worker process of `conform` (internal).
     #[command(name = "__worker", hide = true)]
     Worker {
@@ -141,21 +152,48 @@ enum Cmd {
     },
 }
 
-fn load(file: &std::path::Path, sets: &[String]) -> Result<Scenario, ExitCode> {
+fn load(file: &std::path::Path, sets: &[String]) -> Result<Scenario, String> {
     let mut parsed = Vec::new();
     for s in sets {
         match parse_override(s) {
             Ok(o) => parsed.push(o),
-            Err(m) => {
-                eprintln!("{}: {m}", file.display());
-                return Err(ExitCode::from(2));
-            }
+            Err(m) => return Err(format!("{}: {m}", file.display())),
         }
     }
-    Scenario::load_with(file, &parsed).map_err(|e| {
-        eprintln!("{e}");
-        ExitCode::from(2)
-    })
+    Scenario::load_with(file, &parsed).map_err(|e| e.to_string())
+}
+
+/// A refused input: exit 2 with its one line, on stderr, or under `--json`
+/// as one JSON object `{"error": LINE, "exit": 2}` on stdout (where the
+/// result would have been).
+fn refuse(json: bool, m: &str) -> ExitCode {
+    if json {
+        println!("{}", serde_json::json!({ "error": m, "exit": 2 }));
+    } else {
+        eprintln!("{m}");
+    }
+    ExitCode::from(2)
+}
+
+/// The man pages of `cmd` and its visible subcommands into `dir`.
+fn write_man(dir: &std::path::Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    let cmd = Cli::command();
+    let mut pages = vec![(String::from("oversub"), cmd.clone())];
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("oversub-{}", sub.get_name());
+        let bin = format!("oversub {}", sub.get_name());
+        pages.push((name.clone(), sub.clone().display_name(name).bin_name(bin)));
+    }
+    for (name, c) in pages {
+        let mut buf = Vec::new();
+        clap_mangen::Man::new(c)
+            .render(&mut buf)
+            .map_err(|e| format!("{name}.1: {e}"))?;
+        let p = dir.join(format!("{name}.1"));
+        std::fs::write(&p, buf).map_err(|e| format!("{}: cannot write: {e}", p.display()))?;
+    }
+    Ok(())
 }
 
 /// A long command's error: exit 130 after Ctrl-C / SIGTERM, else 2.
@@ -169,8 +207,45 @@ fn failed(m: &str) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let json = std::env::args().any(|a| a == "--json");
+            let shown = matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            );
+            if json && !shown {
+                let msg = e.kind().as_str().map_or_else(
+                    || e.to_string().lines().next().unwrap_or("").to_string(),
+                    |k| {
+                        let first = e.to_string();
+                        let first = first.lines().next().unwrap_or(k);
+                        first.strip_prefix("error: ").unwrap_or(first).to_string()
+                    },
+                );
+                return refuse(true, &msg);
+            }
+            e.exit()
+        }
+    };
     match cli.cmd {
+        Cmd::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "oversub",
+                &mut std::io::stdout(),
+            );
+            ExitCode::SUCCESS
+        }
+        Cmd::Man { dir } => match write_man(&dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(m) => refuse(false, &m),
+        },
         Cmd::Calibrate { samples, json } => conform::calibrate(samples, json),
         Cmd::Record {
             out,
@@ -222,21 +297,20 @@ fn main() -> ExitCode {
                 Some(k) => match oversub::sched::KernelPreset::parse(k) {
                     Some(p) => Some(p),
                     None => {
-                        eprintln!(
-                            "--kernel: unknown preset {k:?}: allowed {}",
-                            oversub::sched::KernelPreset::names()
+                        return refuse(
+                            json,
+                            &format!(
+                                "--kernel: unknown preset {k:?}: allowed {}",
+                                oversub::sched::KernelPreset::names()
+                            ),
                         );
-                        return ExitCode::from(2);
                     }
                 },
             };
             let duration = match duration.as_deref().map(parse_cli_duration) {
                 None => None,
                 Some(Ok(d)) => Some(d.0),
-                Some(Err(m)) => {
-                    eprintln!("--duration: {m}");
-                    return ExitCode::from(2);
-                }
+                Some(Err(m)) => return refuse(json, &format!("--duration: {m}")),
             };
             conform::conform(files, runs, json, duration, kernel)
         }
@@ -275,7 +349,7 @@ fn main() -> ExitCode {
                 Err(m) => failed(&m),
             }
         }
-        Cmd::Check { file, sets } => match load(&file, &sets) {
+        Cmd::Check { file, sets } => match load(&file, &sets).map_err(|m| refuse(false, &m)) {
             Ok(sc) => {
                 outln!(
                     "{}: ok ({} task entries, {} cgroups)",
@@ -292,6 +366,7 @@ fn main() -> ExitCode {
             seed,
             duration,
             json,
+            brief,
             check,
             sets,
             trace,
@@ -299,32 +374,23 @@ fn main() -> ExitCode {
         } => {
             let sc = match load(&file, &sets) {
                 Ok(s) => s,
-                Err(c) => return c,
+                Err(m) => return refuse(json, &m),
             };
             let dur = match duration.as_deref().map(parse_cli_duration) {
                 None => None,
                 Some(Ok(d)) => Some(d),
-                Some(Err(m)) => {
-                    eprintln!("--duration: {m}");
-                    return ExitCode::from(2);
-                }
+                Some(Err(m)) => return refuse(json, &format!("--duration: {m}")),
             };
             let seed = match seed.as_deref().map(check_cli_seed) {
                 None => None,
                 Some(Ok(s)) => Some(s),
-                Some(Err(m)) => {
-                    eprintln!("--seed: {m}");
-                    return ExitCode::from(2);
-                }
+                Some(Err(m)) => return refuse(json, &format!("--seed: {m}")),
             };
             if let Some(out) = trace {
                 let window = match trace_window.as_deref().map(oversub::trace::parse_window) {
                     None => (0, u64::MAX),
                     Some(Ok(w)) => w,
-                    Some(Err(m)) => {
-                        eprintln!("{m}");
-                        return ExitCode::from(2);
-                    }
+                    Some(Err(m)) => return refuse(json, &m),
                 };
                 let mut sc = sc.clone();
                 if let Some(s) = seed {
@@ -333,8 +399,7 @@ fn main() -> ExitCode {
                 let d = dur.unwrap_or(sc.host.duration);
                 let (report, text) = oversub::run_traced(&sc, d, window);
                 if let Err(e) = std::fs::write(&out, text) {
-                    eprintln!("{}: cannot write: {e}", out.display());
-                    return ExitCode::from(2);
+                    return refuse(json, &format!("{}: cannot write: {e}", out.display()));
                 }
                 eprintln!(
                     "trace: {} (open it in https://ui.perfetto.dev)",
@@ -342,6 +407,8 @@ fn main() -> ExitCode {
                 );
                 let text = if json {
                     format!("{}\n", report.to_json())
+                } else if brief {
+                    report.to_brief()
                 } else {
                     report.to_table()
                 };
@@ -373,6 +440,8 @@ fn main() -> ExitCode {
             report.record_scenario(&sc, dur);
             let text = if json {
                 format!("{}\n", report.to_json())
+            } else if brief {
+                report.to_brief()
             } else {
                 report.to_table()
             };

@@ -3,6 +3,7 @@
 //! [`common`] holds what they share.
 
 mod bench_harness;
+mod cli_conventions;
 mod common;
 mod conform_cli;
 mod determinism_and_cli;
