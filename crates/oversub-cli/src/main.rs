@@ -163,6 +163,20 @@ fn load(file: &std::path::Path, sets: &[String]) -> Result<Scenario, String> {
     Scenario::load_with(file, &parsed).map_err(|e| e.to_string())
 }
 
+/// The defaults a reader should know about, on stderr: a program VM
+/// without `ops` counts its guest kernel lock sections.
+fn notes(file: &std::path::Path, sc: &Scenario) {
+    for v in sc.vms.iter().filter(|v| v.ops_default) {
+        eprintln!(
+            "note: {}: vm {}: no ops: its ops (ops/s, op_p50/p99) are its guest kernel lock sections; \
+             write ops = \"lock-sections\" to say so, or ops = \"TASK\" to count a program task's loops \
+             (docs/workloads.md, \"ops\")",
+            file.display(),
+            v.name
+        );
+    }
+}
+
 /// A refused input: exit 2 with its one line, on stderr, or under `--json`
 /// as one JSON object `{"error": LINE, "exit": 2}` on stdout (where the
 /// result would have been).
@@ -351,6 +365,7 @@ fn main() -> ExitCode {
         }
         Cmd::Check { file, sets } => match load(&file, &sets).map_err(|m| refuse(false, &m)) {
             Ok(sc) => {
+                notes(&file, &sc);
                 outln!(
                     "{}: ok ({} task entries, {} cgroups)",
                     file.display(),
@@ -376,6 +391,7 @@ fn main() -> ExitCode {
                 Ok(s) => s,
                 Err(m) => return refuse(json, &m),
             };
+            notes(&file, &sc);
             let dur = match duration.as_deref().map(parse_cli_duration) {
                 None => None,
                 Some(Ok(d)) => Some(d),

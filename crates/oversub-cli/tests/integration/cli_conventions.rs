@@ -135,3 +135,88 @@ fn brief_is_the_first_screen_of_the_table() {
         "{brief}"
     );
 }
+
+fn write(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("oversub-conv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// The phase generator's profiles are `phase:NAME`; a bare name is refused
+/// with a pointer to both the new name and the recorded program.
+#[test]
+fn phase_profiles_cannot_pass_for_the_recorded_programs() {
+    let bare = write(
+        "bare.toml",
+        "[host]\ncpus = 2\n[[vm]]\nname = \"v\"\nvcpus = 2\nworkload = \"dedup\"\n",
+    );
+    let out = oversub(&["check", bare.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for want in ["vm[0].workload", "\"phase:dedup\"", "workloads/dedup.json"] {
+        assert!(err.contains(want), "{want}: {err}");
+    }
+    let phase = write(
+        "phase.toml",
+        "[host]\ncpus = 2\n[[vm]]\nname = \"v\"\nvcpus = 2\nworkload = \"phase:dedup\"\n",
+    );
+    let out = oversub(&[
+        "run",
+        phase.to_str().unwrap(),
+        "--json",
+        "--duration",
+        "10ms",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["vms"][0]["workload"], "phase:dedup");
+    let unknown = write(
+        "unknown.toml",
+        "[host]\ncpus = 2\n[[vm]]\nname = \"v\"\nvcpus = 2\nworkload = \"phase:tpcc\"\n",
+    );
+    let err =
+        String::from_utf8_lossy(&oversub(&["check", unknown.to_str().unwrap()]).stderr).to_string();
+    assert!(err.contains("allowed phase:dbench, phase:dedup"), "{err}");
+}
+
+/// A program VM without `ops` counts its kernel lock sections, and says so;
+/// `ops = "lock-sections"` is the same model, without the note.
+#[test]
+fn the_default_ops_of_a_program_vm_is_printed() {
+    let prog = std::path::Path::new(ROOT).join("workloads/dbench.json");
+    let base = format!(
+        "[host]\ncpus = 2\n[[vm]]\nname = \"v\"\nvcpus = 2\nprogram = \"{}\"\n",
+        prog.display()
+    );
+    let implicit = write("implicit.toml", &base);
+    let explicit = write("explicit.toml", &format!("{base}ops = \"lock-sections\"\n"));
+    let run = |p: &std::path::Path| {
+        oversub(&["run", p.to_str().unwrap(), "--json", "--duration", "20ms"])
+    };
+    let (a, b) = (run(&implicit), run(&explicit));
+    assert!(a.status.success() && b.status.success());
+    let note = String::from_utf8_lossy(&a.stderr);
+    assert!(
+        note.starts_with("note: ") && note.contains("lock sections"),
+        "{note}"
+    );
+    assert!(
+        b.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&b.stderr)
+    );
+    let strip = |o: &std::process::Output| {
+        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v.as_object_mut().unwrap().remove("wall_ns");
+        v["vms"][0]["ops"].clone()
+    };
+    assert_eq!(strip(&a), strip(&b));
+    assert!(strip(&a).as_u64().unwrap() > 0);
+}
