@@ -328,7 +328,7 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
          (a vCPU's work unit from its start to its end with preemption and spinning included, \
          as the scenario's <code>ops</code> defines it), all VMs and seeds pooled: the fraction of \
          ops slower than x (1 - CDF), both axes logarithmic. One row per workload and VM count, one \
-         panel per policy: the policy in colour over upstream in grey, the axes shared along a row. \
+         panel per policy: the policy in colour, upstream dashed grey over it, the axes shared along a row. \
          Histogram buckets are within 1.6%.</p>"
     );
     let hist = |w: &str, vms: usize, pol: &str| {
@@ -368,18 +368,20 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
             );
             let base = &series[0];
             for sr in series.iter().skip(1).filter(|x| !x.points.is_empty()) {
+                // Upstream dashed over the policy: both stay visible where
+                // they coincide.
                 let pair = [
-                    Series {
-                        name: base.name.clone(),
-                        dashed: false,
-                        color: base.color,
-                        points: base.points.clone(),
-                    },
                     Series {
                         name: sr.name.clone(),
                         dashed: false,
                         color: sr.color,
                         points: sr.points.clone(),
+                    },
+                    Series {
+                        name: base.name.clone(),
+                        dashed: true,
+                        color: base.color,
+                        points: base.points.clone(),
                     },
                 ];
                 o.push_str(&format!(
