@@ -209,7 +209,7 @@ fn sweep_cli_writes_files_and_rejects_bad_values() {
 fn sweep_outputs_are_identical_but_for_the_provenance() {
     let base = std::env::temp_dir().join(format!("oversub-det-{}", std::process::id()));
     let run = |d: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
+        let out = oversub_cmd()
             .current_dir(ROOT)
             .args([
                 "sweep",
@@ -267,10 +267,7 @@ fn sweep_outputs_are_identical_but_for_the_provenance() {
 
 #[test]
 fn version_names_the_commit() {
-    let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
-        .arg("--version")
-        .output()
-        .unwrap();
+    let out = oversub_cmd().arg("--version").output().unwrap();
     let v = String::from_utf8_lossy(&out.stdout);
     assert!(v.starts_with("oversub 0.") && v.contains("(commit "), "{v}");
 }
