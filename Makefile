@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 OVERSUB := target/release/oversub
 
-.PHONY: run test deps build test-sim test-docs test-docs-slow lint bench python test-python measure measure-perf test-recordings
+.PHONY: run test deps build test-sim test-docs test-docs-slow lint bench python test-python measure measure-perf test-recordings man
 
 ## make run: install what is missing, build release, run the quick reproduction
 ## of the seeds' evaluation (README "make run"); the report is out/reproduce-quick/report.html.
@@ -43,6 +43,12 @@ test-docs: deps
 ## `make run` table: 708 simulations).
 test-docs-slow: deps
 	OVERSUB_DOCS_SLOW=1 $(CARGO) test --release --locked -p oversub-cli --test integration docs:: -- --nocapture
+
+## make man: the man pages (clap_mangen) into out/man; `man -l out/man/oversub.1`.
+## Shell completions: `oversub completions bash|zsh|fish|elvish|powershell`.
+man: build
+	$(OVERSUB) __man out/man
+	@echo "man pages: out/man/*.1"
 
 ## make bench: events/s against a lean event loop, scaling, peak memory, and
 ## runs/s of one sweep on the local backend and local Ray clusters (docs/performance.md).

@@ -6,7 +6,11 @@
   a :class:`pandas.DataFrame`, one row per run, the columns of the CLI's
   ``results.csv``. ``backend="local"`` uses the Rust sweep on every core (the
   GIL released); ``backend="ray"`` submits one Ray task per run.
-* :class:`ScenarioError` carries the CLI's one-line message for bad input.
+* :func:`summary` summarises such a frame over seeds: the CLI's
+  ``summary.csv`` (means, 95% CIs, paired deltas against a baseline, p and
+  Holm-adjusted p), computed by the same Rust code.
+* :class:`ScenarioError` carries the CLI's one-line message for bad input
+  (every refused argument raises it, never a bare TypeError or OverflowError).
 
 The model itself is the ``oversub-core`` Rust crate; this package is a thin
 layer over it (``docs/python.md``).
@@ -14,9 +18,23 @@ layer over it (``docs/python.md``).
 
 from __future__ import annotations
 
+import io
 import json
 import os
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+import sys
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 from . import _oversub
 from ._oversub import ScenarioError
@@ -24,7 +42,12 @@ from ._oversub import ScenarioError
 if TYPE_CHECKING:
     import pandas
 
-__all__ = ["run", "check", "sweep", "ScenarioError"]
+__version__: str = _oversub.__version__
+
+__all__ = ["run", "check", "sweep", "summary", "ScenarioError", "__version__"]
+
+# A progress callback: called as progress(done, total) after each run.
+Progress = Callable[[int, int], Any]
 
 PathLike = Union[str, "os.PathLike[str]"]
 Scenario = Union[PathLike, Mapping[str, Any]]
@@ -47,15 +70,51 @@ def _set_arg(key: str, value: Value) -> str:
     return f"{key}={text}"
 
 
+def _refuse(field: str, value: Any, allowed: str) -> ScenarioError:
+    """The CLI's form of a refusal: field, value, what is allowed."""
+    return ScenarioError(f"{field}: {value!r} is not allowed: allowed {allowed}")
+
+
 def _sets(overrides: Optional[Mapping[str, Value]]) -> List[str]:
-    return [_set_arg(k, v) for k, v in (overrides or {}).items()]
+    if overrides is None:
+        return []
+    if not isinstance(overrides, Mapping):
+        raise _refuse("set", overrides, 'a dict of dotted key -> value, e.g. {"vm.0.vcpus": 8}')
+    for k in overrides:
+        if not isinstance(k, str):
+            raise _refuse("set", k, "str keys (dotted scenario keys)")
+    return [_set_arg(k, v) for k, v in overrides.items()]
+
+
+def _path(field: str, value: Any) -> str:
+    if isinstance(value, (str, os.PathLike)):
+        return os.fspath(value)
+    raise _refuse(field, value, "a file path (str or os.PathLike)")
 
 
 def _source(scenario: Scenario) -> Tuple[str, Optional[str]]:
     """(name, JSON text or None): a path is read by the model, a dict is sent."""
     if isinstance(scenario, Mapping):
-        return DICT_NAME, json.dumps(scenario)
-    return os.fspath(scenario), None
+        try:
+            return DICT_NAME, json.dumps(scenario)
+        except (TypeError, ValueError) as e:
+            raise ScenarioError(f"{DICT_NAME}: cannot be TOML ({e}): allowed str, int, float, bool, list and dict values") from None
+    return _path("scenario", scenario), None
+
+
+def _seed_text(seed: Any) -> Optional[str]:
+    """A seed as the CLI's --seed text (the model checks it, with the CLI's line)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ScenarioError(f"--seed: {seed!r} is not allowed: allowed an integer 0 ..= 9223372036854775807 (as [host].seed)")
+    return str(seed)
+
+
+def _duration(duration: Any) -> Optional[str]:
+    if duration is None or isinstance(duration, str):
+        return duration
+    raise _refuse("duration", duration, 'a duration string such as "250ms" or "2s"')
 
 
 def run(
@@ -84,7 +143,7 @@ def run(
             message is the CLI's one line.
     """
     name, source = _source(scenario)
-    text = _oversub.run_json(name, source, _sets(set), seed, duration)
+    text = _oversub.run_json(name, source, _sets(set), _seed_text(seed), _duration(duration))
     return json.loads(text)
 
 
@@ -110,22 +169,35 @@ def _spec(
     duration: Optional[str],
     baseline: Optional[Mapping[str, Value]],
 ) -> str:
-    spec: Dict[str, Any] = {"seeds": list(seeds)}
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
+        raise _refuse("seeds", seeds, "a list of integers 0 ..= 9223372036854775807")
+    seeds = list(seeds)
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, int):
+            raise _refuse("seeds", s, "integers 0 ..= 9223372036854775807")
+    spec: Dict[str, Any] = {"seeds": seeds}
     if base is not None:
-        spec["base"] = os.path.abspath(os.fspath(base))
-    if duration is not None:
+        spec["base"] = os.path.abspath(_path("base", base))
+    if _duration(duration) is not None:
         spec["duration"] = duration
     if set:
         spec["set"] = _sets(set)
     if baseline:
+        if not isinstance(baseline, Mapping):
+            raise _refuse("baseline", baseline, 'a dict of axis name -> label, e.g. {"policy": "upstream"}')
         spec["baseline"] = dict(baseline)
     axis_list = []
     for k, vs in axes.items():
+        if isinstance(vs, (str, bytes)) or not isinstance(vs, Iterable):
+            raise _refuse(f"axes[{k!r}]", vs, "a list of values")
         if k == "file":
-            vs = [os.path.abspath(os.fspath(v)) for v in vs]
+            vs = [os.path.abspath(_path("axes['file']", v)) for v in vs]
         axis_list.append(_axis(k, vs))
     spec["axis"] = axis_list
-    return json.dumps(spec)
+    try:
+        return json.dumps(spec)
+    except (TypeError, ValueError) as e:
+        raise ScenarioError(f"<sweep>: cannot be TOML ({e}): allowed str, int, float, bool, list and dict values") from None
 
 
 def _frame(rows: Sequence[Tuple[Any, ...]], axes: Sequence[str]) -> "pandas.DataFrame":
@@ -151,7 +223,9 @@ def _frame(rows: Sequence[Tuple[Any, ...]], axes: Sequence[str]) -> "pandas.Data
     return pd.DataFrame.from_records(records, columns=cols)
 
 
-def _ray_rows(spec_json: str, cwd: str, jobs: Sequence[Tuple[int, int]]) -> List[Tuple[Any, ...]]:
+def _ray_rows(
+    spec_json: str, cwd: str, jobs: Sequence[Tuple[int, int]], progress: Optional[Progress]
+) -> List[Tuple[Any, ...]]:
     import ray
 
     if not ray.is_initialized():
@@ -164,7 +238,37 @@ def _ray_rows(spec_json: str, cwd: str, jobs: Sequence[Tuple[int, int]]) -> List
 
         return native.sweep_one(spec_json, cwd, point, seed)
 
-    return ray.get([one.remote(spec_json, cwd, p, s) for p, s in jobs])
+    refs = [one.remote(spec_json, cwd, p, s) for p, s in jobs]
+    if progress is not None:
+        pending, done = list(refs), 0
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            done += len(ready)
+            progress(done, len(refs))
+    return ray.get(refs)
+
+
+def _progress(progress: Union[bool, Progress, None]) -> Tuple[Optional[Progress], Callable[[], None]]:
+    """(callback or None, close): a callable as given; True, or None on a
+    terminal, a tqdm bar when tqdm is installed."""
+    if callable(progress):
+        return progress, lambda: None
+    if progress is False or (progress is None and not sys.stderr.isatty()):
+        return None, lambda: None
+    if progress is not None and progress is not True:
+        raise _refuse("progress", progress, "None, True, False or a callable progress(done, total)")
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None, lambda: None
+    bar = tqdm(total=0, unit="run", desc="oversub sweep")
+
+    def update(done: int, total: int) -> None:
+        if bar.total != total:
+            bar.total = total
+        bar.update(done - bar.n)
+
+    return update, bar.close
 
 
 def sweep(
@@ -176,6 +280,7 @@ def sweep(
     duration: Optional[str] = None,
     baseline: Optional[Mapping[str, Value]] = None,
     backend: str = "local",
+    progress: Union[bool, Progress, None] = None,
 ) -> "pandas.DataFrame":
     """Run a scenario over the product of ``axes`` and ``seeds``.
 
@@ -192,12 +297,16 @@ def sweep(
         seeds: one run per point and seed.
         set: overrides applied to every run.
         duration: overrides ``host.duration`` of every run, e.g. ``"1s"``.
-        baseline: axis name -> label of the point the CLI's summary compares
-            with (kept for parity with the sweep file; the frame has no deltas).
+        baseline: axis name -> label of the point that :func:`summary`
+            compares with, as in a sweep file; checked here (an unknown axis
+            raises) and kept in ``frame.attrs["baseline"]``.
         backend: ``"local"``: the Rust sweep on every core of this machine, the
             GIL released. ``"ray"``: one Ray task per run on the cluster named
             by ``RAY_ADDRESS``, or a local ``ray.init()`` when it is unset;
             scenario files must be readable at the same path on the workers.
+        progress: a callable ``progress(done, total)`` called after each run;
+            ``True`` for a tqdm bar (when tqdm is installed); ``None`` (the
+            default) for a tqdm bar only on a terminal; ``False`` for none.
 
     Returns:
         A DataFrame, one row per run in expansion order (points, then seeds),
@@ -207,17 +316,108 @@ def sweep(
     Raises:
         ScenarioError: a bad sweep or a point the model refuses, before any
             run; the message is the CLI's one line.
-        ValueError: an unknown backend.
+            An unknown backend or a baseline axis that is not among ``axes``
+            raises it too.
     """
+    if axes is not None and not isinstance(axes, Mapping):
+        raise _refuse("axes", axes, 'a dict of axis name -> values, e.g. {"host.yield.yield_to": ["upstream", "borrow"]}')
     axes = dict(axes or {})
     if backend not in ("local", "ray"):
-        raise ValueError(f"backend {backend!r}: allowed 'local' or 'ray'")
+        raise _refuse("backend", backend, "'local' or 'ray'")
     spec_json = _spec(base, axes, seeds, set, duration, baseline)
-    cwd = os.getcwd()
     names = list(axes)
-    if backend == "local":
-        rows = _oversub.sweep_local(spec_json, cwd)
-    else:
-        jobs = _oversub.sweep_jobs(spec_json, cwd)
-        rows = _ray_rows(spec_json, cwd, jobs)
-    return _frame(rows, names)
+    base_pairs = _baseline(baseline, names)
+    cwd = os.getcwd()
+    cb, close = _progress(progress)
+    try:
+        if backend == "local":
+            rows = _oversub.sweep_local(spec_json, cwd, cb)
+        else:
+            jobs = _oversub.sweep_jobs(spec_json, cwd)
+            rows = _ray_rows(spec_json, cwd, jobs, cb)
+    finally:
+        close()
+    df = _frame(rows, names)
+    if base_pairs:
+        df.attrs["baseline"] = dict(base_pairs)
+    return df
+
+
+def _label(v: Any) -> str:
+    """An axis value's label as the sweep spells it (``--set`` text)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return v if isinstance(v, str) else repr(v)
+
+
+def _baseline(baseline: Optional[Mapping[str, Value]], axes: Sequence[str]) -> List[Tuple[str, str]]:
+    if not baseline:
+        return []
+    if not isinstance(baseline, Mapping):
+        raise _refuse("baseline", baseline, 'a dict of axis name -> label, e.g. {"policy": "upstream"}')
+    out = []
+    for k, v in baseline.items():
+        if k not in axes:
+            raise ScenarioError(
+                f"baseline: axis {k!r} is not allowed: allowed one of the axes: {', '.join(axes) or '(none)'}"
+            )
+        out.append((k, _label(v)))
+    return out
+
+
+def summary(
+    df: "pandas.DataFrame",
+    baseline: Optional[Mapping[str, Value]] = None,
+) -> "pandas.DataFrame":
+    """Summarise a sweep's frame over seeds: the CLI's ``summary.csv``.
+
+    One row per point and metric: ``workload, vms, <axes...>, metric, n,
+    mean, ci95, delta, delta_ci95, delta_pct, delta_pct_ci95, p, p_holm``:
+    the mean over seeds and the half-width of its 95% CI (Student t), the
+    paired (same-seed) delta against the baseline point, absolute and in
+    percent, with their CIs, the paired t test's two-sided p and that p
+    adjusted by Holm's method over the metric's column (every point). It is
+    computed by the same Rust code as ``oversub sweep``'s summary.csv, so the
+    two are equal for the same rows (tested).
+
+    Args:
+        df: a frame from :func:`sweep` (or rows of one: the columns
+            ``workload, vms, <axes...>, seed, <metrics...>``; ``file`` is
+            ignored). Points are its distinct axis-label combinations in
+            first-seen order.
+        baseline: axis name -> label of the point to compare with; default
+            the ``baseline`` given to :func:`sweep` (``df.attrs``), else no
+            deltas.
+
+    Raises:
+        ScenarioError: a frame without the columns, a seed twice at a point,
+            or a baseline axis that is not a column.
+    """
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        raise _refuse("df", type(df).__name__, "a pandas.DataFrame from oversub.sweep")
+    cols = list(df.columns)
+    for need in ("workload", "vms", "seed"):
+        if need not in cols:
+            raise ScenarioError(f"df: column {need!r} is missing: allowed a frame from oversub.sweep")
+    start = 3 if cols[:1] == ["file"] else 2
+    axes = cols[start : cols.index("seed")]
+    metrics = cols[cols.index("seed") + 1 :]
+    if baseline is None:
+        baseline = df.attrs.get("baseline")
+    pairs = _baseline(baseline, axes)
+    rows = []
+    for rec in df.itertuples(index=False, name=None):
+        r = dict(zip(cols, rec))
+        rows.append(
+            (
+                str(r["workload"]),
+                int(r["vms"]),
+                [(a, _label(r[a])) for a in axes],
+                int(r["seed"]),
+                [(m, float(r[m])) for m in metrics],
+            )
+        )
+    text = _oversub.summary_csv(axes, rows, pairs)
+    return pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""], dtype={a: str for a in axes})

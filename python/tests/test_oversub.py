@@ -124,7 +124,7 @@ def test_bad_sweep_value_fails_before_any_run():
         oversub.sweep(base=PAIR, axes={"host.yield.yield_to": ["upstream", "nope"]}, seeds=[1])
     with pytest.raises(oversub.ScenarioError, match="seeds"):
         oversub.sweep(base=PAIR, seeds=[])
-    with pytest.raises(ValueError, match="backend"):
+    with pytest.raises(oversub.ScenarioError, match="backend"):
         oversub.sweep(base=PAIR, backend="spark")
 
 
@@ -166,3 +166,106 @@ def test_the_benchmarked_sweep_on_ray_is_identical_to_local():
     finally:
         ray.shutdown()
     pd.testing.assert_frame_equal(df, local, check_exact=True)
+
+
+def test_summary_is_the_cli_summary_csv(tmp_path):
+    """oversub.summary(df) and `oversub sweep`'s summary.csv: same rows, same
+    numbers (same Rust code), Holm-adjusted p included; the baseline given
+    to sweep() is honoured."""
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        f'base = "{PAIR}"\nseeds = [1, 2, 3]\nduration = "100ms"\n'
+        'baseline = { "host.yield.yield_to" = "upstream" }\n'
+        '[[axis]]\nkey = "host.yield.yield_to"\nvalues = ["upstream", "borrow", "deboost-v1"]\n'
+    )
+    out = cli("sweep", spec, "--out", tmp_path / "out")
+    assert out.returncode == 0, out.stderr
+    df = oversub.sweep(
+        base=PAIR,
+        axes={"host.yield.yield_to": ["upstream", "borrow", "deboost-v1"]},
+        seeds=[1, 2, 3],
+        duration="100ms",
+        baseline={"host.yield.yield_to": "upstream"},
+        progress=False,
+    )
+    assert df.attrs["baseline"] == {"host.yield.yield_to": "upstream"}
+    py = oversub.summary(df)
+    csv = pd.read_csv(
+        tmp_path / "out" / "summary.csv",
+        keep_default_na=False,
+        na_values=[""],
+        dtype={"host.yield.yield_to": str},
+    )
+    pd.testing.assert_frame_equal(py, csv, check_exact=True)
+    assert list(py.columns[-2:]) == ["p", "p_holm"]
+    # Deltas against upstream exist for the other policies only.
+    base = py[py["host.yield.yield_to"] == "upstream"]
+    assert base["delta"].isna().all()
+    other = py[py["host.yield.yield_to"] != "upstream"]
+    assert other["delta"].notna().any()
+    # Holm never lowers a p-value.
+    both = other.dropna(subset=["p", "p_holm"])
+    assert (both["p_holm"] >= both["p"] - 1e-12).all()
+    # Without a baseline: no deltas; an explicit one overrides the frame's.
+    plain = oversub.summary(df, baseline={})
+    assert plain["delta"].isna().all()
+    with pytest.raises(oversub.ScenarioError, match="baseline: axis 'policy'"):
+        oversub.summary(df, baseline={"policy": "upstream"})
+
+
+def test_sweep_baseline_axis_is_checked():
+    with pytest.raises(oversub.ScenarioError, match="baseline: axis 'nope'"):
+        oversub.sweep(base=PAIR, axes={"host.yield.yield_to": ["upstream"]}, baseline={"nope": "x"})
+
+
+def test_progress_callback_sees_every_run():
+    seen = []
+    oversub.sweep(**SWEEP, progress=lambda done, total: seen.append((done, total)))
+    assert sorted(seen) == [(1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+def test_progress_callback_errors_are_raised():
+    def boom(done, total):
+        raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        oversub.sweep(**SWEEP, progress=boom)
+
+
+def test_version_and_all():
+    assert oversub.__version__.count(".") == 2
+    assert set(oversub.__all__) >= {"run", "check", "sweep", "summary", "ScenarioError"}
+    for name in oversub.__all__:
+        assert hasattr(oversub, name), name
+
+
+def test_seed_out_of_range_is_the_cli_line():
+    out = cli("run", PAIR, "--seed", "-1")
+    assert out.returncode == 2
+    for seed in (-1, 2**64):
+        with pytest.raises(oversub.ScenarioError) as e:
+            oversub.run(PAIR, seed=seed)
+        if seed == -1:
+            assert str(e.value) == out.stderr.strip()
+
+
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: oversub.run(PAIR, set=["host.cpus=2"]), r"^set: \['host.cpus=2'\] is not allowed: allowed a dict"),
+        (lambda: oversub.run(PAIR, seed="1"), r"^--seed: '1' is not allowed"),
+        (lambda: oversub.run(PAIR, duration=5), r"^duration: 5 is not allowed"),
+        (lambda: oversub.run(42), r"^scenario: 42 is not allowed"),
+        (lambda: oversub.check(PAIR, set=("a", "b")), r"^set: "),
+        (lambda: oversub.sweep(base={"host": {"cpus": 1}}), r"^base: \{.*\} is not allowed: allowed a file path"),
+        (lambda: oversub.sweep(base=PAIR, seeds=[-1]), r"seeds"),
+        (lambda: oversub.sweep(base=PAIR, seeds=5), r"^seeds: 5 is not allowed"),
+        (lambda: oversub.sweep(base=PAIR, axes=["x"]), r"^axes: \['x'\] is not allowed"),
+        (lambda: oversub.sweep(base=PAIR, axes={"host.cpus": 4}), r"^axes\['host.cpus'\]: 4 is not allowed"),
+        (lambda: oversub.sweep(base=PAIR, progress="yes"), r"^progress: 'yes' is not allowed"),
+        (lambda: oversub.summary([1, 2]), r"^df: 'list' is not allowed"),
+    ],
+)
+def test_every_input_error_is_a_scenario_error(call, match):
+    with pytest.raises(oversub.ScenarioError, match=match):
+        call()

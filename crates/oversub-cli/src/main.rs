@@ -1,6 +1,6 @@
 //! The `oversub` command line.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use oversub::scenario::overrides::parse_override;
 
 #[macro_use]
@@ -8,6 +8,7 @@ mod out;
 mod conform;
 mod output;
 mod progress;
+mod provenance;
 mod reproduce;
 mod sweep_files;
 use oversub::scenario::{check_cli_seed, parse_cli_duration, Scenario};
@@ -17,7 +18,7 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(
     name = "oversub",
-    version,
+    version = provenance::VERSION,
     about = "Deterministic simulator of an oversubscribed KVM host"
 )]
 struct Cli {
@@ -36,9 +37,13 @@ enum Cmd {
         /// Override [host].duration ("5s", "250ms", ...; 1us ..= 3600s).
         #[arg(long, allow_hyphen_values = true)]
         duration: Option<String>,
-        /// Print one JSON object instead of a table.
-        #[arg(long)]
+        /// Print one JSON object instead of a table (errors too: {"error": ...}).
+        #[arg(long, conflicts_with = "brief")]
         json: bool,
+        /// Print the first screen only: the run's line, one line per VM and
+        /// the CPUs (no per-thread, per-task or per-cgroup tables with VMs).
+        #[arg(long)]
+        brief: bool,
         /// Check the scheduler invariants after every event (slow).
         #[arg(long)]
         check: bool,
@@ -133,6 +138,13 @@ enum Cmd {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell),
+    /// e.g. `oversub completions bash > /etc/bash_completion.d/oversub`.
+    Completions { shell: clap_complete::Shell },
+    /// Write the man pages (oversub.1, oversub-run.1, ...) into DIR
+    /// (`make man`).
+    #[command(name = "__man", hide = true)]
+    Man { dir: PathBuf },
     /// A real worker process of `conform` (internal).
     #[command(name = "__worker", hide = true)]
     Worker {
@@ -141,21 +153,62 @@ enum Cmd {
     },
 }
 
-fn load(file: &std::path::Path, sets: &[String]) -> Result<Scenario, ExitCode> {
+fn load(file: &std::path::Path, sets: &[String]) -> Result<Scenario, String> {
     let mut parsed = Vec::new();
     for s in sets {
         match parse_override(s) {
             Ok(o) => parsed.push(o),
-            Err(m) => {
-                eprintln!("{}: {m}", file.display());
-                return Err(ExitCode::from(2));
-            }
+            Err(m) => return Err(format!("{}: {m}", file.display())),
         }
     }
-    Scenario::load_with(file, &parsed).map_err(|e| {
-        eprintln!("{e}");
-        ExitCode::from(2)
-    })
+    Scenario::load_with(file, &parsed).map_err(|e| e.to_string())
+}
+
+/// The defaults a reader should know about, on stderr: a program VM
+/// without `ops` counts its guest kernel lock sections.
+fn notes(file: &std::path::Path, sc: &Scenario) {
+    for v in sc.vms.iter().filter(|v| v.ops_default) {
+        eprintln!(
+            "note: {}: vm {}: no ops: its ops (ops/s, op_p50/p99) are its guest kernel lock sections; \
+             write ops = \"lock-sections\" to say so, or ops = \"TASK\" to count a program task's loops \
+             (docs/workloads.md, \"ops\")",
+            file.display(),
+            v.name
+        );
+    }
+}
+
+/// A refused input: exit 2 with its one line, on stderr, or under `--json`
+/// as one JSON object `{"error": LINE, "exit": 2}` on stdout (where the
+/// result would have been).
+fn refuse(json: bool, m: &str) -> ExitCode {
+    if json {
+        outln!("{}", serde_json::json!({ "error": m, "exit": 2 }));
+    } else {
+        eprintln!("{m}");
+    }
+    ExitCode::from(2)
+}
+
+/// The man pages of `cmd` and its visible subcommands into `dir`.
+fn write_man(dir: &std::path::Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    let cmd = Cli::command();
+    let mut pages = vec![(String::from("oversub"), cmd.clone())];
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("oversub-{}", sub.get_name());
+        let bin = format!("oversub {}", sub.get_name());
+        pages.push((name.clone(), sub.clone().display_name(name).bin_name(bin)));
+    }
+    for (name, c) in pages {
+        let mut buf = Vec::new();
+        clap_mangen::Man::new(c)
+            .render(&mut buf)
+            .map_err(|e| format!("{name}.1: {e}"))?;
+        let p = dir.join(format!("{name}.1"));
+        std::fs::write(&p, buf).map_err(|e| format!("{}: cannot write: {e}", p.display()))?;
+    }
+    Ok(())
 }
 
 /// A long command's error: exit 130 after Ctrl-C / SIGTERM, else 2.
@@ -169,7 +222,31 @@ fn failed(m: &str) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let json = std::env::args().any(|a| a == "--json");
+            let shown = matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            );
+            if json && !shown {
+                let msg = e.kind().as_str().map_or_else(
+                    || e.to_string().lines().next().unwrap_or("").to_string(),
+                    |k| {
+                        let first = e.to_string();
+                        let first = first.lines().next().unwrap_or(k);
+                        first.strip_prefix("error: ").unwrap_or(first).to_string()
+                    },
+                );
+                return refuse(true, &msg);
+            }
+            e.exit()
+        }
+    };
     let code = command(cli);
     output::finish(code)
 }
@@ -188,6 +265,19 @@ fn check_trace_path(out: &std::path::Path) -> Result<(), String> {
 
 fn command(cli: Cli) -> ExitCode {
     match cli.cmd {
+        Cmd::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "oversub",
+                &mut std::io::stdout(),
+            );
+            ExitCode::SUCCESS
+        }
+        Cmd::Man { dir } => match write_man(&dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(m) => refuse(false, &m),
+        },
         Cmd::Calibrate { samples, json } => conform::calibrate(samples, json),
         Cmd::Record {
             out,
@@ -239,21 +329,20 @@ fn command(cli: Cli) -> ExitCode {
                 Some(k) => match oversub::sched::KernelPreset::parse(k) {
                     Some(p) => Some(p),
                     None => {
-                        eprintln!(
-                            "--kernel: unknown preset {k:?}: allowed {}",
-                            oversub::sched::KernelPreset::names()
+                        return refuse(
+                            json,
+                            &format!(
+                                "--kernel: unknown preset {k:?}: allowed {}",
+                                oversub::sched::KernelPreset::names()
+                            ),
                         );
-                        return ExitCode::from(2);
                     }
                 },
             };
             let duration = match duration.as_deref().map(parse_cli_duration) {
                 None => None,
                 Some(Ok(d)) => Some(d.0),
-                Some(Err(m)) => {
-                    eprintln!("--duration: {m}");
-                    return ExitCode::from(2);
-                }
+                Some(Err(m)) => return refuse(json, &format!("--duration: {m}")),
             };
             conform::conform(files, runs, json, duration, kernel)
         }
@@ -267,10 +356,10 @@ fn command(cli: Cli) -> ExitCode {
             };
             let _ = crate::progress::interrupt_flag();
             match sweep_files::sweep_to_dir(&spec, &out, crate::progress::wanted(true)) {
-                Ok(md) => {
-                    out!("{md}");
+                Ok(text) => {
+                    out!("{text}");
                     outln!(
-                        "\nwrote {}/results.csv, results.jsonl, summary.csv, summary.md",
+                        "full tables: {0}/summary.md, {0}/summary.csv; rows: {0}/results.csv, {0}/results.jsonl",
                         out.display()
                     );
                     ExitCode::SUCCESS
@@ -292,8 +381,9 @@ fn command(cli: Cli) -> ExitCode {
                 Err(m) => failed(&m),
             }
         }
-        Cmd::Check { file, sets } => match load(&file, &sets) {
+        Cmd::Check { file, sets } => match load(&file, &sets).map_err(|m| refuse(false, &m)) {
             Ok(sc) => {
+                notes(&file, &sc);
                 outln!(
                     "{}: ok ({} task entries, {} cgroups)",
                     file.display(),
@@ -309,6 +399,7 @@ fn command(cli: Cli) -> ExitCode {
             seed,
             duration,
             json,
+            brief,
             check,
             sets,
             trace,
@@ -316,32 +407,24 @@ fn command(cli: Cli) -> ExitCode {
         } => {
             let sc = match load(&file, &sets) {
                 Ok(s) => s,
-                Err(c) => return c,
+                Err(m) => return refuse(json, &m),
             };
+            notes(&file, &sc);
             let dur = match duration.as_deref().map(parse_cli_duration) {
                 None => None,
                 Some(Ok(d)) => Some(d),
-                Some(Err(m)) => {
-                    eprintln!("--duration: {m}");
-                    return ExitCode::from(2);
-                }
+                Some(Err(m)) => return refuse(json, &format!("--duration: {m}")),
             };
             let seed = match seed.as_deref().map(check_cli_seed) {
                 None => None,
                 Some(Ok(s)) => Some(s),
-                Some(Err(m)) => {
-                    eprintln!("--seed: {m}");
-                    return ExitCode::from(2);
-                }
+                Some(Err(m)) => return refuse(json, &format!("--seed: {m}")),
             };
             if let Some(out) = trace {
                 let window = match trace_window.as_deref().map(oversub::trace::parse_window) {
                     None => (0, u64::MAX),
                     Some(Ok(w)) => w,
-                    Some(Err(m)) => {
-                        eprintln!("{m}");
-                        return ExitCode::from(2);
-                    }
+                    Some(Err(m)) => return refuse(json, &m),
                 };
                 let mut sc = sc.clone();
                 if let Some(s) = seed {
@@ -358,6 +441,8 @@ fn command(cli: Cli) -> ExitCode {
                 );
                 if json {
                     outln!("{}", report.to_json());
+                } else if brief {
+                    out!("{}", report.to_brief());
                 } else {
                     out!("{}", report.to_table());
                 }
@@ -396,6 +481,8 @@ fn command(cli: Cli) -> ExitCode {
             report.record_scenario(&sc, dur);
             if json {
                 outln!("{}", report.to_json());
+            } else if brief {
+                out!("{}", report.to_brief());
             } else {
                 out!("{}", report.to_table());
             }

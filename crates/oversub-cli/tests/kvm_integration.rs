@@ -38,7 +38,7 @@ on_spin = "{on_spin}"
 name = "pp"
 vcpus = 2
 layout = "flat"
-workload = "pingpong"
+workload = "phase:pingpong"
 "#
     )
 }
@@ -111,7 +111,7 @@ on_spin = "{on_spin}"
 [[vm]]
 name = "a"
 vcpus = 8
-workload = "dbench"
+workload = "phase:dbench"
 [vm.overrides]
 lock_kind = "{lock}"
 locks = 1
@@ -165,7 +165,7 @@ duration = "200ms"
 [[vm]]
 name = "v"
 vcpus = 6
-workload = "dedup"
+workload = "phase:dedup"
 [vm.overrides]
 ipi_per_ms = 20
 ipi_sync = true
@@ -210,7 +210,7 @@ duration = "200ms"
 [[vm]]
 name = "h"
 vcpus = 4
-workload = "dedup"
+workload = "phase:dedup"
 [vm.overrides]
 block_prob = 1.0
 block_ns = 200000
@@ -250,7 +250,7 @@ duration = "2s"
 [[vm]]
 name = "idle"
 vcpus = 4
-workload = "idle"
+workload = "phase:idle"
 "#);
     let v = vm(&r, "idle");
     assert!(v.cpu_ns < 2_000_000, "{v:?}");
@@ -270,19 +270,19 @@ name = "a"
 vcpus = 2
 cgroup = "/machine/a"
 pin = [1, 3]
-workload = "kernbench"
+workload = "phase:kernbench"
 [[vm]]
 name = "b"
 vcpus = 2
 layout = "flat"
 cpus = [0]
-workload = "kernbench"
+workload = "phase:kernbench"
 [[vm]]
 name = "c"
 vcpus = 2
 layout = "explicit"
 vcpu_cgroups = ["/x/one", "/y"]
-workload = "kernbench"
+workload = "phase:kernbench"
 "#);
     let t = |n: &str| r.tasks.iter().find(|t| t.name == n).unwrap();
     assert_eq!(t("a.vcpu0").cgroup, "/machine/a/vcpu0");
@@ -446,7 +446,7 @@ kind = "hog"
 [[vm]]
 name = "v"
 vcpus = 2
-workload = "kernbench"
+workload = "phase:kernbench"
 "#);
     let hog = r.tasks.iter().find(|t| t.name == "hog").unwrap().cpu_ns as f64;
     let v = vm(&r, "v");
@@ -484,7 +484,7 @@ duration = "300ms"
 [[vm]]
 name = "w"
 vcpus = 4
-workload = "vips"
+workload = "phase:vips"
 [vm.overrides]
 block_prob = 1.0
 block_ns = 10000000
@@ -538,7 +538,7 @@ duration = "100ms"
 [[vm]]
 name = "e"
 vcpus = 4
-workload = "ebizzy"
+workload = "phase:ebizzy"
 "#
         )
     };
@@ -571,7 +571,7 @@ on_spin = "{form}"
 [[vm]]
 name = "s"
 vcpus = 6
-workload = "dedup"
+workload = "phase:dedup"
 [vm.overrides]
 ipi_per_ms = 40
 ipi_sync = true
@@ -610,7 +610,7 @@ halt_poll = "50us"
 name = "p"
 vcpus = 2
 pin = {pin}
-workload = "dedup"
+workload = "phase:dedup"
 [vm.overrides]
 block_ns = 20000
 "#
@@ -662,7 +662,7 @@ run = "300us"
 [[vm]]
 name = "a"
 vcpus = 5
-workload = "{prof}"
+workload = "phase:{prof}"
 [vm.overrides]
 lock_kind = "{lock}"
 ipi_sync = {sync}
@@ -675,7 +675,7 @@ name = "b"
 vcpus = 3
 pin = [0, 1, 2]
 layout = "flat"
-workload = "{prof}"
+workload = "phase:{prof}"
 "#,
                     tlb = n % 2 == 0,
                     send = n % 3 == 0,
@@ -713,7 +713,7 @@ halt_poll = "{poll}"
 name = "p"
 vcpus = 2
 pin = [0, 1]
-workload = "dedup"
+workload = "phase:dedup"
 [vm.overrides]
 block_prob = 0.5
 block_ns = {block}
@@ -740,8 +740,8 @@ fn protected_guests_run_on_both_ple_kinds() {
         let r = run(&lhp("ticket", "6.12")
             .replace("[kvm]", &format!("[kvm]\nple = \"{ple}\""))
             .replace(
-                "workload = \"dbench\"",
-                "workload = \"dbench\"\nprotected = true",
+                "workload = \"phase:dbench\"",
+                "workload = \"phase:dbench\"\nprotected = true",
             ));
         assert!(vm(&r, "a").yield_to_successes > 0, "{ple}");
     }

@@ -297,6 +297,18 @@ impl Report {
 
     /// A readable table.
     pub fn to_table(&self) -> String {
+        self.table(false)
+    }
+
+    /// The table's first screen (`oversub run --brief`): the header line,
+    /// one line per VM and the CPUs' busy share; with VMs the per-thread,
+    /// per-task and per-cgroup tables are left out (a host-only run keeps
+    /// its task table), and a program's per-thread table too.
+    pub fn to_brief(&self) -> String {
+        self.table(true)
+    }
+
+    fn table(&self, brief: bool) -> String {
         let mut o = String::new();
         let d = self.duration_ns as f64;
         let _ = writeln!(
@@ -360,7 +372,7 @@ impl Report {
                     v.lock_wait_ns.p99 as f64 / 1e3
                 );
             }
-            for v in self.vms.iter().filter(|v| !v.threads.is_empty()) {
+            for v in self.vms.iter().filter(|v| !brief && !v.threads.is_empty()) {
                 let _ = writeln!(
                     o,
                     "{:<20} {:>7} {:>10} {:>9} {:>8} {:>8} {:>12} {:>11} {:>11}",
@@ -393,20 +405,23 @@ impl Report {
                 }
             }
         }
-        let _ = writeln!(
-            o,
-            "{:<20} {:<12} {:>8} {:>10} {:>9} {:>8} {:>11} {:>11} {:>11}",
-            "task",
-            "cgroup",
-            "cpu%",
-            "cpu_ms",
-            "wait_ms",
-            "switches",
-            "lat_p50_us",
-            "lat_p99_us",
-            "lat_max_us"
-        );
-        for t in &self.tasks {
+        let hide = brief && !self.vms.is_empty();
+        if !hide {
+            let _ = writeln!(
+                o,
+                "{:<20} {:<12} {:>8} {:>10} {:>9} {:>8} {:>11} {:>11} {:>11}",
+                "task",
+                "cgroup",
+                "cpu%",
+                "cpu_ms",
+                "wait_ms",
+                "switches",
+                "lat_p50_us",
+                "lat_p99_us",
+                "lat_max_us"
+            );
+        }
+        for t in self.tasks.iter().filter(|_| !hide) {
             let l = &t.wakeup_latency_ns;
             let lat = |x: u64| {
                 if l.samples == 0 {
@@ -429,8 +444,15 @@ impl Report {
                 lat(l.max)
             );
         }
-        let _ = writeln!(o, "{:<20} {:>10}", "cgroup", "cpu%");
-        for g in &self.cgroups {
+        if hide {
+            let _ = writeln!(
+                o,
+                "(per-thread, per-task and per-cgroup tables: without --brief)"
+            );
+        } else {
+            let _ = writeln!(o, "{:<20} {:>10}", "cgroup", "cpu%");
+        }
+        for g in self.cgroups.iter().filter(|_| !hide) {
             let _ = writeln!(o, "{:<20} {:>10.2}", g.path, 100.0 * g.cpu_ns as f64 / d);
         }
         let _ = write!(o, "cpu busy%:");
@@ -453,7 +475,7 @@ impl Report {
                 "{:<20} {:>11} {:>12} {:>10} {:>12}",
                 "thread", "phase_loops", "finished_ms", "lock_waits", "lock_wait_ms"
             );
-            for t in &p.threads {
+            for t in p.threads.iter().filter(|_| !brief) {
                 let fin = t
                     .finished_ns
                     .map_or("-".to_string(), |f| format!("{:.3}", f as f64 / 1e6));

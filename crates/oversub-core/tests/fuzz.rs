@@ -67,7 +67,7 @@ fn task(i: usize) -> impl Strategy<Value = String> {
 fn vm(i: usize) -> impl Strategy<Value = String> {
     (
         pick(&["2", "4", "256"]),
-        pick(&["dbench", "dedup", "vips", "ebizzy", "kernbench", "pingpong", "idle"]),
+        pick(&["phase:dbench", "phase:dedup", "phase:vips", "phase:ebizzy", "phase:kernbench", "phase:pingpong", "phase:idle"]),
         pick(&["libvirt", "flat"]),
         pick(&["100", "9223372036854775807", "20000"]),
         pick(&["0", "1000000000", "1"]),

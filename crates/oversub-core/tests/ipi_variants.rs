@@ -12,7 +12,7 @@ duration = "1s"
 [[vm]]
 name = "a"
 vcpus = 8
-workload = "dbench"
+workload = "phase:dbench"
 [vm.overrides]
 locks = 0
 ipi_per_ms = 2.0
@@ -21,7 +21,7 @@ block_prob = 0
 [[vm]]
 name = "b"
 vcpus = 8
-workload = "dbench"
+workload = "phase:dbench"
 [vm.overrides]
 locks = 0
 ipi_per_ms = 2.0

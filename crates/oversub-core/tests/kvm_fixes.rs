@@ -39,7 +39,7 @@ on_spin = "6.12"
 [[vm]]
 name = "a"
 vcpus = 8
-workload = "dbench"
+workload = "phase:dbench"
 [vm.overrides]
 lock_kind = "native_qspinlock"
 locks = 1
@@ -71,7 +71,7 @@ on_spin = "ipi_aware"
 [[vm]]
 name = "a"
 vcpus = 2
-workload = "dbench"
+workload = "phase:dbench"
 [vm.overrides]
 locks = 0
 ipi_per_ms = 0
@@ -104,7 +104,7 @@ apicv = {apicv}
 [[vm]]
 name = "a"
 vcpus = 2
-workload = "dbench"
+workload = "phase:dbench"
 [vm.overrides]
 locks = 0
 ipi_per_ms = 0

@@ -208,7 +208,7 @@ fn bad_programs_are_one_line_errors() {
     for (vm, want) in [
         ("program = \"missing.json\"", "missing.json: cannot read"),
         (
-            "program = \"mutex4.json\"\nworkload = \"dedup\"",
+            "program = \"mutex4.json\"\nworkload = \"phase:dedup\"",
             "program and workload/overrides are exclusive",
         ),
         (
@@ -271,7 +271,7 @@ fn the_guest_kernel_has_its_own_features() {
     let file = format!("{}/inline.toml", dir());
     let e = Scenario::parse(
         &file,
-        "[host]\ncpus = 1\n[[vm]]\nname = \"g\"\nvcpus = 1\nworkload = \"dedup\"\nkernel = \"6.19\"\n",
+        "[host]\ncpus = 1\n[[vm]]\nname = \"g\"\nvcpus = 1\nworkload = \"phase:dedup\"\nkernel = \"6.19\"\n",
     )
     .unwrap_err()
     .to_string();

@@ -104,7 +104,8 @@ fn overcommit_costs_a_nested_guest_throughput_and_shows_as_steal() {
 
 #[test]
 fn ops_errors_name_the_field_and_the_allowed_values() {
-    let e = parse_err("[[vm]]\nname = \"v\"\nvcpus = 2\nworkload = \"dbench\"\nops = \"x\"\n");
+    let e =
+        parse_err("[[vm]]\nname = \"v\"\nvcpus = 2\nworkload = \"phase:dbench\"\nops = \"x\"\n");
     assert!(
         e.contains("vm[0].ops") && e.contains("only with program"),
         "{e}"

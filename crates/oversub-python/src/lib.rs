@@ -5,7 +5,7 @@
 //! `oversub.ScenarioError` with the same text the CLI prints.
 
 use oversub::scenario::overrides::{parse_override, Override};
-use oversub::scenario::{parse_cli_duration, Scenario};
+use oversub::scenario::{check_cli_seed, parse_cli_duration, Scenario};
 use oversub::sweep::spec::SweepSpec;
 use oversub::sweep::{self, Row};
 use pyo3::create_exception;
@@ -62,6 +62,8 @@ fn scenario(path: &str, source: Option<&str>, sets: &[String]) -> PyResult<Scena
 /// Runs one scenario and returns the report as the JSON text `oversub run
 /// --json` prints (without its newline). The GIL is released while the
 /// model runs.
+/// `seed` is the text of the Python value, checked as `--seed` is (so -1 or
+/// 2**64 get the CLI's line, not an OverflowError).
 #[pyfunction]
 #[pyo3(signature = (path, source=None, sets=Vec::new(), seed=None, duration=None))]
 fn run_json(
@@ -69,10 +71,14 @@ fn run_json(
     path: &str,
     source: Option<&str>,
     sets: Vec<String>,
-    seed: Option<u64>,
+    seed: Option<&str>,
     duration: Option<&str>,
 ) -> PyResult<String> {
     let sc = scenario(path, source, &sets)?;
+    let seed = match seed {
+        None => None,
+        Some(v) => Some(check_cli_seed(v).map_err(|m| refuse(format!("--seed: {m}")))?),
+    };
     let d = match duration {
         None => None,
         Some(v) => Some(parse_cli_duration(v).map_err(|m| refuse(format!("--duration: {m}")))?),
@@ -126,12 +132,125 @@ fn sweep_jobs(py: Python<'_>, spec_json: &str, dir: &str) -> PyResult<Vec<(usize
 }
 
 /// Runs every run of the sweep with the core's parallel runner (rayon, all
-/// cores), the GIL released; rows in expansion order.
+/// cores), the GIL released; rows in expansion order. `progress`, if given,
+/// is called as `progress(done, total)` after each run (with the GIL, from
+/// the worker thread that finished it); its first exception is raised once
+/// the sweep is done.
 #[pyfunction]
-fn sweep_local(py: Python<'_>, spec_json: &str, dir: &str) -> PyResult<Vec<PyRow>> {
+#[pyo3(signature = (spec_json, dir, progress=None))]
+fn sweep_local(
+    py: Python<'_>,
+    spec_json: &str,
+    dir: &str,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Vec<PyRow>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
     let s = spec(spec_json, dir)?;
-    let (_, rows) = py.detach(|| sweep::run(&s, &|| {})).map_err(refuse)?;
+    let total = py
+        .detach(|| sweep::validated_points(&s))
+        .map_err(refuse)?
+        .len()
+        * s.seeds.len();
+    let done = AtomicUsize::new(0);
+    let failed: Mutex<Option<PyErr>> = Mutex::new(None);
+    let on_run = || {
+        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Some(cb) = &progress {
+            Python::attach(|py| {
+                if let Err(e) = cb.call1(py, (n, total)) {
+                    let mut f = failed.lock().unwrap_or_else(|p| p.into_inner());
+                    f.get_or_insert(e);
+                }
+            });
+        }
+    };
+    let (_, rows) = py.detach(|| sweep::run(&s, &on_run)).map_err(refuse)?;
+    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
     Ok(rows.into_iter().map(py_row).collect())
+}
+
+/// A frame's row for [`summary_csv`]: (workload, vms, [(axis, label)],
+/// seed, [(metric, value)]).
+type FrameRow = (
+    String,
+    usize,
+    Vec<(String, String)>,
+    u64,
+    Vec<(String, f64)>,
+);
+
+/// The summary of a sweep's rows as the text of the CLI's `summary.csv`:
+/// the same code (`sweep::summary`), so the same means, intervals, paired
+/// deltas, p and Holm-adjusted p. Points are the distinct label lists in
+/// first-seen order (the sweep's expansion order for a frame from
+/// `sweep`); `baseline` is axis -> label as in a sweep file.
+#[pyfunction]
+fn summary_csv(
+    axes: Vec<String>,
+    rows: Vec<FrameRow>,
+    baseline: Vec<(String, String)>,
+) -> PyResult<String> {
+    for (k, _) in &baseline {
+        if !axes.contains(k) {
+            return Err(refuse(format!(
+                "baseline: axis \"{k}\" is not allowed: allowed one of the frame's axes: {}",
+                axes.join(", ")
+            )));
+        }
+    }
+    let mut pts: Vec<sweep::Point> = Vec::new();
+    let mut out = Vec::with_capacity(rows.len());
+    for (workload, vms, labels, seed, metrics) in rows {
+        let point = match pts.iter().position(|p| p.labels == labels) {
+            Some(i) => i,
+            None => {
+                pts.push(sweep::Point {
+                    labels: labels.clone(),
+                    file: Default::default(),
+                    sets: Vec::new(),
+                });
+                pts.len() - 1
+            }
+        };
+        if out.iter().any(|r: &Row| r.point == point && r.seed == seed) {
+            return Err(refuse(format!(
+                "frame: point {} has seed {seed} twice: allowed one row per point and seed",
+                sweep::summary::point_label(&sweep::summary::PointSummary {
+                    labels,
+                    workload: String::new(),
+                    vms: 0,
+                    baseline: None,
+                    cells: Vec::new(),
+                })
+            )));
+        }
+        out.push(Row {
+            point,
+            file: String::new(),
+            workload,
+            vms,
+            labels,
+            seed,
+            metrics,
+            scenario: serde_json::Value::Null,
+            op_latency: Default::default(),
+            kernel: String::new(),
+        });
+    }
+    let spec = SweepSpec {
+        file: "<frame>".into(),
+        base: None,
+        seeds: Vec::new(),
+        duration: None,
+        sets: Vec::new(),
+        axes: Vec::new(),
+        baseline,
+    };
+    let s = sweep::summary::summarise(&spec, &pts, &out);
+    Ok(sweep::summary::to_csv(&axes, &s))
 }
 
 /// Runs one (point, seed) of the sweep: the unit of work of a Ray task.
@@ -160,6 +279,8 @@ fn sweep_one(
 #[pymodule]
 fn _oversub(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(summary_csv, m)?)?;
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_jobs, m)?)?;

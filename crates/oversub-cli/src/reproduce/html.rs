@@ -1,9 +1,13 @@
 //! `report.html`: one self-contained page (inline SVG, no scripts, no
-//! external resources) with the comparison to the published figures, plots
-//! and every section's tables.
+//! external resources): the verdict in words and the provenance first, then
+//! the comparison to the published figures, forest plots of the gains,
+//! per-workload plots, latency tails as small multiples, and every section's
+//! tables. Readable from a phone's width up (viewport meta, scrolling
+//! tables, plots that shrink).
 
-use super::plot::{hex, lines, tails, Series};
+use super::plot::{forest, forest_range, hex, lines, tail_frame, tails, ForestRow, Series};
 use super::{cell, comparison_rows, pct_cell, Published, Section, COMPARE};
+use crate::provenance::Provenance;
 use oversub::sweep::summary::to_markdown;
 use std::fmt::Write as _;
 
@@ -62,19 +66,49 @@ td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}
 th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}\
 .grid{display:flex;flex-wrap:wrap;gap:10px}.grid div{flex:0 0 auto}\
 .scroll{overflow-x:auto;max-width:100%}.note{color:#555;font-size:13px}details{margin:8px 0}summary{cursor:pointer;font-weight:bold}\
-.legend span{margin-right:14px;font-size:13px;white-space:nowrap}.legend span{margin-right:14px;font-size:13px;white-space:nowrap}.pos{color:#1a7f37}.neg{color:#b42318}";
+.legend span{margin-right:14px;font-size:13px;white-space:nowrap}.pos{color:#0072b2;font-weight:bold}.neg{color:#d55e00;font-weight:bold}\
+svg{max-width:100%;height:auto}.verdict{background:#f6f8fa;border-left:4px solid #0072b2;padding:8px 16px}\
+.verdict li{margin:4px 0}.prov{font-size:12px;color:#555;word-break:break-word}\
+@media (max-width:600px){body{margin:8px auto;padding:0 8px}h1{font-size:22px}.grid div{flex:1 1 100%}}";
 
-pub fn render(sections: &[Section], p: &Published, quick: bool, _table: &str) -> String {
+/// The provenance paragraph.
+fn provenance(prov: &Provenance) -> String {
+    format!(
+        "<p class=prov>Made by oversub {} (commit {}) with <code>{}</code> on {}, {} ({} cores, Linux {}); kernel presets modelled: {}.</p>",
+        esc(prov.version),
+        esc(prov.commit),
+        esc(&prov.command),
+        esc(&prov.date),
+        esc(&prov.machine.cpu),
+        prov.machine.cores,
+        esc(&prov.machine.kernel),
+        esc(&prov.kernel_presets.join(", "))
+    )
+}
+
+pub fn render(
+    sections: &[Section],
+    p: &Published,
+    quick: bool,
+    verdict: &[String],
+    prov: &Provenance,
+) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>oversub reproduce</title><style>{STYLE}</style></head><body>"
+        "<!DOCTYPE html><html lang=en><head><meta charset=\"utf-8\"><meta name=viewport content=\"width=device-width, initial-scale=1\"><title>oversub reproduce</title><style>{STYLE}</style></head><body>"
     );
     let _ = writeln!(
         o,
         "<h1>oversub reproduce{}</h1>",
         if quick { " --quick" } else { "" }
     );
+    let _ = writeln!(o, "<div class=verdict><h2>Verdict</h2><ul>");
+    for v in verdict {
+        let _ = writeln!(o, "<li>{}</li>", esc(v));
+    }
+    let _ = writeln!(o, "</ul></div>");
+    o.push_str(&provenance(prov));
     let _ = writeln!(
         o,
         "<p class=note>Simulated (oversub) beside published. Each simulated number is the mean over seeds \
@@ -149,7 +183,7 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
     let _ = writeln!(o, "<p class=note>Published: {}.</p>", esc(&p.v1.source));
     let _ = write!(
         o,
-        "<table><tr><th>workload</th><th>VMs</th><th>credited to</th><th>published v1 (%)</th>"
+        "<div class=scroll><table><tr><th>workload</th><th>VMs</th><th>credited to</th><th>published v1 (%)</th>"
     );
     for c in COMPARE {
         let _ = write!(o, "<th>{c} (%)</th>");
@@ -171,22 +205,29 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
         let base = r.upstream.map_or("-".into(), |c| c.fmt(0));
         let _ = writeln!(o, "<td>{gap}</td><td>{base}</td></tr>");
     }
-    let _ = writeln!(o, "</table>");
+    let _ = writeln!(o, "</table></div>");
     let _ = writeln!(
         o,
         "<p class=note>Cells: gain over upstream in percent, mean ± 95% CI over seeds (paired); \
-         <span class=pos>green</span> = interval above zero, <span class=neg>red</span> = below. \
+         <span class=pos>blue</span> = a gain, <span class=neg>orange</span> = a loss, each a change \
+         after Holm's adjustment (paired t, p<sub>Holm</sub> &lt; 0.05 over the throughput column); \
+         \"det\" = the same difference at every seed. \
          gap = simulated seed-v1 gain minus the published gain, in percentage points. \
          PV features on (as the seeds' guests had).</p>"
     );
+    forests(o, s, p);
 
-    let policies: Vec<String> = s
-        .spec
-        .axes
-        .iter()
-        .find(|a| a.name == "policy")
-        .map(|a| a.values.iter().map(|v| v.label.clone()).collect())
-        .unwrap_or_default();
+    // Upstream and the table's policies only (at most eight series a plot),
+    // each with its colour throughout the page.
+    let policies: Vec<String> = std::iter::once(p.v1.baseline.clone())
+        .chain(COMPARE.iter().map(|c| c.to_string()))
+        .filter(|pol| {
+            s.spec
+                .axes
+                .iter()
+                .any(|a| a.name == "policy" && a.values.iter().any(|v| &v.label == pol))
+        })
+        .collect();
     let legend = legend_of(policies.iter().enumerate());
     let published_key = "<span><svg width=22 height=10><line x1=0 y1=5 x2=22 y2=5 stroke='#000' stroke-width=2 stroke-dasharray='6,4'/></svg> published v1</span>";
     for pv in ["on", "off"] {
@@ -279,59 +320,146 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
         }
         let _ = writeln!(o, "</div>");
     }
-    // Per-op latency CDFs, pooled over seeds, from the rows' histograms.
-    let shown: Vec<(usize, &String)> = policies
-        .iter()
-        .enumerate()
-        .filter(|(_, pol)| *pol == &p.v1.baseline || COMPARE.contains(&pol.as_str()))
-        .collect();
-    let shown_legend = legend_of(shown.iter().copied());
+    // Per-op latency tails, pooled over seeds, from the rows' histograms:
+    // small multiples, one policy against upstream per panel.
     let _ = writeln!(
         o,
         "<h3>Per-op latency (PV on)</h3><p class=note>Distribution of the time each op takes \
-         (a vCPU's work unit, compute burst and critical section, from its start to its end with \
-         preemption and spinning included: how v3 reports dedup and vips), all VMs and seeds pooled, \
-         for upstream and the policies of the table: the fraction of ops slower than x (1 - CDF), \
-         both axes logarithmic, so the tail a policy adds or removes is visible. \
-         Histogram buckets are within 1.6%.</p>{}</p><div class=grid>",
-        shown_legend
+         (a vCPU's work unit from its start to its end with preemption and spinning included, \
+         as the scenario's <code>ops</code> defines it), all VMs and seeds pooled: the fraction of \
+         ops slower than x (1 - CDF), both axes logarithmic. One row per workload and VM count, one \
+         panel per policy: the policy in colour, upstream dashed grey over it, the axes shared along a row. \
+         Histogram buckets are within 1.6%.</p>"
     );
+    let hist = |w: &str, vms: usize, pol: &str| {
+        let mut h = oversub::stats::hist::LogHist::default();
+        for row in s.rows.iter().filter(|row| {
+            row.workload == w
+                && row.vms == vms
+                && row.labels.iter().any(|(k, v)| k == "policy" && v == pol)
+                && row.labels.iter().any(|(k, v)| k == "pv" && v == "on")
+        }) {
+            h.merge(&row.op_latency);
+        }
+        h.cdf()
+            .into_iter()
+            .map(|(x, f)| (x as f64 / 1e3, f, f64::NAN))
+            .collect::<Vec<_>>()
+    };
     for r in &p.v1.row {
         for &vms in &r.vms {
-            let series: Vec<Series> = shown
+            let series: Vec<Series> = policies
                 .iter()
-                .map(|&(ci, pol)| {
-                    let mut h = oversub::stats::hist::LogHist::default();
-                    for row in s.rows.iter().filter(|row| {
-                        row.workload == r.workload
-                            && row.vms == vms
-                            && row.labels.iter().any(|(k, v)| k == "policy" && v == pol)
-                            && row.labels.iter().any(|(k, v)| k == "pv" && v == "on")
-                    }) {
-                        h.merge(&row.op_latency);
-                    }
+                .enumerate()
+                .map(|(ci, pol)| Series {
+                    name: pol.clone(),
+                    dashed: false,
+                    color: Some(ci),
+                    points: hist(&r.workload, vms, pol),
+                })
+                .collect();
+            let Some(frame) = tail_frame(series.iter()) else {
+                continue;
+            };
+            let _ = writeln!(
+                o,
+                "<h4>{}, {vms} VMs</h4><div class=grid>",
+                esc(&r.workload)
+            );
+            let base = &series[0];
+            for sr in series.iter().skip(1).filter(|x| !x.points.is_empty()) {
+                // Upstream dashed over the policy: both stay visible where
+                // they coincide.
+                let pair = [
                     Series {
-                        name: pol.clone(),
+                        name: sr.name.clone(),
                         dashed: false,
-                        color: Some(ci),
-                        points: h
-                            .cdf()
-                            .into_iter()
-                            .map(|(x, f)| (x as f64 / 1e3, f, f64::NAN))
-                            .collect(),
+                        color: sr.color,
+                        points: sr.points.clone(),
+                    },
+                    Series {
+                        name: base.name.clone(),
+                        dashed: true,
+                        color: base.color,
+                        points: base.points.clone(),
+                    },
+                ];
+                o.push_str(&format!(
+                    "<div>{}</div>",
+                    tails(&sr.name, "per-op latency (us)", &pair, frame, (250, 190))
+                ));
+            }
+            let _ = writeln!(o, "</div>");
+        }
+    }
+}
+
+/// Forest plots: per policy of the table, its gain over upstream (PV on)
+/// per workload and VM count, on one x axis for every panel; then seed-v1
+/// beside the published v1 figures on an axis that holds both.
+fn forests(o: &mut String, s: &Section, p: &Published) {
+    let rows = comparison_rows(s, p);
+    let per: Vec<(usize, &str, Vec<ForestRow>)> = COMPARE
+        .iter()
+        .enumerate()
+        .map(|(k, pol)| {
+            let fr = rows
+                .iter()
+                .map(|r| {
+                    let c = r.cells[k];
+                    let d = c.and_then(|c| c.delta);
+                    ForestRow {
+                        label: format!("{} {}", r.workload, r.vms),
+                        mean: d.map_or(f64::NAN, |d| d.pct.mean),
+                        half: d.map_or(f64::NAN, |d| d.pct.half),
+                        changed: c.is_some_and(|c| c.changed()),
+                        reference: None,
                     }
                 })
-                .filter(|x| !x.points.is_empty())
                 .collect();
-            o.push_str(&format!(
-                "<div>{}</div>",
-                tails(
-                    &format!("{}, {vms} VMs: per-op latency", r.workload),
-                    "per-op latency (us, log)",
-                    &series
-                )
-            ));
-        }
+            (k + 1, *pol, fr)
+        })
+        .collect();
+    let xr = forest_range(per.iter().flat_map(|x| x.2.iter()));
+    let _ = writeln!(
+        o,
+        "<h3>Gains at a glance</h3><p class=note>Each panel one policy: its throughput gain over \
+         upstream (paired by seed, %, PV on) per workload and VM count, the dot the mean over seeds, \
+         the bar its 95% CI; filled in colour = a change after Holm's adjustment, hollow grey = not. \
+         Every panel has the same x axis. The last panel sets seed-v1 beside the published v1 gains \
+         (black crosses) on an axis that holds both.</p><div class=grid>"
+    );
+    for (color, pol, fr) in &per {
+        let _ = write!(
+            o,
+            "<div>{}</div>",
+            forest(pol, "gain over upstream (%)", fr, *color, xr)
+        );
+    }
+    if let Some((color, pol, fr)) = per.iter().find(|x| x.1 == p.v1.policy) {
+        let with_pub: Vec<ForestRow> = fr
+            .iter()
+            .zip(&rows)
+            .map(|(f, r)| ForestRow {
+                label: f.label.clone(),
+                mean: f.mean,
+                half: f.half,
+                changed: f.changed,
+                reference: Some(r.published),
+            })
+            .collect();
+        let xr = forest_range(with_pub.iter());
+        let _ = write!(
+            o,
+            "<div>{}</div>",
+            forest(
+                &format!("{pol} vs published (x)"),
+                "gain over upstream (%)",
+                &with_pub,
+                *color,
+                xr
+            )
+        );
     }
     let _ = writeln!(o, "</div>");
 }

@@ -9,7 +9,9 @@
 
 pub mod html;
 pub mod plot;
+pub mod verdict;
 
+use crate::provenance::Provenance;
 use crate::sweep_files;
 use oversub::engine::Nanos;
 use oversub::scenario::parse_duration;
@@ -149,10 +151,15 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     // instead of waiting at each section's last long run.
     let refs: Vec<&SweepSpec> = specs.iter().collect();
     let results = sweep_files::run_many(&refs, "reproduce", progress)?;
+    let prov = Provenance::new(
+        results
+            .iter()
+            .flat_map(|(_, rows)| rows.iter().map(|r| r.kernel.as_str())),
+    );
     let mut sections = Vec::new();
     let mut files = Vec::new();
     for ((s, spec), (points, rows)) in m.section.iter().zip(specs).zip(results) {
-        files.extend(sweep_files::outputs(&spec, &points, &rows, &out.join(&s.name)).0);
+        files.extend(sweep_files::outputs(&spec, &points, &rows, &out.join(&s.name), &prov).0);
         let summary = sweep::summary::summarise(&spec, &points, &rows);
         sections.push(Section {
             name: s.name.clone(),
@@ -168,14 +175,21 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         Ok(())
     };
     w("results.csv", &combined_csv(&sections))?;
+    w("results.csv.meta.json", &prov.sidecar("results.csv"))?;
     let table = comparison(&sections, &published);
+    let verdict = verdict::verdict(&sections, &published);
     let mut md = String::new();
     let _ = writeln!(
         md,
         "# oversub reproduce{}\n",
         if quick { " --quick" } else { "" }
     );
-    let _ = writeln!(md, "## Published v1 gains beside the simulation\n");
+    md.push_str(&prov.md_line());
+    let _ = writeln!(md, "\n## Verdict\n");
+    for v in &verdict {
+        let _ = writeln!(md, "* {v}");
+    }
+    let _ = writeln!(md, "\n## Published v1 gains beside the simulation\n");
     let _ = writeln!(md, "```\n{table}```\n");
     for s in &sections {
         let _ = writeln!(md, "# Section {}: {}\n", s.name, s.title);
@@ -193,11 +207,15 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     w("summary.md", &md)?;
     w(
         "report.html",
-        &html::render(&sections, &published, quick, &table),
+        &html::render(&sections, &published, quick, &verdict, &prov),
     )?;
     crate::output::write_set(&files)?;
     let mut text = String::new();
-    let _ = writeln!(text, "{table}");
+    let _ = writeln!(text, "Verdict:");
+    for v in &verdict {
+        let _ = writeln!(text, "* {v}");
+    }
+    let _ = writeln!(text, "\n{table}");
     let _ = writeln!(
         text,
         "{} runs in {:.1} s wall. Report: {}  Tables: {}  Rows: {}",
@@ -273,11 +291,14 @@ fn combined_csv(sections: &[Section]) -> String {
     o
 }
 
-/// Signed percent with its CI, or "-".
+/// Signed percent with its CI ("det" when every seed gives the same
+/// difference), or "-".
 fn pct(c: Option<&Cell>) -> String {
-    match c.and_then(|c| c.delta) {
-        Some(d) if d.pct.mean.is_finite() => {
-            if d.pct.half.is_finite() {
+    match c.and_then(|c| c.delta.map(|d| (c, d))) {
+        Some((c, d)) if d.pct.mean.is_finite() => {
+            if c.deterministic() {
+                format!("{:+.1} det", d.pct.mean)
+            } else if d.pct.half.is_finite() {
                 format!("{:+.1}±{:.1}", d.pct.mean, d.pct.half)
             } else {
                 format!("{:+.1}", d.pct.mean)
@@ -287,14 +308,15 @@ fn pct(c: Option<&Cell>) -> String {
     }
 }
 
-/// The HTML cell of a gain, coloured when its interval excludes zero.
+/// The HTML cell of a gain, coloured when it is a change (Holm-adjusted,
+/// `Cell::changed`).
 pub fn pct_cell(c: Option<&Cell>) -> String {
     let t = pct(c);
-    match c.and_then(|c| c.delta) {
-        Some(d) if d.pct.excludes_zero() && d.pct.mean > 0.0 => {
+    match c.and_then(|c| c.delta.map(|d| (c, d))) {
+        Some((c, d)) if c.changed() && d.pct.mean > 0.0 => {
             format!("<span class=pos>{t}</span>")
         }
-        Some(d) if d.pct.excludes_zero() => format!("<span class=neg>{t}</span>"),
+        Some((c, _)) if c.changed() => format!("<span class=neg>{t}</span>"),
         _ => t,
     }
 }
@@ -362,7 +384,7 @@ pub fn comparison(sections: &[Section], p: &Published) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "Throughput gain over upstream 6.12.117, % (mean ± 95% CI over seeds {:?}, paired; PV on)",
+        "Throughput gain over upstream 6.12.117, % (mean ± 95% CI over seeds {:?}, paired; PV on; det = same at every seed)",
         s.spec.seeds
     );
     let _ = write!(o, "{:<8} {:>3} {:>9} ", "workload", "vms", "published");

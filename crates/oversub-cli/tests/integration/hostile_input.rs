@@ -139,7 +139,7 @@ fn too_many_tasks_is_rejected_before_anything_is_built() {
 #[test]
 fn per_op_costs_that_stop_simulated_time_are_rejected() {
     let src = "[kvm]\nexit_cost = \"0ns\"\nentry_cost = \"0ns\"\n\
-               [[vm]]\nname = \"v\"\nvcpus = 2\nworkload = \"dbench\"\n\
+               [[vm]]\nname = \"v\"\nvcpus = 2\nworkload = \"phase:dbench\"\n\
                [vm.overrides]\ncompute_ns = 0\ncs_ns = 0\n";
     rejected(
         "run",
@@ -250,7 +250,7 @@ fn vm_weight_contradicting_its_declared_cgroup_is_rejected() {
 fn active_vcpus_outside_one_to_vcpus_is_rejected() {
     for (n, tag) in [("5", "av-big"), ("0", "av-zero")] {
         let src = format!(
-            "[[vm]]\nname = \"v\"\nvcpus = 4\nworkload = \"dbench\"\n[vm.overrides]\nactive_vcpus = {n}\n"
+            "[[vm]]\nname = \"v\"\nvcpus = 4\nworkload = \"phase:dbench\"\n[vm.overrides]\nactive_vcpus = {n}\n"
         );
         rejected(
             "check",
@@ -264,7 +264,7 @@ fn active_vcpus_outside_one_to_vcpus_is_rejected() {
 
 #[test]
 fn pingpong_with_one_active_vcpu_is_rejected() {
-    let src = "[[vm]]\nname = \"v\"\nvcpus = 4\nworkload = \"pingpong\"\n[vm.overrides]\nactive_vcpus = 1\n";
+    let src = "[[vm]]\nname = \"v\"\nvcpus = 4\nworkload = \"phase:pingpong\"\n[vm.overrides]\nactive_vcpus = 1\n";
     rejected(
         "check",
         "pp1",
@@ -272,7 +272,7 @@ fn pingpong_with_one_active_vcpu_is_rejected() {
         &[],
         &["vm[0].overrides.active_vcpus", "allowed 2 or more"],
     );
-    let src = "[[vm]]\nname = \"v\"\nvcpus = 1\nworkload = \"pingpong\"\n";
+    let src = "[[vm]]\nname = \"v\"\nvcpus = 1\nworkload = \"phase:pingpong\"\n";
     rejected(
         "check",
         "pp1b",
@@ -380,7 +380,7 @@ fn ctrl_c_stops_a_sweep_cleanly() {
 
 #[test]
 fn workload_override_errors_name_the_key_and_value() {
-    let src = "[[vm]]\nname = \"v\"\nvcpus = 2\nworkload = \"dbench\"\n[vm.overrides]\nblock_prob = 1.5\n";
+    let src = "[[vm]]\nname = \"v\"\nvcpus = 2\nworkload = \"phase:dbench\"\n[vm.overrides]\nblock_prob = 1.5\n";
     rejected(
         "check",
         "ov-bad",

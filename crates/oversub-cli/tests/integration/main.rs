@@ -4,6 +4,7 @@
 
 mod bench_harness;
 mod bounds;
+mod cli_conventions;
 mod common;
 mod conform_cli;
 mod determinism_and_cli;

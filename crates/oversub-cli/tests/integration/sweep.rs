@@ -202,6 +202,76 @@ fn sweep_cli_writes_files_and_rejects_bad_values() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Two runs of the same sweep write the same bytes, except exactly the
+/// provenance (date, machine, command): the sidecars, the first line of
+/// `results.jsonl` and the `Provenance:` line of `summary.md`.
+#[test]
+fn sweep_outputs_are_identical_but_for_the_provenance() {
+    let base = std::env::temp_dir().join(format!("oversub-det-{}", std::process::id()));
+    let run = |d: &str| {
+        let out = oversub_cmd()
+            .current_dir(ROOT)
+            .args([
+                "sweep",
+                "crates/oversub-cli/tests/data/tiny-sweep.toml",
+                "--out",
+            ])
+            .arg(base.join(d))
+            .env("SOURCE_DATE_EPOCH", if d == "a" { "0" } else { "86400" })
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .replace(&base.join(d).display().to_string(), "DIR")
+    };
+    let (ta, tb) = (run("a"), run("b"));
+    let read = |d: &str, f: &str| std::fs::read_to_string(base.join(d).join(f)).unwrap();
+    for f in ["results.csv", "summary.csv"] {
+        assert_eq!(read("a", f), read("b", f), "{f}");
+    }
+    let skip_first = |s: String| s.lines().skip(1).collect::<Vec<_>>().join("\n");
+    assert_ne!(
+        read("a", "results.jsonl"),
+        read("b", "results.jsonl"),
+        "dates differ"
+    );
+    assert_eq!(
+        skip_first(read("a", "results.jsonl")),
+        skip_first(read("b", "results.jsonl"))
+    );
+    let no_prov = |s: String| {
+        s.lines()
+            .filter(|l| !l.starts_with("Provenance: "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        no_prov(read("a", "summary.md")),
+        no_prov(read("b", "summary.md"))
+    );
+    assert!(read("a", "summary.csv.meta.json").contains("1970-01-01T00:00:00Z"));
+    assert!(read("b", "results.csv.meta.json").contains("1970-01-02T00:00:00Z"));
+    // The terminal gets a compact summary; the full tables are in files.
+    assert_eq!(ta, tb);
+    assert!(ta.lines().count() < 12, "{ta}");
+    assert!(ta.contains("summary.md") && ta.contains("Holm"), "{ta}");
+    let csv = read("a", "summary.csv");
+    assert!(csv.lines().next().unwrap().ends_with(",p,p_holm"), "{csv}");
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[test]
+fn version_names_the_commit() {
+    let out = oversub_cmd().arg("--version").output().unwrap();
+    let v = String::from_utf8_lossy(&out.stdout);
+    assert!(v.starts_with("oversub 0.") && v.contains("(commit "), "{v}");
+}
+
 #[test]
 fn reproduce_writes_csv_summary_and_report() {
     let dir = std::env::temp_dir().join(format!("oversub-repro-{}", std::process::id()));
@@ -222,6 +292,12 @@ fn reproduce_writes_csv_summary_and_report() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
+    // The verdict comes first, in words, computed from the runs.
+    assert!(
+        text.starts_with("Verdict:\n* Simulation and publication"),
+        "{text}"
+    );
+    assert!(text.contains("Holm"), "{text}");
     assert!(text.contains("dbench     2      14.4"), "{text}");
     assert!(text.contains("report.html"), "{text}");
     let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
@@ -232,6 +308,50 @@ fn reproduce_writes_csv_summary_and_report() {
     assert_eq!(csv.lines().count(), 1 + 4, "2 policies x 2 seeds");
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("published v1"));
+    // Phone width: the viewport is declared and plots scale down.
+    assert!(html.contains("name=viewport") && html.contains("svg{max-width:100%"));
+    // The verdict and the provenance precede every table and plot.
+    let v = html.find("<h2>Verdict</h2>").expect("a verdict");
+    let prov = html.find("class=prov>Made by oversub").expect("provenance");
+    assert!(
+        v < prov
+            && prov < html.find("<table").unwrap()
+            && prov < html.find("<svg width=\"").unwrap()
+    );
+    // A forest plot per policy of the table.
+    assert!(html.contains("Gains at a glance") && html.contains("vs published (x)"));
+    // Every output says how it was made.
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("Provenance: oversub "),
+        "{md}"
+    );
+    assert!(md.contains("## Verdict"));
+    for f in [
+        "results.csv.meta.json",
+        "seeds/results.csv.meta.json",
+        "seeds/summary.csv.meta.json",
+    ] {
+        let m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap();
+        let p = &m["provenance"];
+        assert!(
+            p["commit"].as_str().is_some_and(|c| !c.is_empty()),
+            "{f}: {m}"
+        );
+        assert!(
+            p["command"].as_str().unwrap().contains("reproduce --quick"),
+            "{f}: {m}"
+        );
+        assert_eq!(p["kernel_presets"], serde_json::json!(["6.12.117"]), "{f}");
+        assert!(p["machine"]["cores"].as_u64().unwrap() >= 1);
+    }
+    let first = std::fs::read_to_string(dir.join("seeds/results.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+    assert!(first["provenance"]["date"].as_str().unwrap().ends_with('Z'));
     assert!(!html.contains("<script") && !html.contains("<link") && !html.contains("src="));
     assert!(dir.join("summary.md").exists());
     // Per-op latency: percentiles per run, the distribution in the JSONL,

@@ -9,6 +9,16 @@
 use super::{parse_duration, validate_cgroup_path, CgroupSpec, Ctx, HostSpec, ScenarioError};
 use crate::engine::Nanos;
 use crate::guest::workload::{WorkloadProfile, PROFILES};
+
+/// The prefix of the phase generator's profile names (`workload = "phase:dbench"`).
+pub const PHASE: &str = "phase:";
+const PHASE_IDLE: &str = "phase:idle";
+
+/// `[[vm]] ops = "lock-sections"`: a program VM's ops are its guest kernel
+/// lock sections (`syscall` events), said explicitly; it is also what a
+/// program VM without `ops` counts, which `oversub run`/`check` print as a
+/// note ([`VmSpec::ops_default`]).
+pub const OPS_LOCK_SECTIONS: &str = "lock-sections";
 use crate::kvm::lapic::EoiClear;
 use crate::kvm::on_spin::{IpiBase, IpiOrder, OnSpinVariant};
 use crate::kvm::ple::{PleKind, PleParams};
@@ -116,6 +126,10 @@ pub struct VmSpec {
     /// threads of these indices completed, instead of its guest kernel
     /// lock sections (docs/workloads.md, "ops").
     pub ops_threads: Option<Vec<usize>>,
+    /// A program VM without `ops`: its ops are its guest kernel lock
+    /// sections by default (the CLI prints a note; `ops = "lock-sections"`
+    /// says so explicitly).
+    pub ops_default: bool,
     /// The guest kernel's preset and sched features (program VMs; default
     /// the host's, `[vm] kernel` and `[vm.features]` override).
     pub guest_kernel: crate::sched::features::KernelPreset,
@@ -651,6 +665,9 @@ pub(super) fn vm(
     };
     let ops_threads = match (&v.ops, &program) {
         (None, _) => None,
+        (Some(o), Some(p)) if o == OPS_LOCK_SECTIONS && !p.threads.iter().any(|t| t.task == *o) => {
+            None
+        }
         (Some(_), None) => {
             return Err(cx.err(
                 format!("{f}.ops"),
@@ -660,14 +677,34 @@ pub(super) fn vm(
         (Some(o), Some(p)) => Some(ops_threads(cx, &format!("{f}.ops"), o, p)?),
     };
     let (guest_kernel, guest_features) = guest_kernel(cx, &f, v, host)?;
-    let wname = v.workload.as_deref().unwrap_or("idle");
-    let mut workload = WorkloadProfile::named(wname).map_err(|_| {
+    // The phase generator's profiles are `phase:NAME`, so that `workload =
+    // "phase:dedup"` cannot be taken for the recorded program
+    // (`program = "workloads/dedup.json"`); the bare names are refused with
+    // a pointer to both.
+    let wname = v.workload.as_deref().unwrap_or(PHASE_IDLE);
+    let phase_names = || {
+        PROFILES
+            .iter()
+            .map(|p| format!("{PHASE}{p}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let bare = match wname.strip_prefix(PHASE) {
+        Some(b) => b,
+        None if PROFILES.contains(&wname) => {
+            return Err(cx.err(
+                format!("{f}.workload"),
+                format!(
+                    "\"{wname}\" is not allowed: the phase-generator profiles are named \"{PHASE}{wname}\" (a model from first principles, not the recorded program); allowed workload = \"{PHASE}{wname}\", or the recorded program: program = \"workloads/{wname}.json\" with ops (docs/workloads.md)"
+                ),
+            ))
+        }
+        None => "",
+    };
+    let mut workload = WorkloadProfile::named(bare).map_err(|_| {
         cx.err(
             format!("{f}.workload"),
-            format!(
-                "unknown profile \"{wname}\": allowed {}",
-                PROFILES.join(", ")
-            ),
+            format!("unknown profile \"{wname}\": allowed {}", phase_names()),
         )
     })?;
     if let Some(t) = &v.overrides {
@@ -726,7 +763,11 @@ pub(super) fn vm(
         workload.name = std::path::Path::new(p)
             .file_stem()
             .map_or_else(|| p.clone(), |s| s.to_string_lossy().into_owned());
+    } else {
+        // A phase-generator VM by its full name ("phase:dedup").
+        workload.name = format!("{PHASE}{bare}");
     }
+    let ops_default = program.is_some() && v.ops.is_none();
     Ok(VmSpec {
         name: v.name.clone(),
         vcpus,
@@ -738,6 +779,7 @@ pub(super) fn vm(
         workload,
         program,
         ops_threads,
+        ops_default,
         guest_kernel,
         guest_features,
         protected: v.protected.unwrap_or(false),

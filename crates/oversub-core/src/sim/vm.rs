@@ -394,7 +394,8 @@ impl VmRt {
         );
         let hint = matches!(kvm.on_spin, OnSpinSpec::Variant(OnSpinVariant::IpiHint))
             .then(|| IpiHint::new(v.vcpus, kvm.ipi_window));
-        let pingpong = prof.name == "pingpong";
+        // "phase:pingpong" from a scenario, "pingpong" from a bare profile.
+        let pingpong = prof.name.strip_prefix("phase:").unwrap_or(&prof.name) == "pingpong";
         let nlocks = if pingpong { 1 } else { prof.locks as usize };
         // Without KVM_FEATURE_PV_UNHALT ([guest.pv] spinlock = false) the
         // guest's qspinlock is the native one.

@@ -77,9 +77,18 @@ impl Ci {
         self.half.is_finite() && (self.mean - self.half > 0.0 || self.mean + self.half < 0.0)
     }
 
-    /// "12.3 ± 0.4" (or "12.3" without an interval).
+    /// Whether every sample had the same value (n >= 2, no spread): the
+    /// seeds change nothing, so an interval says nothing either.
+    pub fn deterministic(&self) -> bool {
+        self.n >= 2 && self.sd == 0.0
+    }
+
+    /// "12.3 ± 0.4", "12.3 (deterministic)" when every sample is equal, or
+    /// "12.3" without an interval (one sample).
     pub fn fmt(&self, prec: usize) -> String {
-        if self.half.is_finite() {
+        if self.deterministic() {
+            format!("{:.p$} (deterministic)", self.mean, p = prec)
+        } else if self.half.is_finite() {
             format!("{:.p$} ± {:.p$}", self.mean, self.half, p = prec)
         } else {
             format!("{:.p$}", self.mean, p = prec)
@@ -109,6 +118,45 @@ pub fn paired_delta(pairs: &[(f64, f64)]) -> PairedDelta {
         abs: Ci::of(&abs),
         pct: Ci::of(&pct),
     }
+}
+
+/// Two-sided p-value of a paired t test that the mean of the per-seed
+/// differences `d` is zero (Student's t with n - 1 degrees of freedom, from
+/// `statrs`). NaN below two pairs. Without spread the answer is exact: 1 when
+/// every difference is 0, 0 when they are all the same non-zero value (the
+/// model is deterministic there; [`Ci::deterministic`]).
+pub fn paired_p(d: &Ci) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    if d.n < 2 || !d.mean.is_finite() {
+        return f64::NAN;
+    }
+    if d.sd == 0.0 {
+        return if d.mean == 0.0 { 1.0 } else { 0.0 };
+    }
+    let t = d.mean / (d.sd / (d.n as f64).sqrt());
+    match StudentsT::new(0.0, 1.0, (d.n - 1) as f64) {
+        Ok(dist) => (2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0),
+        Err(_) => f64::NAN,
+    }
+}
+
+/// Holm's step-down adjustment of a family of p-values (Holm 1979): the
+/// i-th smallest of m is multiplied by m - i + 1, then made monotone and
+/// capped at 1. Rejecting where the adjusted p < alpha bounds the chance of
+/// any false claim in the family by alpha, whatever the dependence between
+/// the tests (a sweep's cells share their baseline runs). NaN stays NaN and
+/// does not count in m.
+pub fn holm(ps: &[f64]) -> Vec<f64> {
+    let mut idx: Vec<usize> = (0..ps.len()).filter(|&i| ps[i].is_finite()).collect();
+    idx.sort_by(|&a, &b| ps[a].total_cmp(&ps[b]).then(a.cmp(&b)));
+    let m = idx.len();
+    let mut out = vec![f64::NAN; ps.len()];
+    let mut run = 0.0f64;
+    for (k, &i) in idx.iter().enumerate() {
+        run = run.max(((m - k) as f64 * ps[i]).min(1.0));
+        out[i] = run;
+    }
+    out
 }
 
 /// Jain's fairness index (sum x)^2 / (n * sum x^2): 1 when all are equal,
@@ -172,6 +220,37 @@ mod tests {
         let z = paired_delta(&[(1.0, 0.0), (2.0, 1.0)]);
         assert_eq!(z.abs.n, 2);
         assert_eq!(z.pct.n, 1);
+    }
+
+    #[test]
+    fn paired_p_matches_tables() {
+        // t = 2.776 with 4 df is the two-sided 5% point; t = 4.604 the 1% one.
+        let at = |t: f64| Ci {
+            n: 5,
+            mean: t,
+            sd: 5f64.sqrt(),
+            half: f64::NAN,
+        };
+        assert!((paired_p(&at(2.776)) - 0.05).abs() < 2e-4);
+        assert!((paired_p(&at(4.604)) - 0.01).abs() < 1e-4);
+        assert!((paired_p(&at(0.0)) - 1.0).abs() < 1e-12);
+        // Deterministic: exact answers; one pair: no test.
+        assert_eq!(paired_p(&Ci::of(&[2.0, 2.0, 2.0])), 0.0);
+        assert_eq!(paired_p(&Ci::of(&[0.0, 0.0])), 1.0);
+        assert!(paired_p(&Ci::of(&[1.0])).is_nan());
+        assert!(Ci::of(&[2.0, 2.0]).deterministic());
+        assert_eq!(Ci::of(&[2.0, 2.0]).fmt(1), "2.0 (deterministic)");
+    }
+
+    #[test]
+    fn holm_steps_down() {
+        // m = 4: 0.01*4, 0.02*3, 0.03*2 -> 0.06, monotone; 0.5*1.
+        let a = holm(&[0.03, 0.01, f64::NAN, 0.5, 0.02]);
+        let want = [0.06, 0.04, f64::NAN, 0.5, 0.06];
+        for (x, w) in a.iter().zip(want) {
+            assert!((x.is_nan() && w.is_nan()) || (x - w).abs() < 1e-12, "{a:?}");
+        }
+        assert_eq!(holm(&[0.9, 0.8]), vec![1.0, 1.0]);
     }
 
     #[test]

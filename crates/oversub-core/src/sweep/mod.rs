@@ -51,6 +51,9 @@ pub struct Row {
     pub scenario: serde_json::Value,
     /// Per-op latencies of the run, pooled (`metrics::op_latency`).
     pub op_latency: crate::stats::hist::LogHist,
+    /// The host kernel preset the run modelled (the report's `kernel`).
+    #[serde(skip)]
+    pub kernel: String,
 }
 
 /// Expands the axes (first axis outermost).
@@ -161,6 +164,7 @@ pub fn run_one(spec: &SweepSpec, pts: &[Point], i: usize, seed: u64) -> Result<R
         labels: pts[i].labels.clone(),
         seed,
         metrics: m,
+        kernel: r.kernel.clone(),
         scenario: r.scenario,
         op_latency,
     })

@@ -4,7 +4,7 @@
 
 use super::spec::SweepSpec;
 use super::{num, Point, Row};
-use crate::stats::{paired_delta, Ci, PairedDelta};
+use crate::stats::{holm, paired_delta, paired_p, Ci, PairedDelta};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -15,6 +15,27 @@ pub struct Cell {
     pub ci: Ci,
     /// Against the baseline point (None for the baseline itself or without one).
     pub delta: Option<PairedDelta>,
+    /// Two-sided paired-t p-value of the delta (NaN without one).
+    pub p: f64,
+    /// `p` adjusted by Holm's method over the cells of this metric at every
+    /// point of the sweep that has a delta (NaN without one).
+    pub p_holm: f64,
+}
+
+/// The family-wise error rate at which a delta is called a change.
+pub const ALPHA: f64 = 0.05;
+
+impl Cell {
+    /// Whether the delta is a change: Holm-adjusted p < [`ALPHA`], or the
+    /// same non-zero difference at every seed.
+    pub fn changed(&self) -> bool {
+        self.p_holm < ALPHA
+    }
+
+    /// Whether the delta is the same at every seed (see [`Ci::deterministic`]).
+    pub fn deterministic(&self) -> bool {
+        self.delta.is_some_and(|d| d.abs.deterministic())
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -81,10 +102,13 @@ pub fn summarise(spec: &SweepSpec, pts: &[Point], rows: &[Row]) -> Vec<PointSumm
                     .collect();
                 paired_delta(&pairs)
             });
+            let p = delta.map_or(f64::NAN, |d| paired_p(&d.abs));
             cells.push(Cell {
                 metric: c.clone(),
                 ci: Ci::of(&xs),
                 delta,
+                p,
+                p_holm: f64::NAN,
             });
         }
         out.push(PointSummary {
@@ -95,7 +119,36 @@ pub fn summarise(spec: &SweepSpec, pts: &[Point], rows: &[Row]) -> Vec<PointSumm
             cells,
         });
     }
+    adjust(&mut out);
     out
+}
+
+/// Holm's adjustment per metric: the family of a metric is its cells at
+/// every point with a delta (one column of the tables).
+pub fn adjust(out: &mut [PointSummary]) {
+    let mut metrics: Vec<String> = Vec::new();
+    for p in out.iter() {
+        for c in &p.cells {
+            if c.delta.is_some() && !metrics.contains(&c.metric) {
+                metrics.push(c.metric.clone());
+            }
+        }
+    }
+    for m in metrics {
+        let mut at: Vec<(usize, usize)> = Vec::new();
+        let mut ps = Vec::new();
+        for (i, p) in out.iter().enumerate() {
+            for (j, c) in p.cells.iter().enumerate() {
+                if c.metric == m && c.delta.is_some() {
+                    at.push((i, j));
+                    ps.push(c.p);
+                }
+            }
+        }
+        for ((i, j), q) in at.into_iter().zip(holm(&ps)) {
+            out[i].cells[j].p_holm = q;
+        }
+    }
 }
 
 /// `summary.csv`: one row per point and metric.
@@ -113,6 +166,8 @@ pub fn to_csv(axes: &[String], s: &[PointSummary]) -> String {
             "delta_ci95",
             "delta_pct",
             "delta_pct_ci95",
+            "p",
+            "p_holm",
         ]
         .map(String::from),
     );
@@ -138,6 +193,8 @@ pub fn to_csv(axes: &[String], s: &[PointSummary]) -> String {
             cells.push(num(d.map(|d| d.abs.half)));
             cells.push(num(d.map(|d| d.pct.mean)));
             cells.push(num(d.map(|d| d.pct.half)));
+            cells.push(num(Some(c.p)));
+            cells.push(num(Some(c.p_holm)));
             let _ = writeln!(o, "{}", cells.join(","));
         }
     }
@@ -160,8 +217,9 @@ pub fn unit(metric: &str) -> &'static str {
     }
 }
 
-/// "mean ± ci (Δ +x.x% ± y.y%)", the delta marked `*` when its interval
-/// excludes zero.
+/// "mean ± ci (Δ +x.x% ± y.y%)", the delta marked `*` when it is a change
+/// after Holm's adjustment ([`Cell::changed`]); a delta without spread over
+/// the seeds reads "deterministic" instead of an interval and a star.
 pub fn fmt_cell(c: &Cell) -> String {
     let prec = if c.ci.mean.abs() >= 100.0 {
         0
@@ -173,8 +231,10 @@ pub fn fmt_cell(c: &Cell) -> String {
     let mut s = c.ci.fmt(prec);
     if let Some(d) = c.delta {
         if d.pct.mean.is_finite() {
-            let star = if d.abs.excludes_zero() { "*" } else { "" };
-            if d.pct.half.is_finite() {
+            let star = if c.changed() { "*" } else { "" };
+            if c.deterministic() {
+                let _ = write!(s, " (Δ {:+.1}%, deterministic)", d.pct.mean);
+            } else if d.pct.half.is_finite() {
                 let _ = write!(s, " (Δ {:+.1}% ± {:.1}{star})", d.pct.mean, d.pct.half);
             } else {
                 let _ = write!(s, " (Δ {:+.1}%{star})", d.pct.mean);
@@ -268,7 +328,11 @@ pub fn to_markdown(spec: &SweepSpec, s: &[PointSummary]) -> String {
         let _ = writeln!(
             o,
             "Δ: paired (same seed) relative difference against the point with {} and the other \
-             axes equal, ± its 95% CI; `*` marks a difference whose interval excludes zero.",
+             axes equal, ± its 95% CI; `*` marks a change: paired t test, p adjusted by Holm's \
+             method over the column (every point of that metric), p_holm < {ALPHA} (summary.csv \
+             has p and p_holm). Holm, not Benjamini-Hochberg: the cells share their baseline runs, \
+             so the tests are dependent, and Holm bounds the chance of any false claim in a column \
+             whatever the dependence. \"deterministic\": the same difference at every seed.",
             b.join(" ")
         );
     }
