@@ -1,6 +1,7 @@
 //! The `oversub` command line.
 
 use clap::{Parser, Subcommand};
+use oversub::prelude::{RunError, RunOptions};
 use oversub::scenario::overrides::parse_override;
 
 #[macro_use]
@@ -325,12 +326,17 @@ fn main() -> ExitCode {
                         return ExitCode::from(2);
                     }
                 };
-                let mut sc = sc.clone();
-                if let Some(s) = seed {
-                    sc.host.seed = s;
-                }
+                // A traced run records its duration even when it is the
+                // scenario's own (as `oversub run --trace` always has).
                 let d = dur.unwrap_or(sc.host.duration);
-                let (report, text) = oversub::run_traced(&sc, d, window);
+                let opts = RunOptions::default()
+                    .seed(seed)
+                    .duration(Some(d))
+                    .check_invariants(check);
+                let (report, text) = match oversub::run_traced(&sc, opts, window) {
+                    Ok(r) => r,
+                    Err(e) => return run_failed(&file, &e),
+                };
                 if let Err(e) = std::fs::write(&out, text) {
                     eprintln!("{}: cannot write: {e}", out.display());
                     return ExitCode::from(2);
@@ -347,29 +353,29 @@ fn main() -> ExitCode {
                 let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
                 return ExitCode::SUCCESS;
             }
-            let mut sc = sc;
-            if let Some(s) = seed {
-                sc.host.seed = s;
-            }
             let d = dur.unwrap_or(sc.host.duration);
-            let mut sim = oversub::sim::Simulator::new(&sc);
-            if check {
-                sim.set_check_invariants(true);
-            }
             let mut progress = crate::progress::SimProgress::new(d, !json);
-            let Some(mut report) = sim.run_polled(d, &mut |t| progress.poll(t)) else {
-                progress.finish();
-                eprintln!(
-                    "{}: interrupted at {} of {} simulated; no results",
-                    file.display(),
-                    progress.reached(),
-                    d
-                );
-                return ExitCode::from(crate::progress::EXIT_INTERRUPTED);
-            };
+            let mut poll = |t| progress.poll(t);
+            let opts = RunOptions::default()
+                .seed(seed)
+                .duration(dur)
+                .check_invariants(check)
+                .poll(&mut poll);
+            let result = oversub::run(&sc, opts);
             progress.finish();
-            report.seed = sc.host.seed;
-            report.record_scenario(&sc, dur);
+            let report = match result {
+                Ok(r) => r,
+                Err(RunError::Interrupted { .. }) => {
+                    eprintln!(
+                        "{}: interrupted at {} of {} simulated; no results",
+                        file.display(),
+                        progress.reached(),
+                        d
+                    );
+                    return ExitCode::from(crate::progress::EXIT_INTERRUPTED);
+                }
+                Err(e) => return run_failed(&file, &e),
+            };
             let text = if json {
                 format!("{}\n", report.to_json())
             } else {
@@ -379,5 +385,16 @@ fn main() -> ExitCode {
             let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
             ExitCode::SUCCESS
         }
+    }
+}
+
+/// A run that ended without a report: one line naming the scenario and why.
+/// An interrupted run exits as an interrupted command does; a broken
+/// invariant is a bug of the model (exit 1).
+fn run_failed(file: &std::path::Path, e: &RunError) -> ExitCode {
+    eprintln!("{}: {e}; no results", file.display());
+    match e {
+        RunError::Interrupted { .. } => ExitCode::from(crate::progress::EXIT_INTERRUPTED),
+        _ => ExitCode::from(1),
     }
 }

@@ -12,7 +12,10 @@
 //!   `invariants`: self-checks;
 //! * `trace`: tracepoint-named events and sinks; `stats`: CIs, paired deltas;
 //!   `sweep`: parallel sweeps in memory, their metrics and summaries;
-//!   `interrupt`: the stop flag the runs poll (the CLI sets it on Ctrl-C).
+//!   `interrupt`: the stop flag the runs poll (the CLI sets it on Ctrl-C);
+//! * `run`: the one run entry point ([`run()`], [`RunOptions`], [`RunError`])
+//!   that the CLI, sweeps and the Python bindings call; `prelude`: the names
+//!   a front end needs.
 
 pub mod engine;
 pub mod guest;
@@ -29,60 +32,49 @@ pub mod task;
 pub mod trace;
 pub mod workload;
 
+pub mod run;
+
+pub use run::{run, Level, RunError, RunOptions};
+
+/// What a front end needs to load, run and read a scenario.
+pub mod prelude {
+    pub use crate::engine::{Nanos, Time};
+    pub use crate::kvm::{VcpuIdx, VmId};
+    pub use crate::report::Report;
+    pub use crate::run::{run, Level, RunError, RunOptions};
+    pub use crate::scenario::Scenario;
+    pub use crate::sweep::spec::SweepSpec;
+}
+
 use scenario::Scenario;
 
-/// Runs a scenario with an optional seed and duration override.
+/// [`run`] with a seed and a duration override that cannot be interrupted
+/// (it ignores [`interrupt`]); it panics when an invariant check fails.
 pub fn run_scenario(
     sc: &Scenario,
     seed: Option<u64>,
     duration: Option<engine::Nanos>,
 ) -> report::Report {
-    let mut sc = sc.clone();
-    if let Some(s) = seed {
-        sc.host.seed = s;
-    }
-    let d = duration.unwrap_or(sc.host.duration);
-    let mut sim = sim::Simulator::new(&sc);
-    let mut r = sim.run(d);
-    r.seed = sc.host.seed;
-    r.record_scenario(&sc, duration);
-    r
+    let mut never = |_| true;
+    let opts = RunOptions::default()
+        .seed(seed)
+        .duration(duration)
+        .poll(&mut never);
+    run(sc, opts).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// [`run_scenario`] that stops (None) when Ctrl-C or SIGTERM arrives
-/// ([`interrupt::interrupted`]), polled every few thousand events.
-pub fn run_scenario_interruptible(
-    sc: &Scenario,
-    seed: Option<u64>,
-    duration: Option<engine::Nanos>,
-) -> Option<report::Report> {
-    let mut sc = sc.clone();
-    if let Some(s) = seed {
-        sc.host.seed = s;
-    }
-    let d = duration.unwrap_or(sc.host.duration);
-    let mut sim = sim::Simulator::new(&sc);
-    let mut r = sim.run_polled(d, &mut |_| !interrupt::interrupted())?;
-    r.seed = sc.host.seed;
-    r.record_scenario(&sc, duration);
-    Some(r)
-}
-
-/// Runs `sc` for `d` with a vector sink over `window` and returns the report
-/// and the Chrome/Perfetto JSON text.
+/// Runs `sc` ([`run`] with `opts`) with a vector sink over `window` and
+/// returns the report and the Chrome/Perfetto JSON text.
 pub fn run_traced(
-    sc: &scenario::Scenario,
-    d: engine::Nanos,
+    sc: &Scenario,
+    opts: RunOptions<'_>,
     window: (u64, u64),
-) -> (report::Report, String) {
+) -> Result<(report::Report, String), RunError> {
     let shared = std::sync::Arc::new(std::sync::Mutex::new(trace::VecSink::window(
         window.0, window.1,
     )));
-    let mut sim = sim::Simulator::new(sc);
-    sim.set_trace(Box::new(trace::Shared(shared.clone())));
-    let mut r = sim.run(d);
-    r.seed = sc.host.seed;
-    r.record_scenario(sc, Some(d));
+    let d = opts.duration.unwrap_or(sc.host.duration);
+    let r = run(sc, opts.trace(Box::new(trace::Shared(shared.clone()))))?;
     let names: Vec<String> = r.tasks.iter().map(|t| t.name.clone()).collect();
     let ev = shared
         .lock()
@@ -90,5 +82,5 @@ pub fn run_traced(
         .unwrap_or_default();
     let end = window.1.min(d.0);
     let json = trace::chrome::to_json(&ev, &names, r.cpus_n, end).to_string();
-    (r, json)
+    Ok((r, json))
 }

@@ -13,6 +13,7 @@
 
 use crate::engine::{EventQueue, Nanos, SimRng, Time};
 use crate::report::Report;
+use crate::run::{Level, RunError};
 use crate::scenario::{expanded_names, Scenario, TaskKind};
 use crate::sched::core::Switch;
 use crate::sched::weight::scale_load;
@@ -369,9 +370,13 @@ impl Simulator {
 
     /// Runs until `duration` of virtual time has passed (or, for a program
     /// run until done, until its last thread finished); returns the report.
+    ///
+    /// # Panics
+    /// When an invariant check fails (tests rely on it); [`crate::run`]
+    /// returns the failure instead.
     pub fn run(&mut self, duration: Nanos) -> Report {
         self.run_polled(duration, &mut |_| true)
-            .expect("a run that is never stopped completes")
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Events between two calls of a run's `poll`.
@@ -379,12 +384,13 @@ impl Simulator {
 
     /// [`Simulator::run`], calling `poll(now)` every [`Self::POLL_EVENTS`]
     /// events (progress display, Ctrl-C); `poll` returning false stops the
-    /// run and gives None.
+    /// run ([`RunError::Interrupted`]). A failed invariant check (when
+    /// enabled) stops it too, naming the level.
     pub fn run_polled(
         &mut self,
         duration: Nanos,
         poll: &mut dyn FnMut(Time) -> bool,
-    ) -> Option<Report> {
+    ) -> Result<Report, RunError> {
         let wall = std::time::Instant::now();
         let mut end = Time::ZERO + duration;
         self.end = end;
@@ -398,7 +404,7 @@ impl Simulator {
             self.set_now(t);
             self.events += 1;
             if self.events % Self::POLL_EVENTS == 0 && !poll(t) {
-                return None;
+                return Err(RunError::Interrupted { at: t });
             }
             self.sched.this_cpu = self.event_cpu(ev);
             self.dispatch(ev);
@@ -423,18 +429,20 @@ impl Simulator {
                 break;
             }
             if self.check_invariants {
-                if let Err(e) = crate::invariants::check(&self.sched) {
-                    panic!("invariant violated at {t}: {e}");
-                }
-                if let Err(e) = self.check_vcpus() {
-                    panic!("vCPU invariant violated at {t}: {e}");
-                }
+                self.check_levels(t)?;
             }
         }
         self.set_now(end);
         self.sched.sync_accounting();
         self.guest_sync();
-        Some(self.build_report(end - Time::ZERO, wall.elapsed().as_nanos() as u64))
+        Ok(self.build_report(end - Time::ZERO, wall.elapsed().as_nanos() as u64))
+    }
+
+    /// The invariants of the host scheduler and of KVM's vCPU state.
+    fn check_levels(&self, at: Time) -> Result<(), RunError> {
+        let broken = |level, what| RunError::InvariantBroken { level, at, what };
+        crate::invariants::check(&self.sched).map_err(|e| broken(Level::Host, e))?;
+        self.check_vcpus().map_err(|e| broken(Level::Kvm, e))
     }
 
     /// Events that did model work: every event popped except the stale

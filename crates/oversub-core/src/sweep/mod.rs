@@ -129,10 +129,14 @@ fn costed_points(spec: &SweepSpec) -> Result<Vec<(Point, u128)>, String> {
 /// makes it an error.
 pub fn run_one(spec: &SweepSpec, pts: &[Point], i: usize, seed: u64) -> Result<Row, String> {
     let sc = load(&pts[i], seed, spec)?;
-    let r = (!crate::interrupt::interrupted())
-        .then(|| crate::run_scenario_interruptible(&sc, None, None))
-        .flatten()
-        .ok_or_else(|| format!("{}: interrupted; no results written", spec.file))?;
+    let interrupted = || format!("{}: interrupted; no results written", spec.file);
+    if crate::interrupt::interrupted() {
+        return Err(interrupted());
+    }
+    let r = crate::run(&sc, crate::RunOptions::default()).map_err(|e| match e {
+        crate::RunError::Interrupted { .. } => interrupted(),
+        e => format!("{}: {e}", spec.file),
+    })?;
     let m = metrics::metrics(&sc, &r);
     let op_latency = metrics::op_latency(&r);
     let mut wl: Vec<&str> = sc.vms.iter().map(|v| v.workload.name.as_str()).collect();
