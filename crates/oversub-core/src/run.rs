@@ -86,7 +86,11 @@ pub enum RunError {
     /// The poll asked to stop (Ctrl-C, SIGTERM), at this virtual time.
     Interrupted { at: Time },
     /// An invariant check failed: a bug of the model, not of the scenario.
-    InvariantBroken { level: Level, at: Time, what: String },
+    InvariantBroken {
+        level: Level,
+        at: Time,
+        what: String,
+    },
 }
 
 impl fmt::Display for RunError {

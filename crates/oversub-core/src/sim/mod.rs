@@ -13,7 +13,7 @@
 
 use crate::engine::{EventQueue, Nanos, SimRng, Time};
 use crate::report::Report;
-use crate::run::{Level, RunError};
+use crate::run::RunError;
 use crate::scenario::{expanded_names, Scenario, TaskKind};
 use crate::sched::core::Switch;
 use crate::sched::weight::scale_load;
@@ -436,13 +436,6 @@ impl Simulator {
         self.sched.sync_accounting();
         self.guest_sync();
         Ok(self.build_report(end - Time::ZERO, wall.elapsed().as_nanos() as u64))
-    }
-
-    /// The invariants of the host scheduler and of KVM's vCPU state.
-    fn check_levels(&self, at: Time) -> Result<(), RunError> {
-        let broken = |level, what| RunError::InvariantBroken { level, at, what };
-        crate::invariants::check(&self.sched).map_err(|e| broken(Level::Host, e))?;
-        self.check_vcpus().map_err(|e| broken(Level::Kvm, e))
     }
 
     /// Events that did model work: every event popped except the stale
@@ -893,6 +886,7 @@ fn ev_cpu(ev: Ev) -> Option<CpuId> {
     }
 }
 
+mod checks;
 mod result;
 mod tracing;
 mod vm;
