@@ -15,7 +15,7 @@ use crate::engine::{EventQueue, Nanos, SimRng, Time};
 use crate::report::Report;
 use crate::run::RunError;
 use crate::scenario::{expanded_names, Scenario, TaskKind};
-use crate::sched::core::Switch;
+use crate::sched::core::{Switch, YieldTo};
 use crate::sched::weight::scale_load;
 use crate::sched::{CpuId, GroupId, SchedConfig, Scheduler, TaskId, ROOT_GROUP};
 use crate::task::{Behaviour, Next, World};
@@ -617,11 +617,11 @@ impl Simulator {
             }
             Next::YieldTo(t, d) => {
                 self.tasks[p.idx()].remaining = Some(d);
-                let (r, sw) = self.sched.yield_to(cpu, t, true);
-                if r > 0 {
+                let r = self.sched.yield_to(cpu, t, true);
+                if let YieldTo::Yielded(_) = r {
                     self.trace_yield_to(cpu, p.0, t.0);
                 }
-                self.after_own_switch(cpu, p, sw);
+                self.after_own_switch(cpu, p, r.switch());
             }
             Next::Sleep(timer) => {
                 self.tasks[p.idx()].remaining = None;
