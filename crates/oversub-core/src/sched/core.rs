@@ -337,8 +337,21 @@ impl Scheduler {
         if sw.and_then(|s| s.next) == Some(p) {
             self.tasks[curr.idx()].stats.nr_yield_to_target_ran += 1;
         }
-        self.borrow_after_schedule(cpu, sw);
+        self.yield_policy_after_schedule(cpu, sw);
         YieldTo::Yielded(sw)
+    }
+
+    /// `hrtick()` (kernel/sched/core.c, 6.12.117): `cpu`'s HRTICK timer
+    /// expired: `task_tick(rq, curr, 1)`. A yield policy's timer shares it
+    /// (docs/yield-policies.md): an expiry that was the policy's ticks only
+    /// when the HRTICK feature is on.
+    pub fn hrtick(&mut self, cpu: CpuId) {
+        let policy = self.yield_policy_timer(cpu);
+        if !policy || self.feat.hrtick {
+            if let Some(c) = self.rqs[cpu.idx()].curr {
+                self.task_tick_fair(cpu, c, true);
+            }
+        }
     }
 
     /// `sched_tick()` for a CPU: charge the running task (`task_tick_fair`),

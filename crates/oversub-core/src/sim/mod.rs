@@ -505,13 +505,7 @@ impl Simulator {
                 if gen != self.hrtick_gen[cpu.idx()] {
                     self.stale += 1;
                 } else {
-                    // The borrow bound shares the hrtick timer (docs/yield-policies.md).
-                    let borrow = self.sched.borrow_bound(cpu);
-                    if !borrow || self.sched.feat.hrtick {
-                        if let Some(c) = self.sched.rqs[cpu.idx()].curr {
-                            self.sched.task_tick_fair(cpu, c, true);
-                        }
-                    }
+                    self.sched.hrtick(cpu);
                 }
             }
             Ev::BurstEnd(cpu, gen) => {
