@@ -44,6 +44,8 @@ enum Ev {
     TtwuPending(TaskId, u32),
     /// A guest thread's hrtimer: (vm, guest task, generation).
     GuestHrtimer(u32, u32, u64),
+    /// A guest CPU's HRTICK timer: (vm, vCPU, generation).
+    GuestHrtick(u32, u32, u64),
 }
 
 /// Per-task simulator state (besides the scheduler's).
@@ -470,6 +472,10 @@ impl Simulator {
                 let idx = g.sched.tasks[t as usize].cpu.0;
                 Some(self.sched.tasks[(v.task_base + idx) as usize].cpu)
             }
+            Ev::GuestHrtick(vm, idx, _) => {
+                let p = self.vms[vm as usize].task_base + idx;
+                Some(self.sched.tasks[p as usize].cpu)
+            }
         }
     }
 
@@ -581,6 +587,7 @@ impl Simulator {
             Ev::TtwuPending(p, flags) => self.sched.sched_ttwu_pending(p, flags),
             Ev::GuestTick(vm, idx) => self.guest_tick(vm as usize, idx as usize),
             Ev::GuestHrtimer(vm, t, gen) => self.guest_hrtimer(vm as usize, t, gen),
+            Ev::GuestHrtick(vm, i, gen) => self.guest_hrtick(vm as usize, i as usize, gen),
         }
     }
 
@@ -876,6 +883,7 @@ fn ev_cpu(ev: Ev) -> Option<CpuId> {
         | Ev::GuestTimerWake(..)
         | Ev::GuestTick(..)
         | Ev::GuestHrtimer(..)
+        | Ev::GuestHrtick(..)
         | Ev::TtwuPending(..) => None,
     }
 }
