@@ -83,6 +83,28 @@ fn start_jitter(
     p
 }
 
+/// The CPUs a task may run on: those of `list`, or all `n`.
+fn allowed_mask(n: usize, list: Option<&[u32]>) -> Vec<bool> {
+    match list {
+        Some(list) => (0..n).map(|c| list.contains(&(c as u32))).collect(),
+        None => vec![true; n],
+    }
+}
+
+/// The one placement of new tasks, at every level (host tasks, vCPU tasks,
+/// guest threads): round-robin over the CPUs, from `next` on, taking the
+/// first one the task may use (CPU 0 if none); `next` moves past it. A
+/// model choice, not the kernel's fork balancing (docs/model.md).
+fn place_round_robin(next: &mut usize, allowed: &[bool]) -> CpuId {
+    let n = allowed.len();
+    let cpu = (0..n)
+        .map(|k| (*next + k) % n)
+        .find(|&c| allowed[c])
+        .unwrap_or(0);
+    *next = cpu + 1;
+    CpuId(cpu as u32)
+}
+
 /// A host under simulation.
 pub struct Simulator {
     pub sched: Scheduler,
@@ -182,28 +204,16 @@ impl Simulator {
         let mut names: BTreeMap<String, TaskId> = BTreeMap::new();
         let mut pending_targets: Vec<(TaskId, String)> = Vec::new();
         for t in &sc.tasks {
-            let allowed: Vec<bool> = match &t.cpus {
-                Some(list) => (0..n).map(|c| list.contains(&(c as u32))).collect(),
-                None => vec![true; n],
-            };
+            let allowed = allowed_mask(n, t.cpus.as_deref());
             let group = by_path[&t.cgroup];
             let slice = t.slice.map(|s| s.0);
             let tnames = expanded_names(t);
             let mut ids = Vec::new();
             for name in &tnames {
-                let cpu = (0..n)
-                    .map(|k| (next_cpu + k) % n)
-                    .find(|&c| allowed[c])
-                    .unwrap_or(0);
-                next_cpu = cpu + 1;
-                let id = sim.sched.create_task(
-                    name,
-                    group,
-                    t.nice,
-                    allowed.clone(),
-                    CpuId(cpu as u32),
-                    slice,
-                );
+                let cpu = place_round_robin(&mut next_cpu, &allowed);
+                let id = sim
+                    .sched
+                    .create_task(name, group, t.nice, allowed.clone(), cpu, slice);
                 names.insert(name.clone(), id);
                 sim.task_group.push(group);
                 ids.push(id);
@@ -302,23 +312,18 @@ impl Simulator {
         for (vi, v) in sc.vms.iter().enumerate() {
             let base = sim.tasks.len() as u32;
             for k in 0..v.vcpus {
-                let allowed: Vec<bool> = match (&v.pin, &v.cpus) {
-                    (Some(pin), _) => (0..n).map(|c| c as u32 == pin[k as usize]).collect(),
-                    (None, Some(list)) => (0..n).map(|c| list.contains(&(c as u32))).collect(),
-                    (None, None) => vec![true; n],
+                let allowed = match &v.pin {
+                    Some(pin) => allowed_mask(n, Some(&[pin[k as usize]])),
+                    None => allowed_mask(n, v.cpus.as_deref()),
                 };
-                let cpu = (0..n)
-                    .map(|j| (next_cpu + j) % n)
-                    .find(|&c| allowed[c])
-                    .unwrap_or(0);
-                next_cpu = cpu + 1;
+                let cpu = place_round_robin(&mut next_cpu, &allowed);
                 let group = by_path[&v.vcpu_cgroups[k as usize]];
                 let id = sim.sched.create_task(
                     &format!("{}.vcpu{k}", v.name),
                     group,
                     0,
                     allowed,
-                    CpuId(cpu as u32),
+                    cpu,
                     None,
                 );
                 assert_eq!(id.0, base + k, "vCPU task ids are consecutive");

@@ -22,6 +22,7 @@
 //!   guest's `update_rq_clock_task()` subtracts that wait from the task
 //!   clock if the guest uses PV steal time (`[guest.pv] steal_time`).
 
+use super::super::{allowed_mask, place_round_robin};
 use super::{Ev, Simulator, LOCAL_TIMER_VECTOR, RESCHEDULE_VECTOR};
 use crate::engine::{Nanos, Time};
 use crate::kvm::lapic::LapicIrq;
@@ -123,16 +124,9 @@ impl GuestLevel {
         let n = vcpus as usize;
         let mut next = 0usize;
         for t in &prog.threads {
-            let allowed: Vec<bool> = match &t.cpus {
-                Some(l) => (0..n).map(|c| l.contains(&(c as u32))).collect(),
-                None => vec![true; n],
-            };
-            let cpu = (0..n)
-                .map(|k| (next + k) % n)
-                .find(|&c| allowed[c])
-                .unwrap_or(0);
-            next = cpu + 1;
-            sched.create_task(&t.name, ROOT_GROUP, t.nice, allowed, gcpu(cpu), None);
+            let allowed = allowed_mask(n, t.cpus.as_deref());
+            let cpu = place_round_robin(&mut next, &allowed);
+            sched.create_task(&t.name, ROOT_GROUP, t.nice, allowed, cpu, None);
         }
         sched.now = 0;
         // As the host starts its tasks: each new task is woken and the CPU
