@@ -2,7 +2,7 @@
 //! cgroup trees, lag preservation, wakeup preemption features, buddies and
 //! forfeit, each compared with what the kernel's rules predict.
 
-mod common;
+use crate::common;
 
 use common::run;
 use oversub::report::Report;
