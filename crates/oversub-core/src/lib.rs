@@ -13,11 +13,13 @@
 //! * `trace`: tracepoint-named events and sinks; `stats`: CIs, paired deltas;
 //!   `sweep`: parallel sweeps in memory, their metrics and summaries;
 //!   `interrupt`: the stop flag the runs poll (the CLI sets it on Ctrl-C);
+//! * `error`: what a run can fail with ([`RunError`]);
 //! * `run`: the one run entry point ([`run()`], [`RunOptions`], [`RunError`])
 //!   that the CLI, sweeps and the Python bindings call; `prelude`: the names
 //!   a front end needs.
 
 pub mod engine;
+pub mod error;
 pub mod guest;
 pub mod interrupt;
 pub mod invariants;

@@ -5,12 +5,11 @@
 //! it; a run that cannot finish says why in a [`RunError`].
 
 use crate::engine::{Nanos, Time};
-use crate::kvm::VmId;
+pub use crate::error::{Level, RunError};
 use crate::report::Report;
 use crate::scenario::Scenario;
 use crate::trace::TraceSink;
 use std::borrow::Cow;
-use std::fmt;
 
 /// How to run a scenario. `RunOptions::default()` runs it as written: its
 /// own seed and duration, invariant checks as the build has them (on in
@@ -57,54 +56,6 @@ impl<'a> RunOptions<'a> {
         self
     }
 }
-
-/// The kernel level an invariant belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
-    /// The host scheduler.
-    Host,
-    /// KVM's per-vCPU state against the host scheduler's view of its task.
-    Kvm,
-    /// The guest scheduler of a nested guest.
-    Guest(VmId),
-}
-
-impl fmt::Display for Level {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Level::Host => write!(f, "host"),
-            Level::Kvm => write!(f, "kvm"),
-            Level::Guest(vm) => write!(f, "guest of {vm}"),
-        }
-    }
-}
-
-/// Why a run gave no report.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum RunError {
-    /// The poll asked to stop (Ctrl-C, SIGTERM), at this virtual time.
-    Interrupted { at: Time },
-    /// An invariant check failed: a bug of the model, not of the scenario.
-    InvariantBroken {
-        level: Level,
-        at: Time,
-        what: String,
-    },
-}
-
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RunError::Interrupted { at } => write!(f, "interrupted at {at}"),
-            RunError::InvariantBroken { level, at, what } => {
-                write!(f, "{level} invariant violated at {at}: {what}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for RunError {}
 
 /// Runs `sc` with `opts`: the report carries the seed used and the
 /// scenario as run (`Report::record_scenario`).

@@ -6,8 +6,8 @@
 
 use super::Simulator;
 use crate::engine::Time;
+use crate::error::{Level, RunError};
 use crate::kvm::VmId;
-use crate::run::{Level, RunError};
 
 impl Simulator {
     /// The invariants of every level, the first broken one as an error

@@ -12,8 +12,8 @@
 //! per-CPU generation number.
 
 use crate::engine::{EventQueue, Nanos, SimRng, Time};
+use crate::error::RunError;
 use crate::report::Report;
-use crate::run::RunError;
 use crate::scenario::{expanded_names, Scenario, TaskKind};
 use crate::sched::core::{Switch, YieldTo};
 use crate::sched::weight::scale_load;
