@@ -1,6 +1,7 @@
 //! The `oversub` command line.
 
 use clap::{CommandFactory, Parser, Subcommand};
+use oversub::prelude::{RunError, RunOptions};
 use oversub::scenario::overrides::parse_override;
 
 #[macro_use]
@@ -426,11 +427,13 @@ fn command(cli: Cli) -> ExitCode {
                     Some(Ok(w)) => w,
                     Some(Err(m)) => return refuse(json, &m),
                 };
+                // A traced run records its duration even when it is the
+                // scenario's own (as `oversub run --trace` always has).
+                let d = dur.unwrap_or(sc.host.duration);
                 let mut sc = sc.clone();
                 if let Some(s) = seed {
                     sc.host.seed = s;
                 }
-                let d = dur.unwrap_or(sc.host.duration);
                 let report = match trace_run(&sc, d, window, &out, !json) {
                     Ok(r) => r,
                     Err(m) => return failed(&format!("{}: {m}", file.display())),
@@ -448,20 +451,18 @@ fn command(cli: Cli) -> ExitCode {
                 }
                 return ExitCode::SUCCESS;
             }
-            let mut sc = sc;
-            if let Some(s) = seed {
-                sc.host.seed = s;
-            }
             let d = dur.unwrap_or(sc.host.duration);
-            let mut sim = oversub::sim::Simulator::new(&sc);
-            if check {
-                sim.set_check_invariants(true);
-            }
             let mut progress = crate::progress::SimProgress::new(d, !json);
-            let mut report = match sim.run_polled(d, &mut |t| progress.poll(t)) {
+            let mut poll = |t| progress.poll(t);
+            let opts = RunOptions::default()
+                .seed(seed)
+                .duration(dur)
+                .check_invariants(check);
+            let result = oversub::run(&sc, opts.poll(&mut poll));
+            progress.finish();
+            let report = match result {
                 Ok(r) => r,
-                Err(oversub::sim::RunStop::Interrupted { .. }) => {
-                    progress.finish();
+                Err(RunError::Interrupted { .. }) => {
                     eprintln!(
                         "{}: interrupted at {} of {} simulated; no results",
                         file.display(),
@@ -470,15 +471,8 @@ fn command(cli: Cli) -> ExitCode {
                     );
                     return ExitCode::from(crate::progress::EXIT_INTERRUPTED);
                 }
-                Err(e) => {
-                    progress.finish();
-                    eprintln!("{}: {e}", file.display());
-                    return ExitCode::from(2);
-                }
+                Err(e) => return run_failed(&file, &e),
             };
-            progress.finish();
-            report.seed = sc.host.seed;
-            report.record_scenario(&sc, dur);
             if json {
                 outln!("{}", report.to_json());
             } else if brief {
@@ -520,15 +514,25 @@ fn trace_run(
             file.commit()?;
             Ok(report)
         }
-        Err(oversub::TraceRunError::Stop(oversub::sim::RunStop::Interrupted { at })) => {
-            Err(format!(
-                "interrupted at {} of {d} simulated; no trace written",
-                oversub::engine::Nanos(at.0)
-            ))
-        }
+        Err(oversub::TraceRunError::Stop(RunError::Interrupted { at })) => Err(format!(
+            "interrupted at {} of {d} simulated; no trace written",
+            oversub::engine::Nanos(at.0)
+        )),
         Err(oversub::TraceRunError::Stop(e)) => Err(e.to_string()),
         Err(oversub::TraceRunError::Write(e)) => {
             Err(format!("--trace {}: cannot write: {e}", out.display()))
         }
+    }
+}
+
+/// A run that ended without a report: one line naming the scenario and why.
+/// A broken invariant is a bug of the model (exit 1); a run over its event
+/// budget is refused input (exit 2).
+fn run_failed(file: &std::path::Path, e: &RunError) -> ExitCode {
+    eprintln!("{}: {e}; no results", file.display());
+    match e {
+        RunError::Interrupted { .. } => ExitCode::from(crate::progress::EXIT_INTERRUPTED),
+        RunError::InvariantBroken { .. } => ExitCode::from(1),
+        _ => ExitCode::from(2),
     }
 }

@@ -142,13 +142,19 @@ pub fn outputs(
     let md = with_provenance(&summary::to_markdown(spec, &s), prov);
     let files = vec![
         (out.join("results.csv"), sweep::to_csv(&axes, rows)),
-        (out.join("results.csv.meta.json"), prov.sidecar("results.csv")),
+        (
+            out.join("results.csv.meta.json"),
+            prov.sidecar("results.csv"),
+        ),
         (
             out.join("results.jsonl"),
             prov.jsonl_line() + &sweep::to_jsonl(rows),
         ),
         (out.join("summary.csv"), summary::to_csv(&axes, &s)),
-        (out.join("summary.csv.meta.json"), prov.sidecar("summary.csv")),
+        (
+            out.join("summary.csv.meta.json"),
+            prov.sidecar("summary.csv"),
+        ),
         (out.join("summary.md"), md.clone()),
     ];
     (files, md)

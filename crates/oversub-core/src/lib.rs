@@ -13,9 +13,14 @@
 //! * `trace`: tracepoint-named events and sinks; `stats`: CIs, paired deltas;
 //!   `sweep`: parallel sweeps in memory, their metrics and summaries;
 //!   `interrupt`: the stop flag the runs poll (the CLI sets it on Ctrl-C);
-//!   `limits`: the bounds on every input and run (docs/limits.md).
+//!   `limits`: the bounds on every input and run (docs/limits.md);
+//! * `error`: what a run can fail with ([`RunError`]);
+//! * `run`: the one run entry point ([`run()`], [`RunOptions`], [`RunError`])
+//!   that the CLI, sweeps and the Python bindings call; `prelude`: the names
+//!   a front end needs.
 
 pub mod engine;
+pub mod error;
 pub mod guest;
 pub mod interrupt;
 pub mod invariants;
@@ -31,51 +36,42 @@ pub mod task;
 pub mod trace;
 pub mod workload;
 
+pub mod run;
+
+pub use run::{run, Level, RunError, RunOptions};
+
+/// What a front end needs to load, run and read a scenario.
+pub mod prelude {
+    pub use crate::engine::{Nanos, Time};
+    pub use crate::kvm::{VcpuIdx, VmId};
+    pub use crate::report::Report;
+    pub use crate::run::{run, Level, RunError, RunOptions};
+    pub use crate::scenario::Scenario;
+    pub use crate::sweep::spec::SweepSpec;
+}
+
 use scenario::Scenario;
 
-/// Runs a scenario with an optional seed and duration override.
+/// [`run`] with a seed and a duration override that cannot be interrupted
+/// (it ignores [`interrupt`]); it panics when an invariant check fails.
 pub fn run_scenario(
     sc: &Scenario,
     seed: Option<u64>,
     duration: Option<engine::Nanos>,
 ) -> report::Report {
-    let mut sc = sc.clone();
-    if let Some(s) = seed {
-        sc.host.seed = s;
-    }
-    let d = duration.unwrap_or(sc.host.duration);
-    let mut sim = sim::Simulator::new(&sc);
-    let mut r = sim.run(d);
-    r.seed = sc.host.seed;
-    r.record_scenario(&sc, duration);
-    r
-}
-
-/// [`run_scenario`] that stops when Ctrl-C or SIGTERM arrives
-/// ([`interrupt::interrupted`], polled every few thousand events) or the run
-/// goes over its event budget ([`sim::RunStop`]).
-pub fn run_scenario_checked(
-    sc: &Scenario,
-    seed: Option<u64>,
-    duration: Option<engine::Nanos>,
-) -> Result<report::Report, sim::RunStop> {
-    let mut sc = sc.clone();
-    if let Some(s) = seed {
-        sc.host.seed = s;
-    }
-    let d = duration.unwrap_or(sc.host.duration);
-    let mut sim = sim::Simulator::new(&sc);
-    let mut r = sim.run_polled(d, &mut |_| !interrupt::interrupted())?;
-    r.seed = sc.host.seed;
-    r.record_scenario(&sc, duration);
-    Ok(r)
+    let mut never = |_| true;
+    let opts = RunOptions::default()
+        .seed(seed)
+        .duration(duration)
+        .poll(&mut never);
+    run(sc, opts).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Why a traced run gave no trace.
 #[derive(Debug)]
 pub enum TraceRunError {
-    /// The run stopped early ([`sim::RunStop`]).
-    Stop(sim::RunStop),
+    /// The run stopped early ([`RunError`]).
+    Stop(RunError),
     /// Writing the trace failed.
     Write(std::io::Error),
 }

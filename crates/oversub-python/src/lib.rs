@@ -9,7 +9,7 @@ use oversub::scenario::{check_cli_seed, parse_cli_duration, Scenario};
 use oversub::sweep::spec::SweepSpec;
 use oversub::sweep::{self, Row};
 use pyo3::create_exception;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::path::Path;
 
@@ -83,7 +83,10 @@ fn run_json(
         None => None,
         Some(v) => Some(parse_cli_duration(v).map_err(|m| refuse(format!("--duration: {m}")))?),
     };
-    Ok(py.detach(|| oversub::run_scenario(&sc, seed, d).to_json()))
+    let opts = || oversub::RunOptions::default().seed(seed).duration(d);
+    py.detach(|| oversub::run(&sc, opts()))
+        .map(|r| r.to_json())
+        .map_err(|e| PyRuntimeError::new_err(format!("{path}: {e}")))
 }
 
 /// Checks a scenario as `oversub check` does; returns nothing or raises.

@@ -13,9 +13,22 @@
 
 use super::vcpu::VcpuState;
 use super::VcpuIdx;
+use crate::sched::core::YieldTo;
 
-/// `-ESRCH` as returned by `yield_to` when both runqueues have one task.
+/// `ESRCH` (errno 3): `yield_to` returns `-ESRCH` when both runqueues have
+/// one task.
 pub const ESRCH: i32 = 3;
+
+/// The int `yield_to()` returns to `kvm_vcpu_yield_to()`: 1 when it
+/// yielded, 0 when refused, `-ESRCH`. The model's `YieldTo` becomes a
+/// number only here, at KVM's boundary.
+pub fn yield_to_ret(r: YieldTo) -> i32 {
+    match r {
+        YieldTo::Yielded(_) => 1,
+        YieldTo::Refused => 0,
+        YieldTo::Esrch => -ESRCH,
+    }
+}
 
 /// How the IPI-aware strict round orders its candidates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,8 +14,28 @@ use super::fair::{
 use super::ids::{CpuId, TaskId};
 use super::{Scheduler, TaskState};
 
-/// `-ESRCH` as returned by `yield_to()`.
-pub const ESRCH: i32 = -3;
+/// What `yield_to()` returns. The kernel's int (> 0, 0, `-ESRCH`) exists
+/// only where KVM reads it (`kvm::on_spin::yield_to_ret`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YieldTo {
+    /// The target became the buddy and the caller yielded (> 0), with the
+    /// switch `schedule()` then made (None: the caller kept the CPU).
+    Yielded(Option<Switch>),
+    /// The target runs, sleeps or is not queued, or the class refused (0).
+    Refused,
+    /// Both runqueues hold a single task (`-ESRCH`).
+    Esrch,
+}
+
+impl YieldTo {
+    /// The context switch the yield made, if any.
+    pub fn switch(self) -> Option<Switch> {
+        match self {
+            YieldTo::Yielded(sw) => sw,
+            YieldTo::Refused | YieldTo::Esrch => None,
+        }
+    }
+}
 
 /// A context switch done by `schedule()`: `prev` left the CPU, `next` got it
 /// (None is the idle task).
@@ -288,24 +308,25 @@ impl Scheduler {
         self.schedule(cpu)
     }
 
-    /// `yield_to()` (kernel/sched/syscalls.c, 6.12.117): -ESRCH when both
-    /// runqueues hold a single task; 0 when the target runs, sleeps (a delayed
-    /// task counts as sleeping) or is not queued; otherwise the target becomes
-    /// the buddy, the caller yields, the target's CPU is rescheduled if remote
-    /// and `preempt`, and the caller reschedules (returned switch).
-    pub fn yield_to(&mut self, cpu: CpuId, p: TaskId, preempt: bool) -> (i32, Option<Switch>) {
+    /// `yield_to()` (kernel/sched/syscalls.c, 6.12.117): `Esrch` when both
+    /// runqueues hold a single task; `Refused` when the target runs, sleeps
+    /// (a delayed task counts as sleeping) or is not queued; otherwise the
+    /// target becomes the buddy, the caller yields, the target's CPU is
+    /// rescheduled if remote and `preempt`, and the caller reschedules
+    /// (`Yielded` with the switch).
+    pub fn yield_to(&mut self, cpu: CpuId, p: TaskId, preempt: bool) -> YieldTo {
         let curr = self.rqs[cpu.idx()].curr.expect("yield_to from an idle CPU");
         self.tasks[curr.idx()].stats.nr_yield_to += 1;
         let p_cpu = self.tasks[p.idx()].cpu;
         if self.rqs[cpu.idx()].nr_running == 1 && self.rqs[p_cpu.idx()].nr_running == 1 {
-            return (ESRCH, None);
+            return YieldTo::Esrch;
         }
         let t = &self.tasks[p.idx()];
         if t.on_cpu || t.state != TaskState::Running {
-            return (0, None);
+            return YieldTo::Refused;
         }
         if !self.yield_to_task_fair(cpu, p) {
-            return (0, None);
+            return YieldTo::Refused;
         }
         self.rqs[cpu.idx()].yld_count += 1;
         self.tasks[curr.idx()].stats.nr_yield_to_ok += 1;
@@ -316,8 +337,21 @@ impl Scheduler {
         if sw.and_then(|s| s.next) == Some(p) {
             self.tasks[curr.idx()].stats.nr_yield_to_target_ran += 1;
         }
-        self.borrow_after_schedule(cpu, sw);
-        (1, sw)
+        self.yield_policy_after_schedule(cpu, sw);
+        YieldTo::Yielded(sw)
+    }
+
+    /// `hrtick()` (kernel/sched/core.c, 6.12.117): `cpu`'s HRTICK timer
+    /// expired: `task_tick(rq, curr, 1)`. A yield policy's timer shares it
+    /// (docs/yield-policies.md): an expiry that was the policy's ticks only
+    /// when the HRTICK feature is on.
+    pub fn hrtick(&mut self, cpu: CpuId) {
+        let policy = self.yield_policy_timer(cpu);
+        if !policy || self.feat.hrtick {
+            if let Some(c) = self.rqs[cpu.idx()].curr {
+                self.task_tick_fair(cpu, c, true);
+            }
+        }
     }
 
     /// `sched_tick()` for a CPU: charge the running task (`task_tick_fair`),

@@ -1056,8 +1056,8 @@ impl Scheduler {
         let e = &self.ses[se.idx()];
         let left = e.deadline.wrapping_sub(e.vruntime()) as i64;
         self.yield_rq[cpu.idx()].yield_left_vns = left.max(0) as u64;
-        if self.yield_cfg.policy == super::yield_to::YieldToPolicy::KpnWalk {
-            self.yield_task_fair_kpn_walk(se);
+        if self.yield_policy_forfeit(se) {
+            // The policy did the forfeit its own way.
         } else if !self.feat.forfeit_yield {
             let e = &mut self.ses[se.idx()];
             e.deadline = e.deadline.wrapping_add(calc_delta_fair(e.slice, &e.load));

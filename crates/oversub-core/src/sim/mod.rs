@@ -12,10 +12,11 @@
 //! per-CPU generation number.
 
 use crate::engine::{EventQueue, Nanos, SimRng, Time};
+use crate::error::RunError;
 use crate::limits;
 use crate::report::Report;
 use crate::scenario::{expanded_names, Scenario, TaskKind};
-use crate::sched::core::Switch;
+use crate::sched::core::{Switch, YieldTo};
 use crate::sched::weight::scale_load;
 use crate::sched::{CpuId, GroupId, SchedConfig, Scheduler, TaskId, ROOT_GROUP};
 use crate::task::{Behaviour, Next, World};
@@ -44,6 +45,8 @@ enum Ev {
     TtwuPending(TaskId, u32),
     /// A guest thread's hrtimer: (vm, guest task, generation).
     GuestHrtimer(u32, u32, u64),
+    /// A guest CPU's HRTICK timer: (vm, vCPU, generation).
+    GuestHrtick(u32, u32, u64),
 }
 
 /// Per-task simulator state (besides the scheduler's).
@@ -79,6 +82,28 @@ fn start_jitter(
         t.delay = crate::engine::Nanos(t.delay.0 + rng.below(tick));
     }
     p
+}
+
+/// The CPUs a task may run on: those of `list`, or all `n`.
+fn allowed_mask(n: usize, list: Option<&[u32]>) -> Vec<bool> {
+    match list {
+        Some(list) => (0..n).map(|c| list.contains(&(c as u32))).collect(),
+        None => vec![true; n],
+    }
+}
+
+/// The one placement of new tasks, at every level (host tasks, vCPU tasks,
+/// guest threads): round-robin over the CPUs, from `next` on, taking the
+/// first one the task may use (CPU 0 if none); `next` moves past it. A
+/// model choice, not the kernel's fork balancing (docs/model.md).
+fn place_round_robin(next: &mut usize, allowed: &[bool]) -> CpuId {
+    let n = allowed.len();
+    let cpu = (0..n)
+        .map(|k| (*next + k) % n)
+        .find(|&c| allowed[c])
+        .unwrap_or(0);
+    *next = cpu + 1;
+    CpuId(cpu as u32)
 }
 
 /// A host under simulation.
@@ -126,44 +151,6 @@ pub struct Simulator {
     budget_rate: u64,
     budget_allowance: u64,
 }
-
-/// Why a run stopped before its end; one line when printed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RunStop {
-    /// The caller's poll asked to stop (Ctrl-C, SIGTERM).
-    Interrupted { at: Time },
-    /// More events than [`Simulator::event_budget`] by simulated time
-    /// `at`: the model cannot advance simulated time at a useful rate.
-    EventBudget {
-        at: Time,
-        events: u64,
-        budget: u64,
-        cpus: u64,
-    },
-}
-
-impl std::fmt::Display for RunStop {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunStop::Interrupted { at } => write!(f, "interrupted at {at} simulated"),
-            RunStop::EventBudget {
-                at,
-                events,
-                budget,
-                cpus,
-            } => write!(
-                f,
-                "stopped at {at} simulated: {events} events exceed the budget of {budget} \
-                 for {cpus} CPUs and vCPUs (allowed {} events per CPU per simulated second, plus {}): \
-                 simulated time barely advances (zero exit, entry and switch costs? ple_window = 0?)",
-                limits::MAX_EVENTS_PER_CPU_SECOND,
-                limits::EVENT_ALLOWANCE
-            ),
-        }
-    }
-}
-
-impl std::error::Error for RunStop {}
 
 impl Simulator {
     /// Builds the host and its tasks from a validated scenario.
@@ -228,28 +215,16 @@ impl Simulator {
         let mut names: BTreeMap<String, TaskId> = BTreeMap::new();
         let mut pending_targets: Vec<(TaskId, String)> = Vec::new();
         for t in &sc.tasks {
-            let allowed: Vec<bool> = match &t.cpus {
-                Some(list) => (0..n).map(|c| list.contains(&(c as u32))).collect(),
-                None => vec![true; n],
-            };
+            let allowed = allowed_mask(n, t.cpus.as_deref());
             let group = by_path[&t.cgroup];
             let slice = t.slice.map(|s| s.0);
             let tnames = expanded_names(t);
             let mut ids = Vec::new();
             for name in &tnames {
-                let cpu = (0..n)
-                    .map(|k| (next_cpu + k) % n)
-                    .find(|&c| allowed[c])
-                    .unwrap_or(0);
-                next_cpu = cpu + 1;
-                let id = sim.sched.create_task(
-                    name,
-                    group,
-                    t.nice,
-                    allowed.clone(),
-                    CpuId(cpu as u32),
-                    slice,
-                );
+                let cpu = place_round_robin(&mut next_cpu, &allowed);
+                let id = sim
+                    .sched
+                    .create_task(name, group, t.nice, allowed.clone(), cpu, slice);
                 names.insert(name.clone(), id);
                 sim.task_group.push(group);
                 ids.push(id);
@@ -348,23 +323,18 @@ impl Simulator {
         for (vi, v) in sc.vms.iter().enumerate() {
             let base = sim.tasks.len() as u32;
             for k in 0..v.vcpus {
-                let allowed: Vec<bool> = match (&v.pin, &v.cpus) {
-                    (Some(pin), _) => (0..n).map(|c| c as u32 == pin[k as usize]).collect(),
-                    (None, Some(list)) => (0..n).map(|c| list.contains(&(c as u32))).collect(),
-                    (None, None) => vec![true; n],
+                let allowed = match &v.pin {
+                    Some(pin) => allowed_mask(n, Some(&[pin[k as usize]])),
+                    None => allowed_mask(n, v.cpus.as_deref()),
                 };
-                let cpu = (0..n)
-                    .map(|j| (next_cpu + j) % n)
-                    .find(|&c| allowed[c])
-                    .unwrap_or(0);
-                next_cpu = cpu + 1;
+                let cpu = place_round_robin(&mut next_cpu, &allowed);
                 let group = by_path[&v.vcpu_cgroups[k as usize]];
                 let id = sim.sched.create_task(
                     &format!("{}.vcpu{k}", v.name),
                     group,
                     0,
                     allowed,
-                    CpuId(cpu as u32),
+                    cpu,
                     None,
                 );
                 assert_eq!(id.0, base + k, "vCPU task ids are consecutive");
@@ -418,13 +388,11 @@ impl Simulator {
 
     /// Runs until `duration` of virtual time has passed (or, for a program
     /// run until done, until its last thread finished); returns the report.
-    /// A run over its event budget ([`RunStop::EventBudget`]) panics here:
+    /// A run over its event budget ([`RunError::EventBudget`]) panics here:
     /// callers that take user input use [`Self::run_polled`].
     pub fn run(&mut self, duration: Nanos) -> Report {
-        match self.run_polled(duration, &mut |_| true) {
-            Ok(r) => r,
-            Err(e) => panic!("{e}"),
-        }
+        self.run_polled(duration, &mut |_| true)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// The event budget by simulated time `t`: [`limits::EVENT_ALLOWANCE`]
@@ -447,13 +415,14 @@ impl Simulator {
 
     /// [`Simulator::run`], calling `poll(now)` every [`Self::POLL_EVENTS`]
     /// events (progress display, Ctrl-C); `poll` returning false stops the
-    /// run ([`RunStop::Interrupted`]). At the same points the events so far
-    /// are held against [`Self::event_budget`] ([`RunStop::EventBudget`]).
+    /// run ([`RunError::Interrupted`]). At the same points the events so far
+    /// are held against [`Self::event_budget`] ([`RunError::EventBudget`]).
+    /// A failed invariant check (when enabled) stops it too, naming the level.
     pub fn run_polled(
         &mut self,
         duration: Nanos,
         poll: &mut dyn FnMut(Time) -> bool,
-    ) -> Result<Report, RunStop> {
+    ) -> Result<Report, RunError> {
         let wall = std::time::Instant::now();
         let mut end = Time::ZERO + duration;
         self.end = end;
@@ -468,11 +437,11 @@ impl Simulator {
             self.events += 1;
             if self.events % Self::POLL_EVENTS == 0 {
                 if !poll(t) {
-                    return Err(RunStop::Interrupted { at: t });
+                    return Err(RunError::Interrupted { at: t });
                 }
                 let budget = self.event_budget(t);
                 if self.events > budget {
-                    return Err(RunStop::EventBudget {
+                    return Err(RunError::EventBudget {
                         at: t,
                         events: self.events,
                         budget,
@@ -503,12 +472,7 @@ impl Simulator {
                 break;
             }
             if self.check_invariants {
-                if let Err(e) = crate::invariants::check(&self.sched) {
-                    panic!("invariant violated at {t}: {e}");
-                }
-                if let Err(e) = self.check_vcpus() {
-                    panic!("vCPU invariant violated at {t}: {e}");
-                }
+                self.check_levels(t)?;
             }
         }
         self.set_now(end);
@@ -554,6 +518,10 @@ impl Simulator {
                 let idx = g.sched.tasks[t as usize].cpu.0;
                 Some(self.sched.tasks[(v.task_base + idx) as usize].cpu)
             }
+            Ev::GuestHrtick(vm, idx, _) => {
+                let p = self.vms[vm as usize].task_base + idx;
+                Some(self.sched.tasks[p as usize].cpu)
+            }
         }
     }
 
@@ -589,13 +557,7 @@ impl Simulator {
                 if gen != self.hrtick_gen[cpu.idx()] {
                     self.stale += 1;
                 } else {
-                    // The borrow bound shares the hrtick timer (docs/yield-policies.md).
-                    let borrow = self.sched.borrow_bound(cpu);
-                    if !borrow || self.sched.feat.hrtick {
-                        if let Some(c) = self.sched.rqs[cpu.idx()].curr {
-                            self.sched.task_tick_fair(cpu, c, true);
-                        }
-                    }
+                    self.sched.hrtick(cpu);
                 }
             }
             Ev::BurstEnd(cpu, gen) => {
@@ -671,6 +633,7 @@ impl Simulator {
             Ev::TtwuPending(p, flags) => self.sched.sched_ttwu_pending(p, flags),
             Ev::GuestTick(vm, idx) => self.guest_tick(vm as usize, idx as usize),
             Ev::GuestHrtimer(vm, t, gen) => self.guest_hrtimer(vm as usize, t, gen),
+            Ev::GuestHrtick(vm, i, gen) => self.guest_hrtick(vm as usize, i as usize, gen),
         }
     }
 
@@ -701,11 +664,11 @@ impl Simulator {
             }
             Next::YieldTo(t, d) => {
                 self.tasks[p.idx()].remaining = Some(d);
-                let (r, sw) = self.sched.yield_to(cpu, t, true);
-                if r > 0 {
+                let r = self.sched.yield_to(cpu, t, true);
+                if let YieldTo::Yielded(_) = r {
                     self.trace_yield_to(cpu, p.0, t.0);
                 }
-                self.after_own_switch(cpu, p, sw);
+                self.after_own_switch(cpu, p, r.switch());
             }
             Next::Sleep(timer) => {
                 self.tasks[p.idx()].remaining = None;
@@ -966,10 +929,12 @@ fn ev_cpu(ev: Ev) -> Option<CpuId> {
         | Ev::GuestTimerWake(..)
         | Ev::GuestTick(..)
         | Ev::GuestHrtimer(..)
+        | Ev::GuestHrtick(..)
         | Ev::TtwuPending(..) => None,
     }
 }
 
+mod checks;
 mod result;
 mod tracing;
 mod vm;

@@ -19,14 +19,14 @@ use crate::kvm::ipi_hint::IpiHint;
 use crate::kvm::lapic::{
     DeliveryMode, IcrWrite, IpiTracker, IpiTrackingParams, LapicIrq, Shorthand,
 };
-use crate::kvm::on_spin::{kvm_vcpu_on_spin, OnSpinVariant, SpinVm, Tier};
+use crate::kvm::on_spin::{kvm_vcpu_on_spin, yield_to_ret, OnSpinVariant, SpinVm, Tier};
 use crate::kvm::ple::{cycles_to_ns, ple_fires, PauseLoop, PleKind, PleOutcome};
 use crate::kvm::pv::{kvm_pv_kick_cpu_op, kvm_sched_yield, SchedYield};
 use crate::kvm::vcpu::{Cpl, VcpuState};
 use crate::kvm::{VcpuIdx, Vector};
 use crate::report::{Hist, VmReport};
 use crate::scenario::{HaltPoll, KvmSpec, OnSpinSpec, VmSpec};
-use crate::sched::core::Switch;
+use crate::sched::core::{Switch, YieldTo};
 use crate::sched::{CpuId, TaskId};
 use std::collections::VecDeque;
 
@@ -1335,11 +1335,11 @@ impl Simulator {
             variant,
             receiver,
             |t| {
-                let (r, sw) = sched.yield_to(cpu, TaskId(base + t.0), true);
-                if r > 0 {
+                let r = sched.yield_to(cpu, TaskId(base + t.0), true);
+                if let YieldTo::Yielded(sw) = r {
                     out = Some(sw);
                 }
-                r
+                yield_to_ret(r)
             },
         );
         if let Some(Some(sw)) = out {
@@ -1398,11 +1398,11 @@ impl Simulator {
         let sched = &mut self.sched;
         let mut out = None;
         let r = kvm_sched_yield(&vm.vcpus, VcpuIdx(i as u32), target as u64, single, |t| {
-            let (r, sw) = sched.yield_to(cpu, TaskId(base + t.0), true);
-            if r > 0 {
+            let r = sched.yield_to(cpu, TaskId(base + t.0), true);
+            if let YieldTo::Yielded(sw) = r {
                 out = Some(sw);
             }
-            r
+            yield_to_ret(r)
         });
         if let SchedYield::Yielded(t) = r {
             vm.stats.dy_successful += 1;

@@ -143,11 +143,10 @@ pub fn run_one(spec: &SweepSpec, pts: &[Point], i: usize, seed: u64) -> Result<R
     if crate::interrupt::interrupted() {
         return Err(interrupted());
     }
-    let r = match crate::run_scenario_checked(&sc, None, None) {
-        Ok(r) => r,
-        Err(crate::sim::RunStop::Interrupted { .. }) => return Err(interrupted()),
-        Err(e) => return Err(format!("{}: {e}", sc.file)),
-    };
+    let r = crate::run(&sc, crate::RunOptions::default()).map_err(|e| match e {
+        crate::RunError::Interrupted { .. } => interrupted(),
+        e => format!("{}: {e}", sc.file),
+    })?;
     let m = metrics::metrics(&sc, &r);
     let op_latency = metrics::op_latency(&r);
     let mut wl: Vec<&str> = sc.vms.iter().map(|v| v.workload.name.as_str()).collect();

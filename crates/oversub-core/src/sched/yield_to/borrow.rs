@@ -75,7 +75,7 @@ impl Scheduler {
 
     /// After the `schedule()` of a yield_to(): a granted borrow whose target
     /// was switched in arms its bound; otherwise the grant lapses.
-    pub(crate) fn borrow_after_schedule(&mut self, cpu: CpuId, sw: Option<Switch>) {
+    pub(super) fn borrow_after_schedule(&mut self, cpu: CpuId, sw: Option<Switch>) {
         let Some((t, budget)) = self.yield_rq[cpu.idx()].borrow_pending.take() else {
             return;
         };
@@ -96,7 +96,7 @@ impl Scheduler {
     /// The borrow bound's timer: reschedule the target if it is still running
     /// and has used its budget since it was picked. Returns whether a borrow
     /// bound was armed on this CPU (the timer was ours).
-    pub fn borrow_bound(&mut self, cpu: CpuId) -> bool {
+    pub(super) fn borrow_bound(&mut self, cpu: CpuId) -> bool {
         let Some((t, budget)) = self.yield_rq[cpu.idx()].borrow_running.take() else {
             return false;
         };

@@ -2,7 +2,7 @@
 //! (docs/design.md section 1) and the lag room shared with the penalty
 //! (`kernel/sched/yield_to.h`, patch 0001): the same names and arithmetic as
 //! the kernel series, checked against `vectors/yield_borrow_*.json`
-//! (tests/yield_vectors.rs).
+//! (tests/integration/yield_vectors.rs).
 
 /// `yield_borrow_budget()`: the part of the yielder's slice it has not used.
 pub fn yield_borrow_budget(slice_ns: u64, ran_ns: u64) -> u64 {

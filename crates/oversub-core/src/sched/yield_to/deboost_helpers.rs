@@ -2,7 +2,7 @@
 //! `kernel/sched/yield_to.h`, patch 0001 of `kernel/patches`, series v2; v1
 //! called them `vcpu_deboost_*`): the same names, the same u64 arithmetic,
 //! checked against the same `vectors/deboost_*.json` as the KUnit suite
-//! `sched_yield_to` (tests/yield_vectors.rs). When the kernel series changes
+//! `sched_yield_to` (tests/integration/yield_vectors.rs). When the kernel series changes
 //! these helpers or their vectors, this file follows; nothing else in the
 //! simulator depends on their internals.
 

@@ -19,7 +19,7 @@ use crate::sched::Scheduler;
 impl Scheduler {
     /// kpn-walk: the forfeit loop of his `yield_task_fair()`, from the
     /// yielder's leaf entity up (the leaf was charged by the caller).
-    pub(crate) fn yield_task_fair_kpn_walk(&mut self, leaf: SeId) {
+    pub(super) fn yield_task_fair_kpn_walk(&mut self, leaf: SeId) {
         let mut s = Some(leaf);
         while let Some(se) = s {
             let cfs = self.cfs_rq_of(se);

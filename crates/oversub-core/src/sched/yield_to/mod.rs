@@ -19,7 +19,8 @@ pub mod kpn;
 pub mod lag_credit;
 pub mod lag_credit_series;
 
-use super::ids::{CpuId, TaskId};
+use super::core::Switch;
+use super::ids::{CpuId, SeId, TaskId};
 use super::Scheduler;
 
 /// The policy of `yield_to_task_fair()`.
@@ -159,7 +160,31 @@ pub struct YieldStats {
     pub yields_throttled: u64,
 }
 
+/// The hook set: every place where the scheduler lets a `yield_to` policy
+/// act. Nothing outside `sched/yield_to/` names a policy.
 impl Scheduler {
+    /// In `yield_task_fair()`, instead of the forfeit: true when the policy
+    /// did its own (kpn-walk's hierarchical loop).
+    pub(crate) fn yield_policy_forfeit(&mut self, se: SeId) -> bool {
+        if self.yield_cfg.policy != YieldToPolicy::KpnWalk {
+            return false;
+        }
+        self.yield_task_fair_kpn_walk(se);
+        true
+    }
+
+    /// After the `schedule()` of a successful `yield_to()` (borrow arms its
+    /// bound when its target was switched in).
+    pub(crate) fn yield_policy_after_schedule(&mut self, cpu: CpuId, sw: Option<Switch>) {
+        self.borrow_after_schedule(cpu, sw);
+    }
+
+    /// From `hrtick()`: the policies' timer shares the HRTICK timer
+    /// (borrow's bound). Returns whether the expiry was theirs.
+    pub(crate) fn yield_policy_timer(&mut self, cpu: CpuId) -> bool {
+        self.borrow_bound(cpu)
+    }
+
     /// The policy step of `yield_to_task_fair()` between `set_next_buddy()` and
     /// `yield_task_fair()` (where the seed hooks its debooster).
     pub(super) fn yield_to_policy(&mut self, cpu: CpuId, p: TaskId) {

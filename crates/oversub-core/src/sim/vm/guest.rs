@@ -14,13 +14,15 @@
 //! * `resched_curr()` of another guest CPU sends the reschedule IPI
 //!   (`native_smp_send_reschedule` -> one unicast ICR write through the
 //!   LAPIC model; a halted target is woken by KVM's kick);
-//! * guest hrtimers (thread sleeps) fire as LAPIC timer interrupts on the
-//!   vCPU that armed them; the guest tick runs `sched_tick()` on the vCPU
-//!   that takes it (`[kvm] guest_hz`);
+//! * guest hrtimers (thread sleeps, and HRTICK when the guest kernel's
+//!   `HRTICK` feature is on) fire as LAPIC timer interrupts on the vCPU that
+//!   armed them; the guest tick runs `sched_tick()` on the vCPU that takes
+//!   it (`[kvm] guest_hz`);
 //! * steal time: when a vCPU re-enters after waiting for a host CPU, the
 //!   guest's `update_rq_clock_task()` subtracts that wait from the task
 //!   clock if the guest uses PV steal time (`[guest.pv] steal_time`).
 
+use super::super::{allowed_mask, place_round_robin};
 use super::{Ev, Simulator, LOCAL_TIMER_VECTOR, RESCHEDULE_VECTOR};
 use crate::engine::{Nanos, Time};
 use crate::kvm::lapic::LapicIrq;
@@ -76,6 +78,11 @@ pub(crate) struct GuestLevel {
     pub(crate) running: Vec<Option<GuestTask>>,
     /// A guest tick is pending in vCPU i's LAPIC timer interrupt.
     pub(crate) tick_due: Vec<bool>,
+    /// Generation of each guest CPU's HRTICK timer (a new request
+    /// restarts it, as `hrtick_start()` does), and whether its expiry is
+    /// pending in the vCPU's LAPIC timer interrupt.
+    hrtick_gen: Vec<u64>,
+    hrtick_due: Vec<bool>,
     /// The host vCPU task's `wait_ns` at its last sched-in (steal baseline).
     steal_seen: Vec<u64>,
     pub(crate) steal_ns: u64,
@@ -117,16 +124,9 @@ impl GuestLevel {
         let n = vcpus as usize;
         let mut next = 0usize;
         for t in &prog.threads {
-            let allowed: Vec<bool> = match &t.cpus {
-                Some(l) => (0..n).map(|c| l.contains(&(c as u32))).collect(),
-                None => vec![true; n],
-            };
-            let cpu = (0..n)
-                .map(|k| (next + k) % n)
-                .find(|&c| allowed[c])
-                .unwrap_or(0);
-            next = cpu + 1;
-            sched.create_task(&t.name, ROOT_GROUP, t.nice, allowed, gcpu(cpu), None);
+            let allowed = allowed_mask(n, t.cpus.as_deref());
+            let cpu = place_round_robin(&mut next, &allowed);
+            sched.create_task(&t.name, ROOT_GROUP, t.nice, allowed, cpu, None);
         }
         sched.now = 0;
         // As the host starts its tasks: each new task is woken and the CPU
@@ -139,7 +139,8 @@ impl GuestLevel {
                 }
             }
         }
-        let _ = std::mem::take(&mut sched.hrtick_requests);
+        // HRTICK requests made here are armed on the first guest step
+        // (`guest_send_resched`), the vCPUs not having run yet.
         let nt = prog.threads.len();
         GuestLevel {
             sched,
@@ -150,6 +151,8 @@ impl GuestLevel {
             expired: vec![Vec::new(); n],
             running: vec![None; n],
             tick_due: vec![false; n],
+            hrtick_gen: vec![0; n],
+            hrtick_due: vec![false; n],
             steal_seen: vec![0; n],
             steal_ns: 0,
             resched_ipis: 0,
@@ -393,7 +396,10 @@ impl Simulator {
     #[inline]
     fn guest_send_resched(&mut self, cpu: CpuId, vi: usize, from: usize) {
         let g = self.guest(vi);
-        g.sched.hrtick_requests.clear();
+        if !g.sched.hrtick_requests.is_empty() {
+            self.guest_arm_hrticks(vi);
+        }
+        let g = self.guest(vi);
         // Most steps (1.5 calls per event in dedup) mark no CPU: leave
         // here, inlined into the caller, before any call.
         if let Some(first) = g.sched.take_resched() {
@@ -442,6 +448,35 @@ impl Simulator {
         self.vms[vi].guest.as_mut().expect("program VM").resched_buf = targets;
     }
 
+    /// Arms the HRTICK timers the guest scheduler asked for
+    /// (`hrtick_start()`: a guest hrtimer on that CPU's LAPIC timer).
+    #[inline(never)]
+    fn guest_arm_hrticks(&mut self, vi: usize) {
+        let (now, end) = (self.now, self.end);
+        let g = self.vms[vi].guest.as_mut().expect("a program VM");
+        for (c, at) in g.sched.hrtick_requests.drain(..) {
+            g.hrtick_gen[c.idx()] += 1;
+            let at = Time(at).max(now);
+            if at <= end {
+                let gen = g.hrtick_gen[c.idx()];
+                self.queue.push(at, Ev::GuestHrtick(vi as u32, c.0, gen));
+            }
+        }
+    }
+
+    /// A guest CPU's HRTICK timer expired: the LAPIC timer interrupt of its
+    /// vCPU runs `hrtick()` (a superseded timer is stale).
+    pub(crate) fn guest_hrtick(&mut self, vi: usize, i: usize, gen: u64) {
+        let g = self.guest(vi);
+        if g.hrtick_gen[i] != gen {
+            self.stale += 1;
+            return;
+        }
+        g.hrtick_due[i] = true;
+        let host_cpu = self.sched.tasks[self.vms[vi].task(i).idx()].cpu;
+        self.deliver(vi, i, i, LOCAL_TIMER_VECTOR, false, host_cpu);
+    }
+
     /// A guest thread's hrtimer expired: the LAPIC timer interrupt of the
     /// vCPU that armed it (the CPU the thread slept on) runs the wakeup.
     pub(crate) fn guest_hrtimer(&mut self, vi: usize, t: u32, gen: u64) {
@@ -461,6 +496,7 @@ impl Simulator {
     pub(crate) fn guest_timer_interrupt(&mut self, cpu: CpuId, vi: usize, i: usize) {
         let g = self.guest(vi);
         let tick = std::mem::take(&mut g.tick_due[i]);
+        let hrtick = std::mem::take(&mut g.hrtick_due[i]);
         // In place: the buffer is kept for the next expiries (nothing
         // here queues one: that is `guest_hrtimer`, an event of its own).
         for k in 0..g.expired[i].len() {
@@ -468,6 +504,9 @@ impl Simulator {
             g.sched.try_to_wake_up(t.0, 0, Some(gcpu(i)));
         }
         g.expired[i].clear();
+        if hrtick {
+            g.sched.hrtick(gcpu(i));
+        }
         if tick {
             g.sched.sched_tick(gcpu(i));
         }

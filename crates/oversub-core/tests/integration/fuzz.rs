@@ -118,7 +118,7 @@ fn run_briefly(src: &str) -> bool {
                     let busy: u64 = r.cpus.iter().map(|c| c.busy_ns).sum();
                     assert!(busy <= u64::from(sc.host.cpus) * d.0);
                 }
-                Err(e @ oversub::sim::RunStop::EventBudget { .. }) => {
+                Err(e @ oversub::RunError::EventBudget { .. }) => {
                     assert!(!e.to_string().contains('\n'), "one line: {e}");
                 }
                 Err(e) => panic!("{e}"),
@@ -240,7 +240,7 @@ proptest! {
                 let d = oversub::engine::Nanos::from_ms(2);
                 let mut sim = oversub::sim::Simulator::new(&sc);
                 match sim.run_polled(d, &mut |_| true) {
-                    Ok(_) | Err(oversub::sim::RunStop::EventBudget { .. }) => {}
+                    Ok(_) | Err(oversub::RunError::EventBudget { .. }) => {}
                     Err(e) => panic!("{e}"),
                 }
             }

@@ -1,9 +1,10 @@
 //! The event budget (issue 28): a run that uses more events per simulated
-//! second than allowed stops with `RunStop::EventBudget`, counted in events
+//! second than allowed stops with `RunError::EventBudget`, counted in events
 //! (not timed); the repository's scenarios stay far below the limit.
 
 use oversub::scenario::Scenario;
-use oversub::sim::{RunStop, Simulator};
+use oversub::sim::Simulator;
+use oversub::RunError;
 
 const SRC: &str = "[host]\ncpus = 2\nduration = \"50ms\"\n\
                    [[task]]\nname = \"p\"\nkind = \"pingpong\"\ncount = 2\nrun = \"1us\"\n";
@@ -18,7 +19,7 @@ fn a_run_over_its_budget_stops_with_the_count() {
     let e = sim
         .run_polled(sc.host.duration, &mut |_| true)
         .expect_err("over the budget");
-    let RunStop::EventBudget {
+    let RunError::EventBudget {
         events,
         budget,
         cpus,

@@ -2,7 +2,7 @@
 //! placement by load (not by task count), the departure of a migrated
 //! group's per-CPU load from `tg->load_avg`, wakeup placement.
 
-mod common;
+use crate::common;
 
 use common::{cpu_ns, task};
 use oversub::report::Report;

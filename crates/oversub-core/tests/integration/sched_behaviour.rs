@@ -2,11 +2,11 @@
 //! cgroup trees, lag preservation, wakeup preemption features, buddies and
 //! forfeit, each compared with what the kernel's rules predict.
 
-mod common;
+use crate::common;
 
 use common::run;
 use oversub::report::Report;
-use oversub::sched::core::Switch;
+use oversub::sched::core::{Switch, YieldTo};
 use oversub::sched::{CpuId, KernelPreset, SchedConfig, Scheduler, TaskId, ROOT_GROUP};
 
 fn cpu(r: &Report, name: &str) -> f64 {
@@ -235,8 +235,10 @@ fn after_yield_to(preset: KernelPreset) -> (TaskId, TaskId, TaskId) {
     let others: Vec<TaskId> = ids.iter().copied().filter(|&t| t != y).collect();
     let (o, t) = (others[0], others[1]);
     s.now = 100_000;
-    let (r, sw) = s.yield_to(CpuId(0), t, true);
-    assert_eq!(r, 1, "yield_to succeeds: target queued and not running");
+    let r = s.yield_to(CpuId(0), t, true);
+    let YieldTo::Yielded(sw) = r else {
+        panic!("yield_to fails ({r:?}) though the target is queued and not running");
+    };
     let next = sw.and_then(|w| w.next).unwrap_or(y);
     (next, t, o)
 }
@@ -267,16 +269,14 @@ fn yield_to_returns_esrch_with_one_task_per_runqueue() {
     serve(&mut s);
     assert_eq!(s.rqs[0].curr, Some(a));
     assert_eq!(s.rqs[1].curr, Some(b));
-    let (r, sw) = s.yield_to(CpuId(0), b, true);
-    assert_eq!(r, oversub::sched::core::ESRCH);
-    assert!(sw.is_none());
+    assert_eq!(s.yield_to(CpuId(0), b, true), YieldTo::Esrch);
     // A running target fails with 0 once a second task makes the rq busier.
     let c = s.create_task("c", ROOT_GROUP, 0, vec![true, false], CpuId(0), None);
     s.wake_up_new_task(c);
     serve(&mut s);
     let runner = s.rqs[0].curr.unwrap();
-    let (r, _) = s.yield_to(CpuId(0), b, true);
-    assert_eq!(r, 0, "target running on another CPU");
+    let r = s.yield_to(CpuId(0), b, true);
+    assert_eq!(r, YieldTo::Refused, "target running on another CPU");
     assert_eq!(s.rqs[0].curr, Some(runner));
 }
 

@@ -5,7 +5,7 @@
 use oversub::kvm::ple::{cycles_to_ns, PleParams};
 use oversub::report::{Report, VmReport};
 use oversub::scenario::Scenario;
-use std::process::Command;
+use oversub::RunOptions;
 
 /// The workspace root: the scenario paths below are relative to it.
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
@@ -296,40 +296,23 @@ workload = "phase:kernbench"
     assert!(t("a.vcpu0").nr_migrations == 0 && t("a.vcpu1").nr_migrations == 0);
 }
 
-fn oversub(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_oversub"))
-        .current_dir(ROOT)
-        .args(args)
-        .output()
-        .expect("run oversub")
-}
-
-fn json_without_wall(out: &[u8]) -> serde_json::Value {
-    let mut v: serde_json::Value = serde_json::from_slice(out).expect("json");
+/// The JSON of a run without its wall time.
+fn json_without_wall(r: &Report) -> serde_json::Value {
+    let mut v: serde_json::Value = serde_json::from_str(&r.to_json()).expect("json");
     v.as_object_mut().unwrap().remove("wall_ns");
     v
 }
 
 #[test]
 fn vm_runs_are_deterministic() {
-    let dir = std::env::temp_dir().join(format!("oversub-kvm-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("vm.toml");
-    std::fs::write(
-        &f,
-        ipis("on_spin = \"ipi_aware\"").replace("duration = \"200ms\"", "duration = \"100ms\""),
-    )
-    .unwrap();
-    let p = f.to_str().unwrap();
-    let a = oversub(&["run", "--json", p]);
-    let b = oversub(&["run", "--json", p]);
-    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
-    let (ja, jb) = (json_without_wall(&a.stdout), json_without_wall(&b.stdout));
+    let src =
+        ipis("on_spin = \"ipi_aware\"").replace("duration = \"200ms\"", "duration = \"100ms\"");
+    let sc = Scenario::parse("vm.toml", &src).unwrap_or_else(|e| panic!("{e}"));
+    let run = |seed| oversub::run(&sc, RunOptions::default().seed(seed)).expect("a run");
+    let (ja, jb) = (json_without_wall(&run(None)), json_without_wall(&run(None)));
     assert_eq!(ja, jb);
     assert!(ja["vms"][0]["ops"].as_u64().unwrap() > 0);
-    let c = oversub(&["run", "--json", "--seed", "7", p]);
-    assert_ne!(ja["vms"], json_without_wall(&c.stdout)["vms"]);
-    std::fs::remove_dir_all(&dir).ok();
+    assert_ne!(ja["vms"], json_without_wall(&run(Some(7)))["vms"]);
 }
 
 #[test]

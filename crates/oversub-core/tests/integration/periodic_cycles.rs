@@ -11,7 +11,7 @@
 //! model with nothing but the scenario stays in cycle A; a sporadic task
 //! (what foreign load is on the real host) moves it into cycle B.
 
-mod common;
+use crate::common;
 
 use oversub::report::Report;
 

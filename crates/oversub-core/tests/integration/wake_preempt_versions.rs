@@ -12,7 +12,7 @@
 //! tick-phase tail that ftrace showed on the real 6.18 host
 //! (docs/conformance.md, "Unpinned scenarios in the suite").
 
-mod common;
+use crate::common;
 
 use oversub::report::Report;
 

@@ -477,3 +477,27 @@ fn cross_cpu_call_ipis_go_through_the_lapic_tracker() {
     );
     assert!(a.csd_waits > 1_000, "{}", a.csd_waits);
 }
+
+/// Guest HRTICK: with the guest kernel's HRTICK feature on, a guest CPU
+/// shared by two always-running threads switches when a slice ends (the
+/// LAPIC timer `hrtick_start()` armed in the guest), not only on its ticks
+/// (100 Hz here). The mutant: HRTICK requests of a guest dropped.
+#[test]
+fn guest_hrtick_preempts_at_the_slice_end() {
+    let run = |hrtick: bool| {
+        run_toml(&format!(
+            "[host]\ncpus = 1\nduration = \"1s\"\n[kvm]\nguest_hz = 100\n\
+             [[vm]]\nname = \"g\"\nvcpus = 1\nprogram = \"shared_cpu_hogs.json\"\n\
+             [vm.features]\nHRTICK = {hrtick}\n"
+        ))
+    };
+    let switches = |r: &Report| threads(r).iter().map(|t| t.nr_switches).sum::<u64>();
+    let (off, on) = (switches(&run(false)), switches(&run(true)));
+    // Without HRTICK a switch needs a tick: at most one per 10 ms.
+    assert!(off <= 110, "{off} switches in 1 s without HRTICK");
+    // With it, each slice (0.75 ms base) ends on time.
+    assert!(
+        on >= 4 * off.max(1),
+        "{on} switches with HRTICK, {off} without"
+    );
+}

@@ -1,0 +1,80 @@
+//! Self-checks of a run at every kernel level, after every event when
+//! enabled (debug builds, tests, `oversub run --check`): the host
+//! scheduler's invariants (src/invariants.rs), KVM's vCPU state against the
+//! host's view of its task, and the same scheduler invariants for the guest
+//! scheduler of every nested guest.
+
+use super::Simulator;
+use crate::engine::Time;
+use crate::error::{Level, RunError};
+use crate::kvm::VmId;
+
+impl Simulator {
+    /// The invariants of every level, the first broken one as an error
+    /// naming its level.
+    pub(super) fn check_levels(&self, at: Time) -> Result<(), RunError> {
+        let broken = |level, what| RunError::InvariantBroken { level, at, what };
+        crate::invariants::check(&self.sched).map_err(|e| broken(Level::Host, e))?;
+        self.check_vcpus().map_err(|e| broken(Level::Kvm, e))?;
+        for (vi, v) in self.vms.iter().enumerate() {
+            if let Some(g) = &v.guest {
+                let vm = VmId(vi as u32);
+                crate::invariants::check(&g.sched).map_err(|e| broken(Level::Guest(vm), e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+    use std::path::Path;
+
+    fn nested() -> Simulator {
+        let root =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/nested/2x2-mutex.toml");
+        let sc = Scenario::load(&root).unwrap_or_else(|e| panic!("{e}"));
+        Simulator::new(&sc)
+    }
+
+    #[test]
+    fn a_consistent_run_passes_every_level() {
+        assert_eq!(nested().check_levels(Time::ZERO), Ok(()));
+    }
+
+    /// The mutant: a guest runqueue whose count disagrees with its
+    /// entities is caught, and named as the guest's (not the host's).
+    #[test]
+    fn a_broken_guest_scheduler_is_reported_as_its_level() {
+        let mut sim = nested();
+        let vi = sim
+            .vms
+            .iter()
+            .position(|v| v.guest.is_some())
+            .expect("a nested guest");
+        let g = sim.vms[vi].guest.as_mut().expect("a nested guest");
+        g.sched.rqs[0].nr_running += 1;
+        match sim.check_levels(Time(5)) {
+            Err(RunError::InvariantBroken { level, at, .. }) => {
+                assert_eq!(level, Level::Guest(VmId(vi as u32)));
+                assert_eq!(at, Time(5));
+            }
+            r => panic!("not caught: {r:?}"),
+        }
+    }
+
+    #[test]
+    fn a_broken_host_scheduler_is_reported_as_the_host() {
+        let mut sim = nested();
+        sim.sched.rqs[0].nr_running += 1;
+        assert!(matches!(
+            sim.check_levels(Time::ZERO),
+            Err(RunError::InvariantBroken {
+                level: Level::Host,
+                ..
+            })
+        ));
+    }
+}

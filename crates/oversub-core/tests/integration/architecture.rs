@@ -1,0 +1,334 @@
+//! The arrows that must never exist (docs/architecture.md, "Forbidden
+//! arrows"): reads every source file of the core, resolves each `crate::` and
+//! `super::` path to the top-level module it names, and fails when a module
+//! reaches one it must not. Also checks that the core depends on no
+//! front-end crate and the Python bindings not on the CLI.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+const CORE: &str = env!("CARGO_MANIFEST_DIR");
+
+/// (from, to): `from` must never name `to`. `*` as `to` means any other
+/// module of the crate.
+const FORBIDDEN: &[(&str, &str)] = &[
+    // The engine knows no model.
+    ("engine", "*"),
+    // The scheduler is one model instantiated per level: it knows nothing
+    // of who drives it.
+    ("sched", "sim"),
+    ("sched", "kvm"),
+    ("sched", "guest"),
+    ("sched", "workload"),
+    ("sched", "trace"),
+    ("sched", "task"),
+    ("sched", "scenario"),
+    ("sched", "report"),
+    // KVM, guest-kernel primitives and task behaviours are decisions the
+    // loop calls, never the loop.
+    ("kvm", "sim"),
+    ("guest", "sim"),
+    ("task", "sim"),
+    // The record of a run never reads the simulator.
+    ("report", "sim"),
+    ("stats", "sim"),
+    ("trace", "sim"),
+    // The loop never calls the entry point that drives it (the error type
+    // both share sits below them, in error.rs).
+    ("sim", "run"),
+    ("error", "sim"),
+    ("error", "run"),
+    // Workload programs are data: no model state.
+    ("workload", "sim"),
+    ("workload", "sched"),
+    ("workload", "kvm"),
+    ("workload", "guest"),
+    ("workload", "task"),
+];
+
+/// External crates the core must not use (they belong to the leaves).
+const FORBIDDEN_CRATES: &[&str] = &["clap", "pyo3", "rustix", "signal_hook", "indicatif"];
+
+/// The module path of a source file under `src/` (`sched/fair.rs` ->
+/// [sched, fair]; `sched/mod.rs` -> [sched]; `lib.rs` -> []).
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().unwrap_or_default();
+    let stem = last.trim_end_matches(".rs");
+    if stem != "mod" && stem != "lib" {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+/// Source text without comments (line, doc and block comments) and string
+/// literals, so paths in prose or messages are not read as arrows.
+fn strip(src: &str) -> String {
+    let b = src.as_bytes();
+    let mut out = String::with_capacity(src.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i..].starts_with(b"//") {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if b[i..].starts_with(b"/*") {
+            i += 2;
+            while i < b.len() && !b[i..].starts_with(b"*/") {
+                i += 1;
+            }
+            i += 2;
+        } else if b[i] == b'"' {
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                if b[i] == b'\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if b[i] == b'\'' && i + 2 < b.len() && (b[i + 2] == b'\'' || b[i + 1] == b'\\') {
+            // A char literal ('"', '\n'); lifetimes ('a) are kept.
+            i += 1;
+            while i < b.len() && b[i] != b'\'' {
+                if b[i] == b'\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            i += 1;
+        } else {
+            out.push(b[i] as char);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn ident_at(s: &str) -> Option<&str> {
+    let end = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    (end > 0).then(|| &s[..end])
+}
+
+/// The first path segments of a `{a, b::c, self}` group starting at `s`
+/// (just after the `{`).
+fn group_heads(s: &str) -> Vec<String> {
+    let mut heads = Vec::new();
+    let mut depth = 0;
+    let mut at_item = true;
+    for (k, c) in s.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => at_item = true,
+            c if c.is_whitespace() => {}
+            _ if at_item && depth == 0 => {
+                at_item = false;
+                if let Some(id) = ident_at(&s[k..]) {
+                    heads.push(id.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    heads
+}
+
+/// The second-level paths (`[top, next]`) that `src`, the text of the
+/// file whose module path is `module`, names through `crate::` or
+/// `super::`.
+fn arrows(module: &[String], src: &str) -> BTreeSet<String> {
+    let text = strip(src);
+    let mut tops = BTreeSet::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < text.len() {
+        let word_start = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        let (base, rest): (Vec<String>, &str) = if word_start && text[i..].starts_with("crate::") {
+            (Vec::new(), &text[i + "crate::".len()..])
+        } else if word_start && text[i..].starts_with("super::") {
+            let mut rest = &text[i..];
+            let mut up = 0;
+            while let Some(r) = rest.strip_prefix("super::") {
+                up += 1;
+                rest = r;
+            }
+            // The chain is read whole: skip its inner `super::`s.
+            i += "super::".len() * (up - 1);
+            let keep = module.len().saturating_sub(up);
+            (module[..keep].to_vec(), rest)
+        } else {
+            i += 1;
+            continue;
+        };
+        let heads = match rest.strip_prefix('{') {
+            Some(g) => group_heads(g),
+            None => ident_at(rest)
+                .map(|s| vec![s.to_string()])
+                .unwrap_or_default(),
+        };
+        for h in heads {
+            let mut path = base.clone();
+            if h != "self" {
+                path.push(h);
+            }
+            if let Some(top) = path.first() {
+                tops.insert(top.clone());
+            }
+        }
+        i += 1;
+    }
+    tops
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Every forbidden arrow found in the core's sources, as "file: from -> to".
+fn violations() -> Vec<String> {
+    let src = Path::new(CORE).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(
+        files.len() > 50,
+        "read only {} files of {}",
+        files.len(),
+        src.display()
+    );
+    let modules: BTreeSet<String> = files
+        .iter()
+        .filter_map(|f| module_of(f.strip_prefix(&src).ok()?).first().cloned())
+        .collect();
+    let mut bad = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(&src).expect("under src");
+        let module = module_of(rel);
+        let Some(from) = module.first() else { continue };
+        let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        for to in arrows(&module, &text) {
+            if &to == from || !modules.contains(&to) {
+                continue;
+            }
+            if FORBIDDEN
+                .iter()
+                .any(|&(a, b)| a == from && (b == to || b == "*"))
+            {
+                bad.push(format!("{}: {from} -> {to}", rel.display()));
+            }
+        }
+        let code = strip(&text);
+        for c in FORBIDDEN_CRATES {
+            if code.contains(&format!("{c}::")) {
+                bad.push(format!("{}: uses the {c} crate", rel.display()));
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn no_forbidden_arrow_in_the_core() {
+    let bad = violations();
+    assert!(
+        bad.is_empty(),
+        "forbidden arrows (docs/architecture.md):\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_core_and_the_bindings_depend_on_no_front_end() {
+    let deps = |toml: &str| -> Vec<String> {
+        let v: toml::Value = toml::from_str(toml).expect("a Cargo.toml");
+        ["dependencies", "build-dependencies"]
+            .iter()
+            .filter_map(|k| v.get(k)?.as_table())
+            .flat_map(|t| t.keys().cloned())
+            .collect()
+    };
+    let core = std::fs::read_to_string(Path::new(CORE).join("Cargo.toml")).expect("core manifest");
+    for d in deps(&core) {
+        let name = d.replace('-', "_");
+        assert!(
+            !FORBIDDEN_CRATES.contains(&name.as_str()) && !d.starts_with("oversub-"),
+            "oversub-core depends on {d}"
+        );
+    }
+    let py = Path::new(CORE).join("../oversub-python/Cargo.toml");
+    let py = std::fs::read_to_string(py).expect("bindings manifest");
+    assert!(
+        !deps(&py).iter().any(|d| d == "oversub-cli"),
+        "the Python bindings depend on the CLI"
+    );
+}
+
+// The scanner itself: each way of naming a module is seen, and prose is not.
+
+fn m(path: &str) -> Vec<String> {
+    module_of(Path::new(path))
+}
+
+#[test]
+fn the_scanner_sees_every_way_of_naming_a_module() {
+    let a = arrows(&m("sched/fair.rs"), "use crate::sim::Simulator;\n");
+    assert!(a.contains("sim"), "{a:?}");
+    let a = arrows(&m("sched/fair.rs"), "use crate::{engine::Time, kvm::VmId};");
+    assert!(a.contains("kvm") && a.contains("engine"), "{a:?}");
+    let a = arrows(
+        &m("sched/fair.rs"),
+        "fn f() { let x = crate::trace::Ev::X; }",
+    );
+    assert!(a.contains("trace"), "{a:?}");
+    // Three supers from sched/yield_to/borrow.rs reach the crate root.
+    let a = arrows(
+        &m("sched/yield_to/borrow.rs"),
+        "use super::super::super::guest::X;",
+    );
+    assert!(a.contains("guest"), "{a:?}");
+    // super:: from a file stays in its own top-level module.
+    let a = arrows(&m("sched/yield_to/borrow.rs"), "use super::Foo;");
+    assert_eq!(a.into_iter().collect::<Vec<_>>(), vec!["sched".to_string()]);
+    // super from lib-level module files (sched/mod.rs) is the root.
+    let a = arrows(&m("sched/mod.rs"), "use super::sim::X;");
+    assert!(a.contains("sim"), "{a:?}");
+}
+
+#[test]
+fn the_scanner_ignores_prose_and_messages() {
+    let src = "//! see crate::sim for the loop\n/* crate::kvm */ fn f() { \
+               let s = \"crate::guest\"; let c = '\"'; } // crate::trace\n";
+    assert!(arrows(&m("sched/fair.rs"), src).is_empty());
+}
+
+/// The mutant the test must kill: a forbidden import written into a
+/// scheduler file is reported.
+#[test]
+fn a_forbidden_arrow_is_reported() {
+    let module = m("sched/fair.rs");
+    let to = arrows(&module, "use crate::sim::Simulator;");
+    let hit = to.iter().any(|t| {
+        FORBIDDEN
+            .iter()
+            .any(|&(a, b)| a == module[0] && (b == t || b == "*"))
+    });
+    assert!(hit, "{to:?}");
+}

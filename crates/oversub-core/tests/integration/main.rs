@@ -1,0 +1,24 @@
+//! The integration tests of the core, one binary (one link, one run) with
+//! the helpers they share in `tests/common`. Each module is a former test
+//! file; run one with `cargo test -p oversub-core --test integration MODULE::`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod architecture;
+mod event_budget;
+mod fuzz;
+mod host_costs;
+mod ipi_variants;
+mod kvm_fixes;
+mod kvm_integration;
+mod load_balance;
+mod nested_guests;
+mod periodic_cycles;
+mod program_properties;
+mod properties;
+mod sched_behaviour;
+mod wake_preempt_versions;
+mod workloads;
+mod yield_policies;
+mod yield_vectors;
