@@ -1284,11 +1284,17 @@ out:
 }
 
 /*
- * deboost_sibling_share: CG0 = {A (vCPU0), C (a busy thread)}, CG1 = {B (vCPU1)}, one CPU.
- * A yields to B in a loop.  C's share of the CPU must not depend on the yield_to() policy
- * beyond the lag bound: the borrow is a time shift, not a transfer.  The penalty and the
- * lag credit are measured too, for comparison (printed, not asserted).
+ * deboost_sibling_share: CG0 = {A (vCPU0), C (a busy thread)}, CG1 = {B (vCPU1)}, one CPU:
+ * one cgroup per vCPU side, so B is alone in its cfs_rq (the layout where the borrow's
+ * budget stop must send the reschedule itself).  A yields to B in a loop.  C's share of the
+ * CPU with the borrow must equal its share with the feature off (a time shift, not a
+ * transfer), while the comparison series' penalty and lag credit, which transfer service,
+ * must cost C.  See t_deboost_sibling_share() for the statistics.
  */
+#define SHARE_WINDOW_US	1000000
+#define SHARE_PILOT	6	/* blocks before the sample size is computed */
+#define SHARE_MAX	24	/* blocks at most (the stage's time budget) */
+
 static volatile int c_stop;
 
 static void *busy_thread(void *arg)
@@ -1324,7 +1330,7 @@ static int sc_share(struct vm *vm, void *arg)
 	usleep(200000);
 	for (i = 0; i < 3; i++)
 		t0[i] = thread_runtime(shm->tid[i]);
-	usleep(1500000);
+	usleep(SHARE_WINDOW_US);
 	for (i = 0; i < 3; i++) {
 		t1[i] = thread_runtime(shm->tid[i]);
 		shm->run_ns[i] = t1[i] - t0[i];
@@ -1334,47 +1340,112 @@ static int sc_share(struct vm *vm, void *arg)
 	return 0;
 }
 
+
+
+/* Mean and sample standard deviation of x[0..n-1]. */
+static void mean_sd(const double *x, int n, double *m, double *sd)
+{
+	double s = 0, q = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		s += x[i];
+	*m = n ? s / n : 0;
+	for (i = 0; i < n; i++)
+		q += (x[i] - *m) * (x[i] - *m);
+	*sd = n > 1 ? sqrt(q / (n - 1)) : 0;
+}
+
+/*
+ * Blocks of four runs, one per arm (off, borrow, penalty, lag credit; the order rotates
+ * from block to block so that host-load drift hits every arm alike).  Per block, each arm's
+ * difference from the block's off run (C's share), d_borrow, d_penalty, d_lag_credit.
+ *
+ *  - penalty and lag credit cost C: mean d < 0 with t = mean / se <= -2 each;
+ *  - the borrow does not: the margin is half the smaller of the two measured costs (the
+ *    smallest transfer the test claims to rule out, measured in the same run), and the
+ *    90% confidence interval of mean d_borrow lies inside (-margin, +margin) (two one-sided
+ *    tests at 5%).
+ *
+ * Sample size: after SHARE_PILOT blocks, n = 7.85 * sd(d_borrow)^2 / margin^2 (80% power
+ * at 5% two-sided for a difference of one margin), at least SHARE_PILOT; more blocks are
+ * run up to SHARE_MAX.  If n exceeds SHARE_MAX the test fails for want of power rather
+ * than pass on too few runs.
+ */
 static void t_deboost_sibling_share(struct result *r)
 {
-	/* off and borrow alternate three times (host noise hits both alike); then one each */
-	static const char *pols[] = { "off", "borrow", "off", "borrow", "off", "borrow",
-				      "penalty", "lag_credit" };
+	static const char *arms[] = { "off", "borrow", "penalty", "lag_credit" };
 	struct vm_opts o = { .nr = 2, .pin_cpu = SPIN_CPU,
 			     .cgroup = { "/sys/fs/cgroup/ft/s/cg0", "/sys/fs/cgroup/ft/s/cg1" } };
-	uint64_t c_ns[2] = { 0 }, all_ns[2] = { 0 };
-	double s_off, s_borrow;
-	int k;
+	double d[3][SHARE_MAX], off[SHARE_MAX], m[3], sd[3], margin = 0, need = 0, m_off, sd_off;
+	int n = 0, want = SHARE_PILOT, j;
 
-	if (!need_feat(r, "YIELD_TO_BORROW") || !need_feat(r, "YIELD_TO_PENALTY") || cg_prepare(r))
+	if (!need_feat(r, "YIELD_TO_BORROW") || !need_feat(r, "YIELD_TO_PENALTY") ||
+	    !need_feat(r, "YIELD_TO_LAG_CREDIT") || cg_prepare(r))
 		return;
 	if (cg_threaded("s", 1) || cg_threaded("s/cg0", 0) || cg_threaded("s/cg1", 0)) {
 		fail(r, "cannot create threaded cgroups under %s/ft", cg_root);
 		goto out;
 	}
-	for (k = 0; k < 8; k++) {
-		uint64_t tot;
+	while (n < want) {
+		double share[4];
 
-		yield_policy(pols[k]);
-		shm_init();
-		if (run_scenario(&o, sc_share, NULL, 60)) {
-			fail(r, "scenario (%s) failed", pols[k]);
-			goto out;
+		for (j = 0; j < 4; j++) {
+			int arm = (j + n) % 4;
+			uint64_t tot;
+
+			yield_policy(arms[arm]);
+			shm_init();
+			if (run_scenario(&o, sc_share, NULL, 60)) {
+				fail(r, "scenario (%s) failed", arms[arm]);
+				goto out;
+			}
+			tot = shm->run_ns[0] + shm->run_ns[1] + shm->run_ns[2];
+			share[arm] = tot ? (double)shm->run_ns[2] / tot : 0;
+			diag("block %d %s: A %.0f ms, B %.0f ms, C %.0f ms: C's share %.3f", n,
+			     arms[arm], shm->run_ns[0] / 1e6, shm->run_ns[1] / 1e6,
+			     shm->run_ns[2] / 1e6, share[arm]);
 		}
-		tot = shm->run_ns[0] + shm->run_ns[1] + shm->run_ns[2];
-		if (k < 6) {
-			c_ns[k & 1] += shm->run_ns[2];
-			all_ns[k & 1] += tot;
+		off[n] = share[0];
+		for (j = 0; j < 3; j++)
+			d[j][n] = share[j + 1] - share[0];
+		n++;
+		if (n == SHARE_PILOT) {
+			for (j = 0; j < 3; j++)
+				mean_sd(d[j], n, &m[j], &sd[j]);
+			margin = -(m[1] > m[2] ? m[1] : m[2]) / 2;
+			need = margin > 0 ? 7.85 * sd[0] * sd[0] / (margin * margin) : 1e9;
+			diag("pilot: d_borrow %.4f (sd %.4f), d_penalty %.4f, d_lag_credit %.4f; margin %.4f; blocks needed %.1f",
+			     m[0], sd[0], m[1], m[2], margin, need);
+			if (need > SHARE_MAX) {
+				fail(r, "no power: %.1f blocks needed for a margin of %.4f (sd %.4f), at most %d run",
+				     need, margin, sd[0], SHARE_MAX);
+				goto out;
+			}
+			want = need > SHARE_PILOT ? (int)ceil(need) : SHARE_PILOT;
 		}
-		diag("%s: A %.0f ms, B %.0f ms, C %.0f ms: C's share %.3f", pols[k], shm->run_ns[0] / 1e6,
-		     shm->run_ns[1] / 1e6, shm->run_ns[2] / 1e6, tot ? (double)shm->run_ns[2] / tot : 0);
 	}
-	s_off = all_ns[0] ? (double)c_ns[0] / all_ns[0] : 0;
-	s_borrow = all_ns[1] ? (double)c_ns[1] / all_ns[1] : 0;
-	diag("C's share over three runs each: off %.3f, borrow %.3f", s_off, s_borrow);
-	if (s_off <= 0.05)
-		fail(r, "control: C got no CPU with the feature off (share %.3f)", s_off);
-	else if (s_borrow < 0.8 * s_off)
-		fail(r, "borrow took C's share: %.3f vs %.3f with the feature off", s_borrow, s_off);
+	for (j = 0; j < 3; j++)
+		mean_sd(d[j], n, &m[j], &sd[j]);
+	mean_sd(off, n, &m_off, &sd_off);
+	diag("%d blocks: C's share off %.3f (sd %.4f); differences from off: borrow %+.4f (sd %.4f), penalty %+.4f (sd %.4f), lag credit %+.4f (sd %.4f)",
+	     n, m_off, sd_off, m[0], sd[0], m[1], sd[1], m[2], sd[2]);
+	for (j = 1; j < 3; j++) {
+		double t = sd[j] > 0 ? m[j] / (sd[j] / sqrt(n)) : 0;
+
+		if (t > -2)
+			fail(r, "%s did not cost C: mean difference %+.4f, t %.2f (> -2)",
+			     arms[j + 1], m[j], t);
+	}
+	if (r->ok) {
+		double se = sd[0] / sqrt(n), lo = m[0] - 1.645 * se, hi = m[0] + 1.645 * se;
+
+		margin = -(m[1] > m[2] ? m[1] : m[2]) / 2;
+		diag("borrow: 90%% CI of the difference [%+.4f, %+.4f], margin +-%.4f", lo, hi, margin);
+		if (lo <= -margin || hi >= margin)
+			fail(r, "borrow not shown equal to off: 90%% CI [%+.4f, %+.4f] not within +-%.4f (half the smaller transfer)",
+			     lo, hi, margin);
+	}
 out:
 	yield_policy("borrow");
 	cg_release();
@@ -1533,9 +1604,12 @@ static void t_on_spin_after_eoi(struct result *r)
 }
 
 /*
- * on_spin_untracked_ipi_keeps_upstream_boost: vCPU1 halts with IF=1; vCPU0 wakes it with a
- * logical multicast IPI (vCPU1 + vCPU2), which the hint does not record, and spins.  The
- * woken vCPU1 (ready, maybe not preempted) must get upstream's boost, as round-robin gives.
+ * on_spin_untracked_ipi_keeps_upstream_boost: vCPU1 halts with IF=1; vCPU0 first sends a
+ * unicast IPI to vCPU2 (IF=0: it stays in vCPU2's IRR), then wakes vCPU1 with a logical
+ * multicast IPI (vCPU1 + vCPU2), which the hint does not record, and spins.  The multicast
+ * is vCPU0's latest IPI and names no single vCPU, so it must clear the earlier unicast's
+ * hint; the woken vCPU1 (ready, maybe not preempted) must get upstream's boost, as
+ * round-robin gives.
  */
 static int sc_untracked(struct vm *vm, void *arg)
 {
@@ -1545,6 +1619,8 @@ static int sc_untracked(struct vm *vm, void *arg)
 	for (i = 0; i < vm->nr; i++)
 		shm->tid[i] = vm->vcpu[i].tid;
 	usleep(50000);
+	if (send_ipi(vm, 0, 2, ICR_FIXED | ICR_ASSERT | 0x40))
+		return 6;
 	cmd_post(vm, 1, OP_HLT, 0, 0);
 	usleep(20000);
 	mark("ft-spin");
@@ -1560,6 +1636,21 @@ static void t_on_spin_untracked_ipi_keeps_upstream_boost(struct result *r)
 	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
 
 	spin_check(r, &o, sc_untracked, NULL, 1, 0, "ft-spin");
+}
+
+/*
+ * on_spin_cpl3_receiver: as on_spin_prefers_ipi_receiver, but vCPU2 runs the CPL3 user loop
+ * (IF=0), so it is preempted in user mode.  The spin is HvCallNotifyLongSpinWait, i.e.
+ * kvm_vcpu_on_spin(yield_to_kernel_mode = true), whose filter rejects a vCPU preempted in
+ * user mode unless it has a pending interrupt; without APICv (TCG) upstream cannot see one.
+ * The receiver owes the IPI (IRR), which must count as that pending interrupt.
+ */
+static void t_on_spin_cpl3_receiver(struct result *r)
+{
+	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU, .cpl3_mask = 0x4 };
+	struct spin_arg a = { .ipi_to = 2, .calls = 1 };
+
+	spin_check(r, &o, sc_spin, &a, 2, 1, "ft-spin");
 }
 
 /*
@@ -1685,6 +1776,7 @@ static const struct test {
 	{ "deboost_cross_cpu_token", t_deboost_cross_cpu_token },
 	{ "on_spin_prefers_ipi_receiver", t_on_spin_prefers_ipi_receiver },
 	{ "on_spin_after_eoi", t_on_spin_after_eoi },
+	{ "on_spin_cpl3_receiver", t_on_spin_cpl3_receiver },
 	{ "on_spin_untracked_ipi_keeps_upstream_boost", t_on_spin_untracked_ipi_keeps_upstream_boost },
 	{ "ipi_hint_default_window", t_ipi_hint_default_window },
 	{ "ipi_hint_x2apic", t_ipi_hint_x2apic },
