@@ -1293,7 +1293,7 @@ out:
  */
 #define SHARE_WINDOW_US	1000000
 #define SHARE_PILOT	6	/* blocks before the sample size is computed */
-#define SHARE_MAX	24	/* blocks at most (the stage's time budget) */
+#define SHARE_MAX	40	/* blocks at most (the stage's time budget) */
 
 static volatile int c_stop;
 
@@ -1367,10 +1367,11 @@ static void mean_sd(const double *x, int n, double *m, double *sd)
  *    90% confidence interval of mean d_borrow lies inside (-margin, +margin) (two one-sided
  *    tests at 5%).
  *
- * Sample size: after SHARE_PILOT blocks, n = 7.85 * sd(d_borrow)^2 / margin^2 (80% power
- * at 5% two-sided for a difference of one margin), at least SHARE_PILOT; more blocks are
- * run up to SHARE_MAX.  If n exceeds SHARE_MAX the test fails for want of power rather
- * than pass on too few runs.
+ * Sample size: after SHARE_PILOT blocks and again whenever the planned number is reached,
+ * n = 8.56 * sd(d_borrow)^2 / margin^2 (two one-sided tests at 5%, 80% power when the true
+ * difference is 0), with sd and margin measured on every block so far; more blocks are run
+ * up to SHARE_MAX.  If n exceeds SHARE_MAX the test fails for want of power rather than
+ * pass on too few runs.
  */
 static void t_deboost_sibling_share(struct result *r)
 {
@@ -1410,20 +1411,27 @@ static void t_deboost_sibling_share(struct result *r)
 		for (j = 0; j < 3; j++)
 			d[j][n] = share[j + 1] - share[0];
 		n++;
-		if (n == SHARE_PILOT) {
-			for (j = 0; j < 3; j++)
-				mean_sd(d[j], n, &m[j], &sd[j]);
-			margin = -(m[1] > m[2] ? m[1] : m[2]) / 2;
-			need = margin > 0 ? 7.85 * sd[0] * sd[0] / (margin * margin) : 1e9;
-			diag("pilot: d_borrow %.4f (sd %.4f), d_penalty %.4f, d_lag_credit %.4f; margin %.4f; blocks needed %.1f",
-			     m[0], sd[0], m[1], m[2], margin, need);
-			if (need > SHARE_MAX) {
-				fail(r, "no power: %.1f blocks needed for a margin of %.4f (sd %.4f), at most %d run",
-				     need, margin, sd[0], SHARE_MAX);
-				goto out;
-			}
-			want = need > SHARE_PILOT ? (int)ceil(need) : SHARE_PILOT;
+		if (n < want)
+			continue;
+		/*
+		 * Size (again, with every block so far): two one-sided tests at 5% with 80%
+		 * power when the true difference is 0 need n = (z.95 + z.90)^2 sd^2 / margin^2
+		 * = 8.56 sd^2 / margin^2.  The margin is re-measured too, so the check is
+		 * repeated until n suffices or SHARE_MAX is reached.
+		 */
+		for (j = 0; j < 3; j++)
+			mean_sd(d[j], n, &m[j], &sd[j]);
+		margin = -(m[1] > m[2] ? m[1] : m[2]) / 2;
+		need = margin > 0 ? 8.56 * sd[0] * sd[0] / (margin * margin) : 1e9;
+		diag("after %d blocks: d_borrow %.4f (sd %.4f), d_penalty %.4f, d_lag_credit %.4f; margin %.4f; blocks needed %.1f",
+		     n, m[0], sd[0], m[1], m[2], margin, need);
+		if (need > SHARE_MAX) {
+			fail(r, "no power: %.1f blocks needed for a margin of %.4f (sd %.4f), at most %d run",
+			     need, margin, sd[0], SHARE_MAX);
+			goto out;
 		}
+		if (need > n)
+			want = (int)ceil(need);
 	}
 	for (j = 0; j < 3; j++)
 		mean_sd(d[j], n, &m[j], &sd[j]);
