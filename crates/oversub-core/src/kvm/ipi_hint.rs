@@ -12,9 +12,8 @@
 //! IRR or ISR, or in the posted-interrupt descriptor's PIR with APICv) and
 //! `kvm_vcpu_on_spin()` tries it first. No receiver-side state, no EOI hook:
 //! the preference ends when the receiver takes the interrupt, whether or not
-//! its EOI exits. Not modelled: the APIC-map-only destination lookup
-//! (`kvm_intr_is_single_vcpu_fast()`; the model's destinations always
-//! resolve).
+//! its EOI exits. The destination lookup (`kvm_intr_is_single_vcpu()`: the
+//! APIC map, else a walk) always resolves in the model, as the walk does.
 
 use super::{VcpuIdx, Vector};
 use crate::engine::{Nanos, Time};
