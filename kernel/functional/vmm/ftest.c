@@ -428,6 +428,18 @@ static void vcpu_setup(struct vm *vm, struct vcpu *v)
 	r.rsp = STACK_GPA - v->id * 4096;
 	r.rip = CODE_GPA + (v->cpl3 ? guest_user_loop - guest_code_start : 0);
 	CHECK(ioctl(v->fd, KVM_SET_REGS, &r));
+	if (v->cpl3) {
+		/*
+		 * The CPL3 loop skips guest_code_start, which software-enables the LAPIC
+		 * (SVR = 0x1ff); a disabled LAPIC accepts no IPI, so enable it here.
+		 */
+		struct kvm_lapic_state ls;
+		uint32_t svr = 0x1ff;
+
+		CHECK(ioctl(v->fd, KVM_GET_LAPIC, &ls));
+		memcpy(&ls.regs[0xf0], &svr, sizeof(svr));
+		CHECK(ioctl(v->fd, KVM_SET_LAPIC, &ls));
+	}
 	if (vm->hyperv) {
 		struct {
 			struct kvm_msrs h;
