@@ -1639,10 +1639,11 @@ static int sc_untracked(struct vm *vm, void *arg)
 	for (i = 0; i < vm->nr; i++)
 		shm->tid[i] = vm->vcpu[i].tid;
 	usleep(50000);
-	if (send_ipi(vm, 0, 2, ICR_FIXED | ICR_ASSERT | 0x40))
-		return 6;
 	cmd_post(vm, 1, OP_HLT, 0, 0);
 	usleep(20000);
+	/* right before the multicast, well inside the hint's window */
+	if (send_ipi(vm, 0, 2, ICR_FIXED | ICR_ASSERT | 0x40))
+		return 6;
 	mark("ft-spin");
 	cmd_post(vm, 0, OP_IPI_SPIN, 0x06 << 24, ICR_FIXED | ICR_LOGICAL | ICR_ASSERT | 0x41);
 	if (cmd_wait(vm, 0, 20000))
