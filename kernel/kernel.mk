@@ -7,11 +7,10 @@
 test-kernel:
 	@kernel/scripts/test.sh
 
-## make test-mutation: rebuild the patched kernel with one bug each (MUTANTS=borrow,token,wrap:
-## the borrow reverted (no pick ahead of eligibility, no reschedule after the budget), the token
-## taken on cross-CPU yields, v1's wrap guard back; borrow_pick on request: only the borrow's
-## assignment removed) and require the effect test named after it to fail (not in make test:
-## a build + boot each).
+## make test-mutation: rebuild the patched kernel once per mutant (one mechanism broken each:
+## scheduler borrow, budget_stop, lag_bound; comparison h3_clamp, m4_skip, lag_credit, token, wrap;
+## KVM record_filter, irr_isr, window, receiver_first, init, cpl3; MUTANTS=a,b selects) and require
+## a test named after it to fail (kill table: kernel/README.md; not in make test: a build + boot each).
 test-mutation:
 	@kernel/scripts/mutation.sh
 

@@ -62,9 +62,24 @@ base_id() {
 	echo "$(dpkg-query -W -f='${Version}' linux-source-6.12) $(stat -c '%s %Y' $tb)"
 }
 
+# The patches that make the "patched" tree, in the order git am applies them: the posted
+# series (kernel/patches/, without its cover letter), then the comparison series
+# (kernel/comparison/*.patch, sorted by name; adding a comparison patch is dropping a file
+# there).
+series_patches() {
+	local p
+	for p in "$KDIR"/patches/[0-9]*.patch; do
+		[[ $(basename "$p") == 0000-* ]] || echo "$p"
+	done
+	for p in "$KDIR"/comparison/*.patch; do
+		[[ -f $p ]] && echo "$p"
+	done
+	true
+}
+
 # The cover letter does not change the tree, so it is not part of the id.
 series_id() {
-	cat $(ls "$KDIR"/patches/*.patch | grep -v '/0000-') | sha256sum | cut -d' ' -f1
+	series_patches | xargs cat | sha256sum | cut -d' ' -f1
 }
 
 # Extract the pristine tree once (git repo, commit tagged "base").
@@ -109,11 +124,10 @@ prepare_patched() {
 		git reset -q --hard base
 		git clean -q -fdx -e '*.orig' -e "/$OUT_SUBDIR*"
 		local p
-		for p in "$KDIR"/patches/[0-9]*.patch; do
-			[[ $(basename "$p") == 0000-* ]] && continue
+		for p in $(series_patches); do
 			if ! git "${GIT_ID[@]}" am -q "$p" >/dev/null 2>&1; then
 				git am --abort >/dev/null 2>&1 || true
-				die "patch does not apply: $(basename "$p")"
+				die "patch does not apply: ${p#"$KDIR"/}"
 			fi
 		done
 	)

@@ -1,37 +1,58 @@
 #!/usr/bin/env bash
-# make test-mutation: prove that the functional effect tests can see what the series does.
-# Each mutant is the patched kernel with one change in kernel/sched/; it is booted in the
-# emulated host with the functional tests that must catch it, and at least one of them must
-# fail there:
+# make test-mutation: prove that the effect tests can see what the series does.  Each mutant
+# is the patched kernel (posted + comparison series) with one mechanism broken; it is booted
+# in the emulated host with the tests named after it, and at least one of them must fail
+# there (a functional test NOT MET, or a KUnit suite of that boot failing).  The kill table
+# with measured results is in kernel/README.md.
 #
-#  borrow  the borrow reverted: yield_to_borrow() returns before it computes the budget, so
-#          no level gets ->next_borrow (the pick ahead of eligibility) and no target becomes
-#          rq->yield_borrower (the reschedule once it has run the budget); the kernel then
-#          behaves as with YIELD_TO_BORROW off     -> deboost_switches_to_target
-#  borrow_pick (not in the default list) only the assignment `cfs_rq->next_borrow = se;`
-#          removed: the target is still made the borrower and rescheduled after the budget
-#          if it runs                              -> deboost_switches_to_target
-#  token   a yield_to() whose target is on another CPU takes the rate-limit token of
-#          every cfs_rq of the yielder's CPU (in yield_to_penalty(), instead of returning
-#          before the token)       -> deboost_cross_cpu_token
-#  wrap    v1's vruntime wrap guard back in yield_penalty_new_vruntime() (review item M2:
-#          every penalty refused while the yielder's entity is below zero, as it is in a
-#          fresh cgroup)           -> deboost_fresh_cgroup
+# Scheduler (posted series):
+#  borrow         the borrow reverted: yield_to_borrow() returns right after cancelling an
+#                 earlier borrow; no pick ahead of eligibility, no stop -> deboost_switches_to_target
+#  borrow_pick    (on request) only `cfs_rq_of(se)->next_borrow = se;` removed
+#                                                                  -> deboost_switches_to_target
+#  budget_stop    the stop removed: neither update_curr()'s check nor the hrtick; the target
+#                 runs on to its group entity's deadline           -> deboost_sibling_share
+#  lag_bound      yield_borrow_allowed() not consulted: every level borrows whatever its lag
+#                                                                  -> deboost_sibling_share
+# Scheduler (comparison series):
+#  h3_clamp       the penalty no longer clamped to yield_lag_room()  -> deboost_sibling_share
+#  m4_skip        yielder and target in one cfs_rq penalised too     -> deboost_sibling_share
+#  lag_credit     the credit computed but not applied                -> deboost_sibling_share
+#  token          a cross-CPU yield_to() takes the rate-limit token of every cfs_rq of the
+#                 yielder's CPU                                      -> deboost_cross_cpu_token
+#  wrap           v1's vruntime wrap guard back (review item M2)     -> deboost_fresh_cgroup
+# KVM (posted series):
+#  record_filter  an IPI that is not recorded leaves the older hint in place
+#                                         -> on_spin_untracked_ipi_keeps_upstream_boost
+#  irr_isr        kvm_ipi_hint_owed() true for any vector: the hint survives the EOI
+#                                         -> on_spin_after_eoi, kunit:kvm_x86_ipi_hint
+#  window         the freshness check skipped                        -> ipi_hint_default_window
+#  receiver_first the receiver is not tried before the scan         -> on_spin_prefers_ipi_receiver
+#  init           a sender's hint survives its INIT/reset: no test reaches it (the guest of
+#                 ftest.c cannot be restarted after INIT); listed so that it shows as
+#                 surviving                                          -> on_spin_prefers_ipi_receiver
+#  cpl3           an owed IPI no longer counts as a pending interrupt for a receiver
+#                 preempted in user mode                             -> on_spin_cpl3_receiver
 #
 # A mutant is built from the patched source tree (edited in place under the build lock,
 # restored afterwards) into its own O= directory under that tree, so ccache serves every
-# unchanged object.  Not part of `make test`: one kernel build and one boot per mutant
-# (about 3-5 min each with a warm ccache).  MUTANTS=borrow,token,wrap (the default) selects
-# them.
+# unchanged object.  Not part of `make test`: one kernel build and one boot per mutant.
+# MUTANTS=a,b,... selects them (default: every one above except borrow_pick).
 source "$(dirname "$0")/common.sh"
 
-MUTANTS=${MUTANTS:-borrow,token,wrap}
+ALL_MUTANTS=borrow,budget_stop,lag_bound,h3_clamp,m4_skip,lag_credit,token,wrap,record_filter,irr_isr,window,receiver_first,init,cpl3
+MUTANTS=${MUTANTS:-$ALL_MUTANTS}
 ensure_deps
 tree=$(tree_of patched)
 out=$(out_of "$tree" mutant)
 f=$tree/kernel/sched/fair.c
 h=$tree/kernel/sched/yield_to.h
-restore() { git -C "$tree" checkout -q -- kernel/sched/fair.c kernel/sched/yield_to.h; }
+lapic=$tree/arch/x86/kvm/lapic.c
+x86=$tree/arch/x86/kvm/x86.c
+kvm_main=$tree/virt/kvm/kvm_main.c
+MUTATED="kernel/sched/fair.c kernel/sched/yield_to.h arch/x86/kvm/lapic.c arch/x86/kvm/x86.c virt/kvm/kvm_main.c"
+# shellcheck disable=SC2086
+restore() { git -C "$tree" checkout -q -- $MUTATED; }
 
 # replace_once FILE SITE NEW: replace the one occurrence of SITE in FILE by NEW; fails
 # unless SITE occurs exactly once.
@@ -46,23 +67,49 @@ open(p, "w").write(s.replace(site, new))
 PY
 }
 
-# mutate NAME: edit fair.c or yield_to.h in place; prints the functional tests that must
-# catch it.
+# mutate NAME: edit the tree in place; prints the tests (functional test names, or
+# kunit:SUITE) that must catch it, comma-separated.
 mutate() {
 	local site new
 	case $1 in
 	borrow)
-		site=$'\t/* A new yield ends the bound of an earlier borrow. */\n\trq->yield_borrower = NULL;\n'
-		replace_once "$f" "$site" "$site"$'\treturn 0;\n' ||
-			die "borrow mutation site not found in $f"
+		site=$'\t/* A new yield ends an earlier borrow. */\n\tyield_borrow_cancel(rq);\n'
+		replace_once "$f" "$site" "$site"$'\treturn 0;\n' || die "borrow: site not found in $f"
 		echo "deboost_switches_to_target"
 		;;
 	borrow_pick)
-		local m='cfs_rq->next_borrow = se;' n
-		n=$(grep -cF "$m" "$f" || true)
-		[[ $n == 1 ]] || die "mutation site '$m' found $n times in $f (expected 1)"
-		grep -vF "$m" "$f" >"$f.mut" && mv "$f.mut" "$f"
+		replace_once "$f" $'\t\tcfs_rq_of(se)->next_borrow = se;\n' "" ||
+			die "borrow_pick: site not found in $f"
 		echo "deboost_switches_to_target"
+		;;
+	budget_stop)
+		replace_once "$f" $'\t\tif (unlikely(cfs_rq->borrow_running) &&\n' \
+			$'\t\tif (0 && unlikely(cfs_rq->borrow_running) &&\n' ||
+			die "budget_stop: update_curr() site not found in $f"
+		replace_once "$f" $'\tif (hrtick_enabled(rq))\n\t\thrtick_start(rq, rq->yield_borrow_ns);\n' "" ||
+			die "budget_stop: hrtick site not found in $f"
+		echo "deboost_sibling_share"
+		;;
+	lag_bound)
+		replace_once "$f" $'\t\tif (!yield_borrow_allowed(se->vruntime, avg_vruntime(cfs_rq),\n' \
+			$'\t\tif (0 && !yield_borrow_allowed(se->vruntime, avg_vruntime(cfs_rq),\n' ||
+			die "lag_bound: site not found in $f"
+		echo "deboost_sibling_share"
+		;;
+	h3_clamp)
+		replace_once "$f" $'\tpenalty = min(penalty, room);\n' $'\t(void)room;\n' ||
+			die "h3_clamp: site not found in $f"
+		echo "deboost_sibling_share"
+		;;
+	m4_skip)
+		replace_once "$f" $'\tfind_matching_se(&se_y, &se_t);\n\tif (se_y == &curr->se)\n\t\treturn 0;\n' \
+			$'\tfind_matching_se(&se_y, &se_t);\n' || die "m4_skip: site not found in $f"
+		echo "deboost_sibling_share"
+		;;
+	lag_credit)
+		replace_once "$f" $'\t\t\tse->vruntime -= credit;\n\t\t\tse->deadline -= credit;\n' \
+			$'\t\t\t(void)credit;\n' || die "lag_credit: site not found in $f"
+		echo "deboost_sibling_share"
 		;;
 	token)
 		site=$'\t/* A target on another CPU must not consume this CPU\'s token. */\n'
@@ -70,17 +117,49 @@ mutate() {
 		new+=$'\t\tfor (m = &curr->se; m; m = parent_entity(m))\n'
 		new+=$'\t\t\tyield_penalty_commit(&cfs_rq_of(m)->yield_penalty, curr->pid,\n'
 		new+=$'\t\t\t\t\t     p->pid, rq_clock(rq), false);\n\t\treturn 0;\n\t}\n'
-		replace_once "$f" "$site" "$site$new" ||
-			die "token mutation site not found in $f"
+		replace_once "$f" "$site" "$site$new" || die "token: site not found in $f"
 		echo "deboost_cross_cpu_token"
 		;;
 	wrap)
 		replace_once "$h" $'\tif (!penalty)\n\t\treturn false;\n\t*new_vruntime = vruntime + penalty;\n' \
 			$'\tif (!penalty || vruntime + penalty < vruntime)\n\t\treturn false;\n\t*new_vruntime = vruntime + penalty;\n' ||
-			die "wrap mutation site not found in $h"
+			die "wrap: site not found in $h"
 		echo "deboost_fresh_cgroup"
 		;;
-	*) die "unknown mutant '$1' (allowed: borrow, borrow_pick, token, wrap)" ;;
+	record_filter)
+		replace_once "$lapic" $'\tif (READ_ONCE(sender->arch.ipi_hint))\n\t\tWRITE_ONCE(sender->arch.ipi_hint, 0);\n' "" ||
+			die "record_filter: site not found in $lapic"
+		echo "on_spin_untracked_ipi_keeps_upstream_boost"
+		;;
+	irr_isr)
+		replace_once "$lapic" $'\treturn kvm_apic_pending_eoi(vcpu, vector) ||\n' \
+			$'\treturn vector || kvm_apic_pending_eoi(vcpu, vector) ||\n' ||
+			die "irr_isr: site not found in $lapic"
+		echo "on_spin_after_eoi,kunit:kvm_x86_ipi_hint"
+		;;
+	window)
+		replace_once "$lapic" $'\tif (!ipi_hint_fresh(kvm_ipi_hint_now(), FIELD_GET(KVM_IPI_HINT_TIME, hint),\n' \
+			$'\tif (!window && !ipi_hint_fresh(kvm_ipi_hint_now(), FIELD_GET(KVM_IPI_HINT_TIME, hint),\n' ||
+			die "window: site not found in $lapic"
+		echo "ipi_hint_default_window"
+		;;
+	receiver_first)
+		replace_once "$kvm_main" $'\treceiver = kvm_arch_dy_ipi_receiver(me);\n' \
+			$'\treceiver = kvm_arch_dy_ipi_receiver(me) ? NULL : NULL;\n' ||
+			die "receiver_first: site not found in $kvm_main"
+		echo "on_spin_prefers_ipi_receiver"
+		;;
+	init)
+		replace_once "$x86" $'\tkvm_lapic_reset(vcpu, init_event);\n\tWRITE_ONCE(vcpu->arch.ipi_hint, 0);\n' \
+			$'\tkvm_lapic_reset(vcpu, init_event);\n' || die "init: site not found in $x86"
+		echo "on_spin_prefers_ipi_receiver"
+		;;
+	cpl3)
+		replace_once "$kvm_main" $'yield_to_kernel_mode && !owes_ipi &&\n' \
+			$'yield_to_kernel_mode && (owes_ipi || 1) &&\n' || die "cpl3: site not found in $kvm_main"
+		echo "on_spin_cpl3_receiver"
+		;;
+	*) die "unknown mutant '$1' (allowed: ${ALL_MUTANTS//,/, }, borrow_pick)" ;;
 	esac
 }
 
@@ -92,7 +171,7 @@ for mut in ${MUTANTS//,/ }; do
 	flock 8
 	trap restore EXIT
 	tests=$(mutate "$mut")
-	log "mutant '$mut': kernel/sched/ edited ($(git -C "$tree" diff --stat | tail -1)); must be caught by $tests"
+	log "mutant '$mut': $(git -C "$tree" diff --stat | tail -1); must be caught by $tests"
 	configure_tree "$tree" "$out"
 	t0=$SECONDS
 	kmake "$tree" "$out" bzImage >&2
@@ -102,19 +181,28 @@ for mut in ${MUTANTS//,/ }; do
 	trap - EXIT
 	flock -u 8
 
-	log "booting mutant '$mut' with the functional tests $tests"
+	# Functional tests by name; kunit:SUITE entries are judged from the same boot.
+	ft=$(tr ',' '\n' <<<"$tests" | grep -v '^kunit:' | paste -sd, -)
+	log "booting mutant '$mut' with $tests"
 	logf=$BUILD/mutant-$mut.log
 	rc=0
+	t0=$SECONDS
 	FT_BZIMAGE_PATCHED=$out/bzImage.$mut FT_TREE_PATCHED=$tree \
-		python3 "$KDIR/functional/run.py" --variants patched --suites functional --tests "$tests" \
+		python3 "$KDIR/functional/run.py" --variants patched --suites functional --tests "$ft" \
 		>"$logf" 2>&1 || rc=$?
-	grep -E '^functional:' "$logf" || true
-	if grep -qE '^functional:\S+ .*NOT MET' "$logf"; then
-		echo "[kernel] PASS: mutant '$mut' is caught by: $(grep -E '^functional:\S+ .*NOT MET' "$logf" | awk '{print $1}' | tr '\n' ' ')"
+	grep -E '^(functional|kunit):' "$logf" || true
+	caught=""
+	for t in ${tests//,/ }; do
+		name=$t
+		[[ $t == kunit:* ]] || name=functional:$t
+		grep -qE "^$name\\S* .*NOT MET" "$logf" && caught+="$t "
+	done
+	if [[ -n $caught ]]; then
+		echo "[kernel] PASS: mutant '$mut' is caught by: $caught(boot $((SECONDS - t0))s)"
 		pass_n=$((pass_n + 1))
 	else
 		tail -30 "$logf"
-		echo "[kernel] FAIL: every functional test passed on mutant '$mut' (run.py exit $rc)"
+		echo "[kernel] FAIL: mutant '$mut' survives $tests (run.py exit $rc)"
 		fail_n=$((fail_n + 1))
 	fi
 done

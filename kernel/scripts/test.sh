@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test-kernel: everything that checks the kernel series.
 #
-#  1. apply kernel/patches onto pristine linux-source-6.12 with git am
+#  1. apply kernel/patches (posted) and kernel/comparison (comparison series) onto pristine
+#     linux-source-6.12 with git am
 #  2. checkpatch.pl --strict on every patch (0 errors/warnings/checks)
 #  3. the patched bzImage
 #  4. every patch builds on its own (objects of the directories it touches)
@@ -71,7 +72,7 @@ ensure_deps
 
 stage "prepare trees (base = pristine linux-source-6.12, series applied with git am)"
 if (locked_prepare prepare_patched); then
-	pass "series applies with git am ($(ls "$KDIR"/patches/[0-9]*.patch | grep -vc /0000-) patches)"
+	pass "series applies with git am ($(series_patches | grep -c /patches/) posted + $(series_patches | grep -c /comparison/) comparison patches)"
 else
 	fail "series does not apply (see the patch named above)"
 	finish
@@ -81,9 +82,8 @@ CID=$(cat "$KDIR"/config/*.config | sha256sum | cut -c1-16)
 KEY=${SID:0:16}-$CID
 
 stage "checkpatch --strict"
-for p in "$KDIR"/patches/[0-9]*.patch; do
-	n=$(basename "$p")
-	[[ $n == 0000-* ]] && continue
+for p in $(series_patches); do
+	n=${p#"$KDIR"/}
 	# FILE_PATH_CHANGES ("does MAINTAINERS need updating?") is ignored: the
 	# new files are under kernel/sched/, covered by the SCHEDULER entry's
 	# F: kernel/sched/, and the series adds no MAINTAINERS entry of its own.
@@ -169,7 +169,7 @@ fi
 
 # Objects containing the files the series touches.
 CHECK_OBJS="kernel/sched/core.o kernel/sched/fair.o kernel/sched/build_utility.o
-	arch/x86/kvm/lapic.o arch/x86/kvm/x86.o arch/x86/kvm/vmx/posted_intr.o arch/x86/kvm/vmx/main.o
+	arch/x86/kvm/lapic.o arch/x86/kvm/x86.o arch/x86/kvm/svm/avic.o arch/x86/kvm/vmx/posted_intr.o arch/x86/kvm/vmx/main.o
 	arch/x86/kvm/../../../virt/kvm/kvm_main.o"
 
 # Warnings of the touched files, without line:col (the series moves lines).

@@ -428,6 +428,18 @@ static void vcpu_setup(struct vm *vm, struct vcpu *v)
 	r.rsp = STACK_GPA - v->id * 4096;
 	r.rip = CODE_GPA + (v->cpl3 ? guest_user_loop - guest_code_start : 0);
 	CHECK(ioctl(v->fd, KVM_SET_REGS, &r));
+	if (v->cpl3) {
+		/*
+		 * The CPL3 loop skips guest_code_start, which software-enables the LAPIC
+		 * (SVR = 0x1ff); a disabled LAPIC accepts no IPI, so enable it here.
+		 */
+		struct kvm_lapic_state ls;
+		uint32_t svr = 0x1ff;
+
+		CHECK(ioctl(v->fd, KVM_GET_LAPIC, &ls));
+		memcpy(&ls.regs[0xf0], &svr, sizeof(svr));
+		CHECK(ioctl(v->fd, KVM_SET_LAPIC, &ls));
+	}
 	if (vm->hyperv) {
 		struct {
 			struct kvm_msrs h;
@@ -848,7 +860,8 @@ static struct yield_stats yield_outcomes(const struct evlist *l, pid_t y, pid_t 
 }
 
 /* The first sched_switch away from @y after its first Hyper-V hypercall after marker @after. */
-static const char *ev_spin[] = { "kvm/kvm_hv_hypercall", "sched/sched_switch", NULL };
+static const char *ev_spin[] = { "kvm/kvm_hv_hypercall", "sched/sched_switch", "kvm/kvm_apic_ipi",
+				  NULL };
 
 static pid_t spin_next(const struct evlist *l, pid_t y, const char *after)
 {
@@ -1284,11 +1297,17 @@ out:
 }
 
 /*
- * deboost_sibling_share: CG0 = {A (vCPU0), C (a busy thread)}, CG1 = {B (vCPU1)}, one CPU.
- * A yields to B in a loop.  C's share of the CPU must not depend on the yield_to() policy
- * beyond the lag bound: the borrow is a time shift, not a transfer.  The penalty and the
- * lag credit are measured too, for comparison (printed, not asserted).
+ * deboost_sibling_share: CG0 = {A (vCPU0), C (a busy thread)}, CG1 = {B (vCPU1)}, one CPU:
+ * one cgroup per vCPU side, so B is alone in its cfs_rq (the layout where the borrow's
+ * budget stop must send the reschedule itself).  A yields to B in a loop.  C's share of the
+ * CPU with the borrow must equal its share with the feature off (a time shift, not a
+ * transfer), while the comparison series' penalty and lag credit, which transfer service,
+ * must cost C.  See t_deboost_sibling_share() for the statistics.
  */
+#define SHARE_WINDOW_US	1000000
+#define SHARE_PILOT	6	/* blocks before the sample size is computed */
+#define SHARE_MAX	40	/* blocks at most (the stage's time budget) */
+
 static volatile int c_stop;
 
 static void *busy_thread(void *arg)
@@ -1324,7 +1343,7 @@ static int sc_share(struct vm *vm, void *arg)
 	usleep(200000);
 	for (i = 0; i < 3; i++)
 		t0[i] = thread_runtime(shm->tid[i]);
-	usleep(1500000);
+	usleep(SHARE_WINDOW_US);
 	for (i = 0; i < 3; i++) {
 		t1[i] = thread_runtime(shm->tid[i]);
 		shm->run_ns[i] = t1[i] - t0[i];
@@ -1334,47 +1353,120 @@ static int sc_share(struct vm *vm, void *arg)
 	return 0;
 }
 
+
+
+/* Mean and sample standard deviation of x[0..n-1]. */
+static void mean_sd(const double *x, int n, double *m, double *sd)
+{
+	double s = 0, q = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		s += x[i];
+	*m = n ? s / n : 0;
+	for (i = 0; i < n; i++)
+		q += (x[i] - *m) * (x[i] - *m);
+	*sd = n > 1 ? sqrt(q / (n - 1)) : 0;
+}
+
+/*
+ * Blocks of four runs, one per arm (off, borrow, penalty, lag credit; the order rotates
+ * from block to block so that host-load drift hits every arm alike).  Per block, each arm's
+ * difference from the block's off run (C's share), d_borrow, d_penalty, d_lag_credit.
+ *
+ *  - penalty and lag credit cost C: mean d < 0 with t = mean / se <= -2 each;
+ *  - the borrow does not: the margin is half the smaller of the two measured costs (the
+ *    smallest transfer the test claims to rule out, measured in the same run), and the
+ *    90% confidence interval of mean d_borrow lies inside (-margin, +margin) (two one-sided
+ *    tests at 5%).
+ *
+ * Sample size: after SHARE_PILOT blocks and again whenever the planned number is reached,
+ * n = 8.56 * sd(d_borrow)^2 / margin^2 (two one-sided tests at 5%, 80% power when the true
+ * difference is 0), with sd and margin measured on every block so far; more blocks are run
+ * up to SHARE_MAX.  If n exceeds SHARE_MAX the test fails for want of power rather than
+ * pass on too few runs.
+ */
 static void t_deboost_sibling_share(struct result *r)
 {
-	/* off and borrow alternate three times (host noise hits both alike); then one each */
-	static const char *pols[] = { "off", "borrow", "off", "borrow", "off", "borrow",
-				      "penalty", "lag_credit" };
+	static const char *arms[] = { "off", "borrow", "penalty", "lag_credit" };
 	struct vm_opts o = { .nr = 2, .pin_cpu = SPIN_CPU,
 			     .cgroup = { "/sys/fs/cgroup/ft/s/cg0", "/sys/fs/cgroup/ft/s/cg1" } };
-	uint64_t c_ns[2] = { 0 }, all_ns[2] = { 0 };
-	double s_off, s_borrow;
-	int k;
+	double d[3][SHARE_MAX], off[SHARE_MAX], m[3], sd[3], margin = 0, need = 0, m_off, sd_off;
+	int n = 0, want = SHARE_PILOT, j;
 
-	if (!need_feat(r, "YIELD_TO_BORROW") || !need_feat(r, "YIELD_TO_PENALTY") || cg_prepare(r))
+	if (!need_feat(r, "YIELD_TO_BORROW") || !need_feat(r, "YIELD_TO_PENALTY") ||
+	    !need_feat(r, "YIELD_TO_LAG_CREDIT") || cg_prepare(r))
 		return;
 	if (cg_threaded("s", 1) || cg_threaded("s/cg0", 0) || cg_threaded("s/cg1", 0)) {
 		fail(r, "cannot create threaded cgroups under %s/ft", cg_root);
 		goto out;
 	}
-	for (k = 0; k < 8; k++) {
-		uint64_t tot;
+	while (n < want) {
+		double share[4];
 
-		yield_policy(pols[k]);
-		shm_init();
-		if (run_scenario(&o, sc_share, NULL, 60)) {
-			fail(r, "scenario (%s) failed", pols[k]);
+		for (j = 0; j < 4; j++) {
+			int arm = (j + n) % 4;
+			uint64_t tot;
+
+			yield_policy(arms[arm]);
+			shm_init();
+			if (run_scenario(&o, sc_share, NULL, 60)) {
+				fail(r, "scenario (%s) failed", arms[arm]);
+				goto out;
+			}
+			tot = shm->run_ns[0] + shm->run_ns[1] + shm->run_ns[2];
+			share[arm] = tot ? (double)shm->run_ns[2] / tot : 0;
+			diag("block %d %s: A %.0f ms, B %.0f ms, C %.0f ms: C's share %.3f", n,
+			     arms[arm], shm->run_ns[0] / 1e6, shm->run_ns[1] / 1e6,
+			     shm->run_ns[2] / 1e6, share[arm]);
+		}
+		off[n] = share[0];
+		for (j = 0; j < 3; j++)
+			d[j][n] = share[j + 1] - share[0];
+		n++;
+		if (n < want)
+			continue;
+		/*
+		 * Size (again, with every block so far): two one-sided tests at 5% with 80%
+		 * power when the true difference is 0 need n = (z.95 + z.90)^2 sd^2 / margin^2
+		 * = 8.56 sd^2 / margin^2.  The margin is re-measured too, so the check is
+		 * repeated until n suffices or SHARE_MAX is reached.
+		 */
+		for (j = 0; j < 3; j++)
+			mean_sd(d[j], n, &m[j], &sd[j]);
+		margin = -(m[1] > m[2] ? m[1] : m[2]) / 2;
+		need = margin > 0 ? 8.56 * sd[0] * sd[0] / (margin * margin) : 1e9;
+		diag("after %d blocks: d_borrow %.4f (sd %.4f), d_penalty %.4f, d_lag_credit %.4f; margin %.4f; blocks needed %.1f",
+		     n, m[0], sd[0], m[1], m[2], margin, need);
+		if (need > SHARE_MAX) {
+			fail(r, "no power: %.1f blocks needed for a margin of %.4f (sd %.4f), at most %d run",
+			     need, margin, sd[0], SHARE_MAX);
 			goto out;
 		}
-		tot = shm->run_ns[0] + shm->run_ns[1] + shm->run_ns[2];
-		if (k < 6) {
-			c_ns[k & 1] += shm->run_ns[2];
-			all_ns[k & 1] += tot;
-		}
-		diag("%s: A %.0f ms, B %.0f ms, C %.0f ms: C's share %.3f", pols[k], shm->run_ns[0] / 1e6,
-		     shm->run_ns[1] / 1e6, shm->run_ns[2] / 1e6, tot ? (double)shm->run_ns[2] / tot : 0);
+		if (need > n)
+			want = (int)ceil(need);
 	}
-	s_off = all_ns[0] ? (double)c_ns[0] / all_ns[0] : 0;
-	s_borrow = all_ns[1] ? (double)c_ns[1] / all_ns[1] : 0;
-	diag("C's share over three runs each: off %.3f, borrow %.3f", s_off, s_borrow);
-	if (s_off <= 0.05)
-		fail(r, "control: C got no CPU with the feature off (share %.3f)", s_off);
-	else if (s_borrow < 0.8 * s_off)
-		fail(r, "borrow took C's share: %.3f vs %.3f with the feature off", s_borrow, s_off);
+	for (j = 0; j < 3; j++)
+		mean_sd(d[j], n, &m[j], &sd[j]);
+	mean_sd(off, n, &m_off, &sd_off);
+	diag("%d blocks: C's share off %.3f (sd %.4f); differences from off: borrow %+.4f (sd %.4f), penalty %+.4f (sd %.4f), lag credit %+.4f (sd %.4f)",
+	     n, m_off, sd_off, m[0], sd[0], m[1], sd[1], m[2], sd[2]);
+	for (j = 1; j < 3; j++) {
+		double t = sd[j] > 0 ? m[j] / (sd[j] / sqrt(n)) : 0;
+
+		if (t > -2)
+			fail(r, "%s did not cost C: mean difference %+.4f, t %.2f (> -2)",
+			     arms[j + 1], m[j], t);
+	}
+	if (r->ok) {
+		double se = sd[0] / sqrt(n), lo = m[0] - 1.645 * se, hi = m[0] + 1.645 * se;
+
+		margin = -(m[1] > m[2] ? m[1] : m[2]) / 2;
+		diag("borrow: 90%% CI of the difference [%+.4f, %+.4f], margin +-%.4f", lo, hi, margin);
+		if (lo <= -margin || hi >= margin)
+			fail(r, "borrow not shown equal to off: 90%% CI [%+.4f, %+.4f] not within +-%.4f (half the smaller transfer)",
+			     lo, hi, margin);
+	}
 out:
 	yield_policy("borrow");
 	cg_release();
@@ -1425,32 +1517,76 @@ static int sc_spin(struct vm *vm, void *arg)
 }
 
 /*
+ * How long vCPU0 (@y) took from its IPI to its spin: from its first kvm_apic_ipi after the
+ * @after mark to its first kvm_hv_hypercall, in ns; -1 if either is missing.
+ */
+static long long spin_ipi_gap(const struct evlist *l, pid_t y, const char *after)
+{
+	int i, started = !after;
+	long long ipi = -1;
+
+	for (i = 0; i < l->n; i++) {
+		const struct ev *e = &l->v[i];
+
+		if (!started) {
+			started = !strcmp(e->name, "tracing_mark_write") && strstr(e->args, after);
+			continue;
+		}
+		if (e->pid != y)
+			continue;
+		if (ipi < 0 && !strcmp(e->name, "kvm_apic_ipi"))
+			ipi = (long long)e->ts_ns;
+		else if (ipi >= 0 && !strcmp(e->name, "kvm_hv_hypercall"))
+			return (long long)e->ts_ns - ipi;
+	}
+	return -1;
+}
+
+/*
+ * Margin around ipi_hint_window_us within which an IPI-to-spin gap read from the trace
+ * (trace clock "perf") is not compared with the kernel's hint age (ktime_get_mono_fast_ns).
+ */
+#define SPIN_GAP_GUARD_NS (10 * 1000000LL)
+
+/*
  * Run @fn on a 4-vCPU Hyper-V VM on one CPU; check KVM's choice (the receiver-boost stats,
  * every attempt) and who runs after vCPU0's first spin.  A successful yield_to() does not
  * force the pick (the borrow is refused beyond the lag bound, and then another runnable
- * vCPU may run), so the scenario is tried up to 3 times and the next task must match once.
+ * vCPU may run), so the scenario is judged up to 3 times and the next task must match once.
+ * An attempt that expects a boost is judged only if vCPU0 spun within ipi_hint_window_us of
+ * its IPI: in the emulated host the sender is often preempted between the two, at load for
+ * longer than the window, and then the hint has rightly expired (that attempt must show no
+ * boost attempt at all).  At most 6 attempts are run.
  */
 static void spin_check_once(struct result *r, const struct vm_opts *o, scenario_fn fn, void *arg,
-			    int want_vcpu, int want_boost, const char *after, int *next_ok);
+			    int want_vcpu, int want_boost, const char *after, int *next_ok,
+			    int *judged);
 
 static void spin_check(struct result *r, const struct vm_opts *o, scenario_fn fn, void *arg,
 		       int want_vcpu, int want_boost, const char *after)
 {
-	int k, next_ok = 0;
+	int k, next_ok = 0, judged = 0;
 
-	for (k = 0; k < 3 && r->ok && !next_ok; k++)
-		spin_check_once(r, o, fn, arg, want_vcpu, want_boost, after, &next_ok);
-	if (r->ok && !next_ok)
-		fail(r, "in 3 attempts vCPU0's spin never switched to vCPU%d", want_vcpu);
+	for (k = 0; k < 6 && judged < 3 && r->ok && !next_ok; k++)
+		spin_check_once(r, o, fn, arg, want_vcpu, want_boost, after, &next_ok, &judged);
+	if (r->ok && !judged)
+		fail(r, "not judged: in %d attempts vCPU0 never spun within the hint's window of its IPI",
+		     k);
+	else if (r->ok && !next_ok)
+		fail(r, "in %d judged attempts vCPU0's spin never switched to vCPU%d", judged,
+		     want_vcpu);
 }
 
 static void spin_check_once(struct result *r, const struct vm_opts *o, scenario_fn fn, void *arg,
-			    int want_vcpu, int want_boost, const char *after, int *next_ok)
+			    int want_vcpu, int want_boost, const char *after, int *next_ok,
+			    int *judged)
 {
 	long t0 = 0, s0 = 0, t1, s1;
+	long long gap, window;
 	struct evlist l;
 	pid_t next;
 	int i;
+	char p[256];
 
 	if (!need_stat(r, st_try) || !need_stat(r, st_ok))
 		return;
@@ -1469,6 +1605,31 @@ static void spin_check_once(struct result *r, const struct vm_opts *o, scenario_
 	     next, shm->tid[i] == next ? i : -1, t1 - t0, s1 - s0);
 	if (!r->ok)
 		goto out;
+	if (want_boost) {
+		snprintf(p, sizeof(p), "%s/ipi_hint_window_us", kvm_params);
+		window = read_long(p, -1) * 1000LL;
+		gap = spin_ipi_gap(&l, shm->tid[0], after);
+		if (window < 0 || gap < 0) {
+			fail(r, "cannot judge: ipi_hint_window_us %lld ns, IPI-to-spin gap %lld ns (no kvm_apic_ipi or kvm_hv_hypercall of vCPU0 traced)",
+			     window, gap);
+			goto out;
+		}
+		diag("vCPU0's IPI-to-spin gap %.1f ms (window %.1f ms)", gap / 1e6, window / 1e6);
+		if (gap > window + SPIN_GAP_GUARD_NS) {
+			if (t1 - t0 != 0)
+				fail(r, "a receiver boost was attempted %.1f ms after the IPI, beyond the window",
+				     gap / 1e6);
+			else
+				diag("attempt not judged: the hint expired before the spin, as it must");
+			goto out;
+		}
+		if (gap > window - SPIN_GAP_GUARD_NS) {
+			diag("attempt not judged: gap within %lld ms of the window",
+			     SPIN_GAP_GUARD_NS / 1000000);
+			goto out;
+		}
+	}
+	(*judged)++;
 	if (want_boost && s1 - s0 < 1)
 		fail(r, "no successful IPI receiver boost counted");
 	else if (!want_boost && t1 - t0 != 0)
@@ -1533,9 +1694,12 @@ static void t_on_spin_after_eoi(struct result *r)
 }
 
 /*
- * on_spin_untracked_ipi_keeps_upstream_boost: vCPU1 halts with IF=1; vCPU0 wakes it with a
- * logical multicast IPI (vCPU1 + vCPU2), which the hint does not record, and spins.  The
- * woken vCPU1 (ready, maybe not preempted) must get upstream's boost, as round-robin gives.
+ * on_spin_untracked_ipi_keeps_upstream_boost: vCPU1 halts with IF=1; vCPU0 first sends a
+ * unicast IPI to vCPU2 (IF=0: it stays in vCPU2's IRR), then wakes vCPU1 with a logical
+ * multicast IPI (vCPU1 + vCPU2), which the hint does not record, and spins.  The multicast
+ * is vCPU0's latest IPI and names no single vCPU, so it must clear the earlier unicast's
+ * hint; the woken vCPU1 (ready, maybe not preempted) must get upstream's boost, as
+ * round-robin gives.
  */
 static int sc_untracked(struct vm *vm, void *arg)
 {
@@ -1547,6 +1711,9 @@ static int sc_untracked(struct vm *vm, void *arg)
 	usleep(50000);
 	cmd_post(vm, 1, OP_HLT, 0, 0);
 	usleep(20000);
+	/* right before the multicast, well inside the hint's window */
+	if (send_ipi(vm, 0, 2, ICR_FIXED | ICR_ASSERT | 0x40))
+		return 6;
 	mark("ft-spin");
 	cmd_post(vm, 0, OP_IPI_SPIN, 0x06 << 24, ICR_FIXED | ICR_LOGICAL | ICR_ASSERT | 0x41);
 	if (cmd_wait(vm, 0, 20000))
@@ -1560,6 +1727,21 @@ static void t_on_spin_untracked_ipi_keeps_upstream_boost(struct result *r)
 	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
 
 	spin_check(r, &o, sc_untracked, NULL, 1, 0, "ft-spin");
+}
+
+/*
+ * on_spin_cpl3_receiver: as on_spin_prefers_ipi_receiver, but vCPU2 runs the CPL3 user loop
+ * (IF=0), so it is preempted in user mode.  The spin is HvCallNotifyLongSpinWait, i.e.
+ * kvm_vcpu_on_spin(yield_to_kernel_mode = true), whose filter rejects a vCPU preempted in
+ * user mode unless it has a pending interrupt; without APICv (TCG) upstream cannot see one.
+ * The receiver owes the IPI (IRR), which must count as that pending interrupt.
+ */
+static void t_on_spin_cpl3_receiver(struct result *r)
+{
+	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU, .cpl3_mask = 0x4 };
+	struct spin_arg a = { .ipi_to = 2, .calls = 1 };
+
+	spin_check(r, &o, sc_spin, &a, 2, 1, "ft-spin");
 }
 
 /*
@@ -1685,6 +1867,7 @@ static const struct test {
 	{ "deboost_cross_cpu_token", t_deboost_cross_cpu_token },
 	{ "on_spin_prefers_ipi_receiver", t_on_spin_prefers_ipi_receiver },
 	{ "on_spin_after_eoi", t_on_spin_after_eoi },
+	{ "on_spin_cpl3_receiver", t_on_spin_cpl3_receiver },
 	{ "on_spin_untracked_ipi_keeps_upstream_boost", t_on_spin_untracked_ipi_keeps_upstream_boost },
 	{ "ipi_hint_default_window", t_ipi_hint_default_window },
 	{ "ipi_hint_x2apic", t_ipi_hint_x2apic },

@@ -317,6 +317,8 @@ impl VmRt {
                 && w.targets.len() == 1;
             if w.exited && unicast {
                 h.record(me, w.targets[0], irq.vector, now);
+            } else if w.exited {
+                h.forget(me);
             }
         }
         w

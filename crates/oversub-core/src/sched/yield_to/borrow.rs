@@ -1,8 +1,10 @@
 //! `borrow`: the fairness-preserving yield_to() of docs/design.md section 1.
-//! The target may be picked ahead of eligibility at each level from its own
-//! cfs_rq up to the common ancestor's (LCA's) where the borrowed run keeps it
-//! within `entity_lag()`'s bound, for the yielder's unused slice, and is then
-//! charged normally (nothing is given away: the service is shifted in time).
+//! The target may be picked ahead of eligibility at every level from its own
+//! cfs_rq up to the common ancestor's (LCA's), all or none, if the borrowed
+//! run keeps it within `entity_lag()`'s bound at each, for the yielder's
+//! unused slice, and is then charged normally (nothing is given away: the
+//! service is shifted in time). Follows the series' `yield_to_borrow()`
+//! (kernel/patches/0003, round 3, on 6.12.117).
 //!
 //! The per-level grant is `CfsRq::next_borrowed` (cleared with the buddy);
 //! `pick_next_entity()` honours a borrowed buddy although it is ineligible.
@@ -15,6 +17,7 @@ use crate::sched::core::Switch;
 use crate::sched::ids::{CpuId, TaskId};
 use crate::sched::weight::{calc_delta_fair, NICE_0_LOAD, SCHED_FIXEDPOINT_SHIFT};
 use crate::sched::Scheduler;
+use smallvec::SmallVec;
 
 impl Scheduler {
     /// The borrow step of `yield_to_task_fair()` (after `set_next_buddy()`).
@@ -47,26 +50,33 @@ impl Scheduler {
         let se_t = self.tasks[p.idx()].se;
         let (_, st_lca) = self.find_matching_se(se_y, se_t);
         let tick = self.cfg.tick_nsec();
-        let mut granted = false;
+        // All levels or none (the series' yield_to_borrow(), round 3, on
+        // 6.12.117): a level granted above one that refuses would let a
+        // sibling of the target run ahead of eligibility, unstopped. The
+        // stop here is a high-resolution timer, so no tick is reserved.
+        let mut chain: SmallVec<[_; 4]> = SmallVec::new();
         let mut s = Some(se_t);
         while let Some(se) = s {
             let cfs = self.cfs_rq_of(se);
-            if self.cfs_rqs[cfs.idx()].next == Some(se) {
-                let e = &self.ses[se.idx()];
-                let charge = calc_delta_fair(budget, &e.load);
-                let limit = calc_delta_fair((2 * e.slice).max(tick), &e.load);
-                let vr = e.vruntime();
-                let avg = self.avg_vruntime(cfs);
-                if yield_borrow_allowed(vr, avg, charge, limit) {
-                    self.cfs_rqs[cfs.idx()].next_borrowed = true;
-                    granted = true;
-                }
+            if self.cfs_rqs[cfs.idx()].next != Some(se) {
+                return;
             }
+            let e = &self.ses[se.idx()];
+            let charge = calc_delta_fair(budget, &e.load);
+            let limit = calc_delta_fair((2 * e.slice).max(tick), &e.load);
+            if !yield_borrow_allowed(e.vruntime(), self.avg_vruntime(cfs), charge, limit) {
+                return;
+            }
+            chain.push(cfs);
             if se == st_lca {
                 break;
             }
             s = self.parent_entity(se);
         }
+        for cfs in &chain {
+            self.cfs_rqs[cfs.idx()].next_borrowed = true;
+        }
+        let granted = !chain.is_empty();
         if granted {
             self.yield_rq[cpu.idx()].borrow_pending = Some((p, budget));
             self.yield_stats.borrows += 1;
