@@ -16,12 +16,12 @@
 
 pub mod real;
 
-use oversub_conform::host::HostInfo;
-use oversub_conform::judge::{LAT_ABS_TOL_NS, LAT_REL_TOL};
 use oversub::engine::Nanos;
 use oversub::scenario::overrides::{parse_override, Override};
 use oversub::scenario::{parse_duration, Scenario};
 use oversub::sched::HostCosts;
+use oversub_conform::host::HostInfo;
+use oversub_conform::judge::{LAT_ABS_TOL_NS, LAT_REL_TOL};
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -329,15 +329,17 @@ pub fn run(
     } else {
         VARIANTS.iter().collect()
     };
-    // sim[variant][nice]
-    let mut sim = Vec::new();
-    for v in &variants {
-        let mut row = Vec::new();
-        for &n in &nices {
-            row.push(simulate(&file, v, n, &measured, seeds, d)?);
-        }
-        sim.push(row);
-    }
+    // sim[variant][nice], the runs spread over the cores.
+    let jobs: Vec<(usize, i32)> = (0..variants.len())
+        .flat_map(|vi| nices.iter().map(move |&n| (vi, n)))
+        .collect();
+    let cells: Vec<SimCell> = {
+        use rayon::prelude::*;
+        jobs.par_iter()
+            .map(|&(vi, n)| simulate(&file, variants[vi], n, &measured, seeds, d))
+            .collect::<Result<_, String>>()?
+    };
+    let sim: Vec<Vec<SimCell>> = cells.chunks(nices.len()).map(|c| c.to_vec()).collect();
     let _ = writeln!(
         md,
         "Simulated: {} s per run, seeds {:?}; figures are the means over seeds of the cyclictest task's mean / median / maximum latency (expiry to running), us.\n",
@@ -484,10 +486,7 @@ fn judge(
             let pspread = (x.probes_ns.iter().max().copied().unwrap_or(0)
                 - x.probes_ns.iter().min().copied().unwrap_or(0)) as f64
                 / 1e3;
-            let tol = (LAT_REL_TOL * med)
-                .max(LAT_ABS_TOL_NS / 1e3)
-                .max(spread)
-                + pspread;
+            let tol = (LAT_REL_TOL * med).max(LAT_ABS_TOL_NS / 1e3).max(spread) + pspread;
             let v = if tol >= med {
                 "not judged (tolerance wider than the value)".to_string()
             } else if (s.p50_us - med).abs() <= tol {

@@ -252,6 +252,20 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         out.join("summary.md").display(),
         out.join("results.csv").display()
     );
+    if m.eevdf_latency.is_some() {
+        let _ = writeln!(
+            text,
+            "eevdf-latency: cyclictest under hackbench, real and simulated beside the talk's table: {}",
+            out.join("summary.md").display()
+        );
+    }
+    if m.yield_throttle.is_some() {
+        let _ = writeln!(
+            text,
+            "yield-throttle: the RFC's benchmark, real and simulated beside its figures: {}",
+            out.join("summary.md").display()
+        );
+    }
     if judged_fail {
         return Err(format!(
             "{text}eevdf-latency: a real latency median disagrees with the simulated one beyond the tolerance (above; {})",

@@ -17,10 +17,10 @@
 //! where it cannot (kernel lockdown here), one line says so.
 
 use super::Measured;
+use oversub::scenario::Scenario;
 use oversub_conform::calibrate::ProbeShape;
 use oversub_conform::host::{self, CpuController, HostInfo};
 use oversub_conform::real::{calibrate_in_cgroup, timer_probe_batch, CgroupTree};
-use oversub::scenario::Scenario;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
