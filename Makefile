@@ -23,6 +23,7 @@ EXTRA_TESTS :=
 EXTRA_TESTS += test-conform
 -include kernel/kernel.mk
 -include kernel/functional/functional.mk
+-include kernel/comparison/yield-throttle.mk
 
 ## make test-eevdf-latency: the short form of `oversub reproduce`'s eevdf-latency
 ## section, judged: cyclictest under hackbench on the running kernel against the
