@@ -621,3 +621,48 @@ fn shapes(p: &Published, variants: &[&Variant], sim: &[Vec<SimCell>], nices: &[i
     );
     md
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios/latency/cyclictest-hackbench.toml")
+    }
+
+    fn variant(label: &str) -> &'static Variant {
+        VARIANTS.iter().find(|v| v.label == label).unwrap()
+    }
+
+    /// The simulated columns differ where the kernels do: without
+    /// RUN_TO_PARITY the nice -19 wakee preempts a running hackbench task
+    /// sooner; PREEMPT_SHORT needs a shorter slice, and every task here has
+    /// the default one, so turning it off changes nothing.
+    #[test]
+    fn run_to_parity_delays_the_wakee_and_preempt_short_needs_a_shorter_slice() {
+        let m = Measured::default();
+        let d = Nanos::from_ms(500);
+        let sim = |label: &str| simulate(&file(), variant(label), -19, &m, &[1, 2], d).unwrap();
+        let (rtp, no_rtp, no_ps) = (sim("6.12"), sim("6.12 NO_RTP"), sim("6.12 NO_PS"));
+        assert!(no_rtp.avg_us < rtp.avg_us, "{no_rtp:?} vs {rtp:?}");
+        assert_eq!(no_ps.avg_us, rtp.avg_us);
+    }
+
+    #[test]
+    fn published_table_parses_and_has_every_nice_level() {
+        let src = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/published.toml"),
+        )
+        .unwrap();
+        #[derive(Deserialize)]
+        struct P {
+            eevdf_latency: Published,
+        }
+        let p: P = toml::from_str(&src).unwrap();
+        for n in NICES {
+            let r = p.eevdf_latency.row.iter().find(|r| r.nice == n).unwrap();
+            assert_eq!(r.avg_us.len(), p.eevdf_latency.columns.len());
+        }
+    }
+}
