@@ -199,7 +199,7 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         judged_fail = o.failed && c.judge;
     }
     if let Some(c) = &m.yield_throttle {
-        extra_md += &yield_throttle::run(c, dir, extra.yield_throttle.as_ref(), quick, costs, out)?;
+        extra_md += &yield_throttle::run(c, dir, extra.yield_throttle.as_ref(), quick, costs)?;
     }
     let wall_s = wall.elapsed().as_secs_f64();
     let mut w = |name: &str, text: &str| -> Result<(), String> {

@@ -283,7 +283,6 @@ pub fn run(
     published: Option<&Published>,
     quick: bool,
     costs: Option<HostCosts>,
-    out: &Path,
 ) -> Result<String, String> {
     let file = manifest_dir.join(&cfg.scenario);
     let (seeds, d, secs) = if quick {
@@ -312,11 +311,11 @@ pub fn run(
         "# Section yield-throttle: the sched_yield() throttle RFC's benchmark (seed 003)\n"
     );
     // Real: the benchmark on this kernel (no throttle).
-    let real = compile(
-        &manifest_dir.join(&cfg.program),
-        &out.join("yield-throttle"),
-    )
-    .and_then(|bin| run_real(&bin, threads, secs, &out.join("yield-throttle")));
+    // The compiled benchmark and perf's data are scratch, not outputs.
+    let scratch = std::env::temp_dir().join(format!("oversub-yield-bench-{}", std::process::id()));
+    let real = compile(&manifest_dir.join(&cfg.program), &scratch)
+        .and_then(|bin| run_real(&bin, threads, secs, &scratch));
+    let _ = std::fs::remove_dir_all(&scratch);
     let work = match &real {
         Ok(b) if b.yields > 0 => Some((b.cpu_ns / b.yields).max(100)),
         _ => None,
