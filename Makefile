@@ -23,6 +23,17 @@ EXTRA_TESTS :=
 EXTRA_TESTS += test-conform
 -include kernel/kernel.mk
 -include kernel/functional/functional.mk
+-include kernel/comparison/yield-throttle.mk
+
+## make test-eevdf-latency: the short form of `oversub reproduce`'s eevdf-latency
+## section, judged: cyclictest under hackbench on the running kernel against the
+## simulated running-kernel preset, costs calibrated in the same run (docs/reproduce.md).
+.PHONY: test-eevdf-latency
+test-eevdf-latency: deps
+	@scripts/install-deps.sh conform
+	$(CARGO) build --release --locked
+	$(OVERSUB) reproduce --manifest sweeps/eevdf-latency-check.toml --out out/eevdf-latency-check
+EXTRA_TESTS += test-eevdf-latency
 
 ## make test: every test in the repository.
 test: test-sim test-python test-recordings $(EXTRA_TESTS)

@@ -9,6 +9,10 @@ need_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok
 
 if [[ $what == rust || $what == all ]]; then
 	need_pkg build-essential
+	# `oversub reproduce` (make run): the eevdf-latency section runs Debian's
+	# cyclictest and hackbench, the yield-throttle section perf.
+	need_pkg rt-tests
+	need_pkg linux-perf
 fi
 if [[ $what == python || $what == all ]]; then
 	# `make python`: a venv for the `oversub` package (python3-venv) and the
@@ -19,8 +23,10 @@ if [[ $what == python || $what == all ]]; then
 	done
 fi
 if [[ $what == conform || $what == all ]]; then
-	# `oversub conform FILE.json` runs rt-app programs with the real rt-app.
+	# `oversub conform FILE.json` runs rt-app programs with the real rt-app;
+	# `make test-eevdf-latency` runs cyclictest and hackbench (rt-tests).
 	need_pkg rt-app
+	need_pkg rt-tests
 fi
 if [[ $what == measure || $what == all ]]; then
 	# `make measure` (scripts/measure-real.sh): the real programs behind the

@@ -463,3 +463,32 @@ fn forests(o: &mut String, s: &Section, p: &Published) {
     }
     let _ = writeln!(o, "</div>");
 }
+
+/// `page` with the markdown of the self-contained sections (eevdf-latency,
+/// yield-throttle) rendered before the end of its body; each `# ` line of
+/// `md` becomes a section heading.
+pub fn with_extra(page: &str, md: &str) -> String {
+    if md.is_empty() {
+        return page.to_string();
+    }
+    let mut frag = String::new();
+    let mut chunk = String::new();
+    let flush = |frag: &mut String, chunk: &mut String| {
+        frag.push_str(&md_to_html(chunk));
+        chunk.clear();
+    };
+    for l in md.lines() {
+        if let Some(h) = l.strip_prefix("# ") {
+            flush(&mut frag, &mut chunk);
+            let _ = writeln!(frag, "<h2>{}</h2>", esc(h));
+        } else {
+            chunk.push_str(l);
+            chunk.push('\n');
+        }
+    }
+    flush(&mut frag, &mut chunk);
+    match page.rfind("</body>") {
+        Some(i) => format!("{}{frag}{}", &page[..i], &page[i..]),
+        None => format!("{page}{frag}"),
+    }
+}

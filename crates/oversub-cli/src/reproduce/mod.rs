@@ -7,9 +7,11 @@
 //! Everything is defined by scenario files and `--set` overrides, so the
 //! reproduction follows the model as it changes.
 
+pub mod eevdf_latency;
 pub mod html;
 pub mod plot;
 pub mod verdict;
+pub mod yield_throttle;
 
 use crate::provenance::Provenance;
 use crate::sweep_files;
@@ -26,7 +28,19 @@ use std::path::Path;
 #[serde(deny_unknown_fields)]
 struct Manifest {
     published: String,
+    #[serde(default)]
     section: Vec<RawSection>,
+    /// The EEVDF latency talk (seed 004): real, simulated, published.
+    eevdf_latency: Option<eevdf_latency::Config>,
+    /// The sched_yield() throttle RFC (seed 003).
+    yield_throttle: Option<yield_throttle::Config>,
+}
+
+/// The seeds 003/004 figures of `data/published.toml` (optional tables).
+#[derive(Deserialize, Default)]
+struct PublishedExtra {
+    eevdf_latency: Option<eevdf_latency::Published>,
+    yield_throttle: Option<yield_throttle::Published>,
 }
 
 #[derive(Deserialize)]
@@ -118,12 +132,23 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
             e.to_string().lines().collect::<Vec<_>>().join(" ")
         )
     })?;
-    check_sections(&mf, &m.section)?;
+    check_sections(
+        &mf,
+        &m.section,
+        m.eevdf_latency.is_some() || m.yield_throttle.is_some(),
+    )?;
     let dir = manifest.parent().unwrap_or(Path::new("."));
     let pf = dir.join(&m.published);
     let psrc = oversub::limits::read_text(&pf, "a TOML file of published figures")
         .map_err(|e| format!("{}: {e}", pf.display()))?;
     let published: Published = toml::from_str(&psrc).map_err(|e| {
+        format!(
+            "{}: {}",
+            pf.display(),
+            e.to_string().lines().collect::<Vec<_>>().join(" ")
+        )
+    })?;
+    let extra: PublishedExtra = toml::from_str(&psrc).map_err(|e| {
         format!(
             "{}: {}",
             pf.display(),
@@ -169,6 +194,20 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
             summary,
         });
     }
+    // The seeds 004 and 003 sections (self-contained: their own real runs
+    // and simulations, markdown appended to summary.md and report.html).
+    let mut extra_md = String::new();
+    let mut judged_fail = false;
+    let mut costs = None;
+    if let Some(c) = &m.eevdf_latency {
+        let o = eevdf_latency::run(c, dir, extra.eevdf_latency.as_ref(), quick)?;
+        extra_md += &o.markdown;
+        costs = o.costs;
+        judged_fail = o.failed && c.judge;
+    }
+    if let Some(c) = &m.yield_throttle {
+        extra_md += &yield_throttle::run(c, dir, extra.yield_throttle.as_ref(), quick, costs)?;
+    }
     let wall_s = wall.elapsed().as_secs_f64();
     let mut w = |name: &str, text: &str| -> Result<(), String> {
         files.push((out.join(name), text.to_string()));
@@ -176,7 +215,12 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     };
     w("results.csv", &combined_csv(&sections))?;
     w("results.csv.meta.json", &prov.sidecar("results.csv"))?;
-    let table = comparison(&sections, &published);
+    // A manifest of only the self-contained sections has no v1 table.
+    let table = if sections.is_empty() {
+        String::new()
+    } else {
+        comparison(&sections, &published)
+    };
     let verdict = verdict::verdict(&sections, &published);
     let mut md = String::new();
     let _ = writeln!(
@@ -189,8 +233,10 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     for v in &verdict {
         let _ = writeln!(md, "* {v}");
     }
-    let _ = writeln!(md, "\n## Published v1 gains beside the simulation\n");
-    let _ = writeln!(md, "```\n{table}```\n");
+    if !table.is_empty() {
+        let _ = writeln!(md, "\n## Published v1 gains beside the simulation\n");
+        let _ = writeln!(md, "```\n{table}```\n");
+    }
     for s in &sections {
         let _ = writeln!(md, "# Section {}: {}\n", s.name, s.title);
         let body = sweep::summary::to_markdown(&s.spec, &s.summary);
@@ -204,11 +250,10 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         }
         md.push('\n');
     }
+    md += &extra_md;
     w("summary.md", &md)?;
-    w(
-        "report.html",
-        &html::render(&sections, &published, quick, &verdict, &prov),
-    )?;
+    let page = html::render(&sections, &published, quick, &verdict, &prov);
+    w("report.html", &html::with_extra(&page, &extra_md))?;
     crate::output::write_set(&files)?;
     let mut text = String::new();
     let _ = writeln!(text, "Verdict:");
@@ -225,15 +270,35 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         out.join("summary.md").display(),
         out.join("results.csv").display()
     );
+    if m.eevdf_latency.is_some() {
+        let _ = writeln!(
+            text,
+            "eevdf-latency: cyclictest under hackbench, real and simulated beside the talk's table: {}",
+            out.join("summary.md").display()
+        );
+    }
+    if m.yield_throttle.is_some() {
+        let _ = writeln!(
+            text,
+            "yield-throttle: the RFC's benchmark, real and simulated beside its figures: {}",
+            out.join("summary.md").display()
+        );
+    }
+    if judged_fail {
+        return Err(format!(
+            "{text}eevdf-latency: a real latency median disagrees with the simulated one beyond the tolerance (above; {})",
+            out.join("summary.md").display()
+        ));
+    }
     Ok(text)
 }
 
 /// Section names become directories under `--out`: safe names only
 /// (letters, digits, `_`, `-`; not empty), each once; at least one section.
-fn check_sections(mf: &str, sections: &[RawSection]) -> Result<(), String> {
-    if sections.is_empty() {
+fn check_sections(mf: &str, sections: &[RawSection], others: bool) -> Result<(), String> {
+    if sections.is_empty() && !others {
         return Err(format!(
-            "{mf}: section: empty: allowed one or more [[section]] tables"
+            "{mf}: section: empty: allowed one or more [[section]] tables (or [eevdf_latency] / [yield_throttle])"
         ));
     }
     let mut seen = std::collections::BTreeSet::new();

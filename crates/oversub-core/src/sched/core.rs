@@ -305,6 +305,7 @@ impl Scheduler {
         if !self.yield_task_fair(cpu) {
             return None;
         }
+        self.yield_stats.yields_scheduled += 1;
         self.schedule(cpu)
     }
 

@@ -183,6 +183,24 @@ fn yield_interval_throttles_sched_yield() {
         "{:?}",
         on.yield_stats
     );
+    // Every sched_yield() either reached schedule(), was throttled, or
+    // found B alone (yield_to() runs the same yield_task_fair(), so its
+    // calls can be throttled too); the throttle cuts the first kind.
+    let calls = |r: &oversub::report::Report| {
+        r.tasks
+            .iter()
+            .map(|t| t.nr_yields + t.nr_yield_to)
+            .sum::<u64>()
+    };
+    assert!(off.yield_stats.yields_scheduled > 1000);
+    assert!(off.yield_stats.yields_scheduled <= calls(&off));
+    assert!(on.yield_stats.yields_scheduled + on.yield_stats.yields_throttled <= calls(&on));
+    assert!(
+        on.yield_stats.yields_scheduled * 2 < off.yield_stats.yields_scheduled,
+        "{:?} vs {:?}",
+        on.yield_stats,
+        off.yield_stats
+    );
     assert!(
         b_on.nr_involuntary_switches * 2 < b_off.nr_involuntary_switches,
         "throttled yields do not switch: {} vs {}",

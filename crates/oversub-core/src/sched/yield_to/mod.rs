@@ -158,6 +158,9 @@ pub struct YieldStats {
     pub borrow_bounds_hit: u64,
     /// sched_yield() calls throttled by yield_interval.
     pub yields_throttled: u64,
+    /// sched_yield() calls that reached `schedule()` (neither throttled nor
+    /// alone on their rq): what the RFC's benchmark counts as unthrottled.
+    pub yields_scheduled: u64,
 }
 
 /// The hook set: every place where the scheduler lets a `yield_to` policy
