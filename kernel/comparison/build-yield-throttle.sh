@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the kernel of the sched_yield() throttle comparison: the posted
-# series (kernel/patches) plus kernel/comparison/yield-throttle-*.patch, in
+# series (kernel/patches) plus kernel/comparison/yield-throttle/*.patch, in
 # a worktree of its own ($OVERSUB_CACHE/src/yield-throttle, branch
 # oversub-yield-throttle) with the series' config and the throttle's KUnit
 # suite (CONFIG_SCHED_YIELD_THROTTLE_KUNIT_TEST) built in. Prints the
@@ -19,7 +19,7 @@ prepare_throttle() {
 		git am --abort >/dev/null 2>&1 || true
 		git reset -q --hard oversub-patched
 		local p
-		for p in "$KDIR"/comparison/yield-throttle-[0-9]*.patch; do
+		for p in "$KDIR"/comparison/yield-throttle/yield-throttle-[0-9]*.patch; do
 			git "${GIT_ID[@]}" am -q "$p" >/dev/null 2>&1 || {
 				git am --abort >/dev/null 2>&1 || true
 				die "patch does not apply: $(basename "$p")"
