@@ -438,14 +438,14 @@ fn unclear_messages_are_clear() {
 fn vms_in_one_cgroup_do_not_share_vcpu_cgroups_silently() {
     let f = file(
         "sharedcg.toml",
-        "[[vm]]\nname = \"a\"\ncgroup = \"/x\"\nworkload = \"idle\"\n\
-         [[vm]]\nname = \"b\"\ncgroup = \"/x\"\nworkload = \"idle\"\n",
+        "[[vm]]\nname = \"a\"\ncgroup = \"/x\"\nworkload = \"phase:idle\"\n\
+         [[vm]]\nname = \"b\"\ncgroup = \"/x\"\nworkload = \"phase:idle\"\n",
     );
     refused(&["check", s(&f)], &["vm[1].cgroup", "/x/vcpu0", "allowed"]);
     let f = file(
         "flatcg.toml",
-        "[[vm]]\nname = \"a\"\ncgroup = \"/x\"\nlayout = \"flat\"\nworkload = \"idle\"\n\
-         [[vm]]\nname = \"b\"\ncgroup = \"/x\"\nlayout = \"flat\"\nworkload = \"idle\"\n",
+        "[[vm]]\nname = \"a\"\ncgroup = \"/x\"\nlayout = \"flat\"\nworkload = \"phase:idle\"\n\
+         [[vm]]\nname = \"b\"\ncgroup = \"/x\"\nlayout = \"flat\"\nworkload = \"phase:idle\"\n",
     );
     assert!(oversub(&["check", s(&f)]).status.success());
 }

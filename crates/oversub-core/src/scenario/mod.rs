@@ -501,6 +501,12 @@ impl Scenario {
                     ),
                 ));
             }
+            if vms.iter().any(|o: &VmSpec| o.name == spec.name) {
+                return Err(cx.err(
+                    format!("vm[{i}].name"),
+                    format!("VM name \"{}\" is used twice", spec.name),
+                ));
+            }
             // A libvirt layout makes a cgroup per vCPU under the VM's: two
             // VMs in one cgroup would share them silently.
             if spec.layout == Layout::Libvirt {
@@ -521,12 +527,6 @@ impl Scenario {
                         ),
                     ));
                 }
-            }
-            if vms.iter().any(|o: &VmSpec| o.name == spec.name) {
-                return Err(cx.err(
-                    format!("vm[{i}].name"),
-                    format!("VM name \"{}\" is used twice", spec.name),
-                ));
             }
             vms.push(spec);
         }

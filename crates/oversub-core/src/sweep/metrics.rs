@@ -388,7 +388,7 @@ mod global_metric_names {
     #[test]
     fn every_global_metric_is_listed() {
         let src =
-            "[host]\nduration = \"5ms\"\n[[vm]]\nname = \"a\"\nvcpus = 2\nworkload = \"dbench\"\n\
+            "[host]\nduration = \"5ms\"\n[[vm]]\nname = \"a\"\nvcpus = 2\nworkload = \"phase:dbench\"\n\
                    [[task]]\nname = \"h\"\nkind = \"yield_loop\"\n";
         let sc = crate::scenario::Scenario::parse("m.toml", src).unwrap();
         let r = crate::run_scenario(&sc, None, None);

@@ -285,7 +285,7 @@ proptest! {
         let arg = format!("{key}={val}");
         match oversub::scenario::overrides::parse_override(&arg) {
             Ok(o) => {
-                let src = "[[task]]\nname = \"h\"\nkind = \"hog\"\n[[vm]]\nname = \"v\"\nworkload = \"idle\"\n";
+                let src = "[[task]]\nname = \"h\"\nkind = \"hog\"\n[[vm]]\nname = \"v\"\nworkload = \"phase:idle\"\n";
                 if let Err(e) = Scenario::parse_with("fuzz.toml", src, &[o]) {
                     prop_assert!(!e.to_string().contains('\n'), "{e}");
                 }
