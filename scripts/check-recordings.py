@@ -192,7 +192,11 @@ def record(oversub, meta, out, hogs):
     try:
         for _ in range(hogs):
             procs.append(subprocess.Popen(["sh", "-c", "while :; do :; done"]))
-        cmd = [oversub, "record", "--out", out, "--duration", meta["duration"]]
+        # 256 MiB of ring buffer per CPU: sysbench's yield loop makes about a
+        # million trace events a second, and a reader descheduled by the hogs
+        # (or by other load) must not fall behind 32 MiB (the default).
+        cmd = [oversub, "record", "--out", out, "--duration", meta["duration"],
+               "--buffer-kb", "262144"]
         if "ops" in meta:
             cmd += ["--ops", str(meta["ops"])]
         if "ops_from" in meta:
