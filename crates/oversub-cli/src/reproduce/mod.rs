@@ -229,9 +229,13 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         if quick { " --quick" } else { "" }
     );
     md.push_str(&prov.md_line());
-    let _ = writeln!(md, "\n## Verdict\n");
-    for v in &verdict {
-        let _ = writeln!(md, "* {v}");
+    // A manifest of only the self-contained sections (eevdf-latency,
+    // yield-throttle) has no sweep to judge: no empty verdict heading.
+    if !verdict.is_empty() {
+        let _ = writeln!(md, "\n## Verdict\n");
+        for v in &verdict {
+            let _ = writeln!(md, "* {v}");
+        }
     }
     if !table.is_empty() {
         let _ = writeln!(md, "\n## Published v1 gains beside the simulation\n");
@@ -256,11 +260,16 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     w("report.html", &html::with_extra(&page, &extra_md))?;
     crate::output::write_set(&files)?;
     let mut text = String::new();
-    let _ = writeln!(text, "Verdict:");
-    for v in &verdict {
-        let _ = writeln!(text, "* {v}");
+    if !verdict.is_empty() {
+        let _ = writeln!(text, "Verdict:");
+        for v in &verdict {
+            let _ = writeln!(text, "* {v}");
+        }
+        let _ = writeln!(text);
     }
-    let _ = writeln!(text, "\n{table}");
+    if !table.is_empty() {
+        let _ = writeln!(text, "{table}");
+    }
     let _ = writeln!(
         text,
         "{} runs in {:.1} s wall. Report: {}  Tables: {}  Rows: {}",
