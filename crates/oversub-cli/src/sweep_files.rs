@@ -47,9 +47,9 @@ pub fn sweep_to_dir(spec: &SweepSpec, out: &Path, progress: bool) -> Result<Stri
     crate::output::claim_out_dir(out, "--out", &spec.file)?;
     let (pts, rows) = run(spec, progress)?;
     let prov = Provenance::new(rows.iter().map(|r| r.kernel.as_str()));
-    let (files, _) = outputs(spec, &pts, &rows, out, &prov);
-    crate::output::write_set(&files)?;
     let s = summary::summarise(spec, &pts, &rows);
+    let (files, _) = outputs(spec, &s, &rows, out, &prov);
+    crate::output::write_set(&files)?;
     Ok(compact(spec, &s, rows.len()))
 }
 
@@ -132,14 +132,13 @@ pub fn compact(spec: &SweepSpec, s: &[summary::PointSummary], runs: usize) -> St
 /// CSVs' provenance sidecars; and the summary's Markdown as written.
 pub fn outputs(
     spec: &SweepSpec,
-    pts: &[Point],
+    s: &[summary::PointSummary],
     rows: &[Row],
     out: &Path,
     prov: &Provenance,
 ) -> (Vec<(PathBuf, String)>, String) {
     let axes: Vec<String> = spec.axes.iter().map(|a| a.name.clone()).collect();
-    let s = summary::summarise(spec, pts, rows);
-    let md = with_provenance(&summary::to_markdown(spec, &s), prov);
+    let md = with_provenance(&summary::to_markdown(spec, s), prov);
     let files = vec![
         (out.join("results.csv"), sweep::to_csv(&axes, rows)),
         (
@@ -150,7 +149,7 @@ pub fn outputs(
             out.join("results.jsonl"),
             prov.jsonl_line() + &sweep::to_jsonl(rows),
         ),
-        (out.join("summary.csv"), summary::to_csv(&axes, &s)),
+        (out.join("summary.csv"), summary::to_csv(&axes, s)),
         (
             out.join("summary.csv.meta.json"),
             prov.sidecar("summary.csv"),

@@ -184,8 +184,8 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     let mut sections = Vec::new();
     let mut files = Vec::new();
     for ((s, spec), (points, rows)) in m.section.iter().zip(specs).zip(results) {
-        files.extend(sweep_files::outputs(&spec, &points, &rows, &out.join(&s.name), &prov).0);
         let summary = sweep::summary::summarise(&spec, &points, &rows);
+        files.extend(sweep_files::outputs(&spec, &summary, &rows, &out.join(&s.name), &prov).0);
         sections.push(Section {
             name: s.name.clone(),
             title: s.title.clone(),
