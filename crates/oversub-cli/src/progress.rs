@@ -4,7 +4,9 @@
 //! and never with `--json`; and Ctrl-C / SIGTERM, which set a flag that the
 //! commands poll between simulated events and between real runs, so that
 //! they stop cleanly (no partial output files, workers and cgroups removed)
-//! and exit with 130.
+//! and exit with 130. A second signal while the first is being served ends
+//! the process at once with 130 (the usual escape when a clean stop takes
+//! too long).
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use oversub::engine::{Nanos, Time};
@@ -25,11 +27,18 @@ static HANDLERS: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
 /// The flag SIGINT and SIGTERM set. The handlers are installed on the first
 /// call: only commands that poll the flag call it, because with the handlers
-/// in place the signals no longer end the process by themselves.
+/// in place the first signal no longer ends the process by itself. The
+/// conditional shutdown is registered first, so it sees the flag as it was
+/// before this signal: set only by an earlier one.
 pub fn interrupt_flag() -> Arc<AtomicBool> {
     Arc::clone(HANDLERS.get_or_init(|| {
         let stop = oversub::interrupt::flag();
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            let _ = signal_hook::flag::register_conditional_shutdown(
+                sig,
+                i32::from(EXIT_INTERRUPTED),
+                Arc::clone(&stop),
+            );
             let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
         }
         stop

@@ -47,6 +47,14 @@ pub enum RunError {
         budget: u64,
         cpus: u64,
     },
+    /// A program thread executed more than
+    /// [`crate::limits::MAX_ZERO_TIME_STEPS`] events at virtual time `at`
+    /// without simulated time passing (`ProgramRt::zero_time_loop`).
+    ZeroTimeLoop {
+        level: Level,
+        thread: String,
+        at: Time,
+    },
 }
 
 impl fmt::Display for RunError {
@@ -68,6 +76,13 @@ impl fmt::Display for RunError {
                  simulated time barely advances (zero exit, entry and switch costs? ple_window = 0?)",
                 crate::limits::MAX_EVENTS_PER_CPU_SECOND,
                 crate::limits::EVENT_ALLOWANCE
+            ),
+            RunError::ZeroTimeLoop { level, thread, at } => write!(
+                f,
+                "stopped at {at} simulated: {level} thread {thread} executed more than {} events \
+                 without simulated time passing (events that take no time loop here, e.g. an \
+                 rt-app barrier passed alone: add a run or sleep to the loop)",
+                crate::limits::MAX_ZERO_TIME_STEPS
             ),
         }
     }

@@ -38,7 +38,9 @@ pub const EVENT_ALLOWANCE: u64 = 1 << 20;
 
 /// Consecutive zero-time steps a program thread may take between two
 /// events that advance simulated time (a finite loop of `lock`/`unlock`
-/// repeated many times, say): beyond it the program is refused at load.
+/// repeated many times, say): beyond it the program is refused at load,
+/// and a run in which a thread takes more at one instant stops with
+/// `RunError::ZeroTimeLoop`.
 pub const MAX_ZERO_TIME_STEPS: u64 = 1 << 20;
 
 /// The longest key or value echoed in an error message (characters); a

@@ -24,6 +24,39 @@ impl Simulator {
         }
         Ok(())
     }
+
+    /// A program thread of any level that looped at one instant
+    /// (`ProgramRt::zero_time_loop`), as the error that stops the run.
+    /// Checked where the event budget is (every `POLL_EVENTS` events) and at
+    /// the end of a run, whether or not invariant checks are on.
+    pub(super) fn check_zero_time_loops(&self) -> Result<(), RunError> {
+        let stuck = |level, p: &crate::task::program::ProgramRt| {
+            p.zero_time_loop()
+                .map(|(thread, at)| RunError::ZeroTimeLoop {
+                    level,
+                    thread: thread.to_string(),
+                    at,
+                })
+        };
+        if let Some(e) = self
+            .world
+            .program
+            .as_ref()
+            .and_then(|p| stuck(Level::Host, p))
+        {
+            return Err(e);
+        }
+        for (vi, v) in self.vms.iter().enumerate() {
+            if let Some(e) = v
+                .guest
+                .as_ref()
+                .and_then(|g| stuck(Level::Guest(VmId(vi as u32)), g.program()))
+            {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

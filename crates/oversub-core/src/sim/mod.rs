@@ -448,6 +448,7 @@ impl Simulator {
                         cpus: self.budget_cpus,
                     });
                 }
+                self.check_zero_time_loops()?;
             }
             self.sched.this_cpu = self.event_cpu(ev);
             self.dispatch(ev);
@@ -475,6 +476,7 @@ impl Simulator {
                 self.check_levels(t)?;
             }
         }
+        self.check_zero_time_loops()?;
         self.set_now(end);
         self.sched.sync_accounting();
         self.guest_sync();

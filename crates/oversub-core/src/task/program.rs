@@ -186,6 +186,10 @@ pub struct ProgramRt {
     queues: Vec<QueueRt>,
     /// A sleeping lock was released since the last `take_released`.
     released: bool,
+    /// The first thread that executed more than
+    /// [`crate::limits::MAX_ZERO_TIME_STEPS`] events in one step, and when
+    /// ([`Self::zero_time_loop`]).
+    stuck: Option<(usize, Time)>,
 }
 
 impl ProgramRt {
@@ -231,6 +235,7 @@ impl ProgramRt {
                 })
                 .collect(),
             released: false,
+            stuck: None,
             prog,
         }
     }
@@ -410,6 +415,19 @@ impl ProgramRt {
         }
     }
 
+    /// A thread that executed more than [`crate::limits::MAX_ZERO_TIME_STEPS`]
+    /// events at one instant (its name, and when): a loop the load-time check
+    /// (`Program::check_time_advances`) cannot see, because it depends on the
+    /// order threads run in. rt-app's barrier is one: a thread that arrives
+    /// while the counter is 0 (the threads released last time woken but not
+    /// yet back) passes alone, and passes again on its next arrival. Real
+    /// rt-app spins there on the CPU until preempted; the model's events take
+    /// no time, so the thread is parked and the run must stop with an error.
+    pub fn zero_time_loop(&self) -> Option<(&str, Time)> {
+        self.stuck
+            .map(|(t, at)| (self.prog.threads[t].name.as_str(), at))
+    }
+
     /// Whether a sleeping lock was released since the last call.
     pub fn take_released(&mut self) -> bool {
         std::mem::take(&mut self.released)
@@ -514,9 +532,16 @@ impl ProgramRt {
                 return Action::Sleep(Some(Time::ZERO + delay));
             }
         }
+        let mut steps: u64 = 0;
         loop {
             if self.threads[t].done {
                 return Action::Exit;
+            }
+            steps += 1;
+            if steps > crate::limits::MAX_ZERO_TIME_STEPS {
+                // Parked for good: the run stops at its next check.
+                self.stuck.get_or_insert((t, now));
+                return Action::Sleep(None);
             }
             match self.threads[t].pending {
                 Pending::None => {}
@@ -961,6 +986,26 @@ mod tests {
         assert_eq!(p.step(2, t1).1, Action::Sleep(None));
         assert_eq!(p.step(0, t1).1, Action::Sleep(None));
         assert_eq!(p.step(1, t1), (vec![2, 0], Action::Run(Nanos::from_us(1))));
+    }
+
+    /// The last arrival at a barrier in a loop of nothing else passes
+    /// again at once (the threads it woke have not run yet): the step stops
+    /// after the zero-time bound, parks the thread and names it.
+    #[test]
+    fn a_barrier_passed_alone_in_a_loop_stops_at_the_zero_time_bound() {
+        let mut p = rt(
+            r#"{"global": {"duration": 1}, "tasks": {"a": {"instance": 1, "barrier0": "b", "run1": 1}, "w": {"loop": -1, "instance": 2, "barrier0": "b"}}}"#,
+        );
+        let t0 = Time(5_000);
+        assert_eq!(p.step(0, t0).1, Action::Sleep(None));
+        assert_eq!(p.step(1, t0).1, Action::Sleep(None));
+        assert_eq!(p.zero_time_loop(), None);
+        assert_eq!(p.step(2, t0), (vec![0, 1], Action::Sleep(None)));
+        let (name, at) = p.zero_time_loop().expect("stuck");
+        assert_eq!((name, at), (p.program().threads[2].name.as_str(), t0));
+        // The others still step normally; the record stays the first one.
+        assert_eq!(p.step(0, t0).1, Action::Run(Nanos::from_us(1)));
+        assert_eq!(p.zero_time_loop().map(|(_, at)| at), Some(t0));
     }
 
     #[test]

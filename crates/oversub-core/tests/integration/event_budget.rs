@@ -50,3 +50,28 @@ fn the_same_run_within_the_default_budget_completes() {
     // Far below the limit: the budget judges nothing a normal run does.
     assert!(r.events < sim.event_budget(oversub::engine::Time(sc.host.duration.0)) / 10);
 }
+
+/// A loop only the order of threads makes endless (rt-app's barrier passed
+/// alone by its last arrival, in a loop of nothing else) is not caught at
+/// load; the run stops with `RunError::ZeroTimeLoop` naming the thread
+/// instead of hanging in one event (the hang CI once met in the fuzz test).
+#[test]
+fn a_barrier_passed_alone_stops_the_run_naming_the_thread() {
+    let src = r#"{"global": {"duration": 1}, "oversub": {"cpus": 2},
+        "tasks": {"t0": {"instance": 1, "barrier0": "b", "run1": 1},
+                  "t1": {"loop": -1, "instance": 3, "barrier0": "b"}}}"#;
+    let sc = oversub::scenario::rtapp::scenario("b.json", src).unwrap();
+    let mut sim = Simulator::new(&sc);
+    let e = sim
+        .run_polled(oversub::engine::Nanos::from_ms(2), &mut |_| true)
+        .expect_err("a zero-time loop");
+    let RunError::ZeroTimeLoop { thread, .. } = &e else {
+        panic!("{e}");
+    };
+    assert!(thread.starts_with("t1"), "{thread}");
+    let line = e.to_string();
+    assert!(
+        !line.contains('\n') && line.contains(thread.as_str()),
+        "{line}"
+    );
+}

@@ -77,7 +77,7 @@ fn program(tasks: &[(u8, Vec<(u8, u16)>)], well_formed: bool, cpus: u8) -> Strin
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(crate::common::proptest_config(32))]
 
     #[test]
     fn parser_never_panics_on_arbitrary_text(s in "\\PC{0,300}") {

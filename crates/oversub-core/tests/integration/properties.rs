@@ -20,7 +20,7 @@ fn task_toml(i: usize, kind: u8, nice: i8, cpus: Option<u8>, ncpus: u8, cgroup: 
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(crate::common::proptest_config(24))]
 
     #[test]
     fn random_scenarios_keep_invariants(

@@ -101,6 +101,11 @@ pub(crate) struct GuestLevel {
 }
 
 impl GuestLevel {
+    /// The program the guest's threads run.
+    pub(crate) fn program(&self) -> &ProgramRt {
+        &self.prog
+    }
+
     /// The guest kernel: the host's preset and features on `vcpus` CPUs,
     /// ticking at `hz`; one guest task per program thread, created and woken
     /// at time 0 (`wake_up_new_task`) as the host does with its tasks (the
