@@ -381,15 +381,18 @@ fn a_full_disk_is_an_error_and_a_closed_pipe_a_quiet_141() {
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     }
     // A reader that has gone: the command ends quietly with 141 (as SIGPIPE
-    // would), never a panic.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_oversub"))
+    // would), never a panic. The read end is closed before the command
+    // starts, so its first write fails whatever the timing (dropping a
+    // piped stdout after spawning raced the command's write into the pipe
+    // buffer).
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
         .args(["run", s(&sc), "--json"])
-        .stdout(Stdio::piped())
+        .stdout(writer)
         .stderr(Stdio::piped())
-        .spawn()
+        .output()
         .unwrap();
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(141), "{err}");
     assert!(!err.contains("panic"), "{err}");
