@@ -111,6 +111,7 @@ struct RawTask {
     cpus: Option<Vec<i64>>,
     count: Option<i64>,
     slice: Option<String>,
+    timer_slack: Option<String>,
     // kind parameters
     period: Option<String>,
     run: Option<String>,
@@ -200,6 +201,9 @@ pub struct TaskSpec {
     pub cpus: Option<Vec<u32>>,
     pub count: u32,
     pub slice: Option<Nanos>,
+    /// `prctl(PR_SET_TIMERSLACK)`: the slack of the task's sleep timers
+    /// (default the kernel's 50 us; sim/hrtimer.rs).
+    pub timer_slack: Nanos,
     pub kind: TaskKind,
 }
 
@@ -766,6 +770,17 @@ impl Scenario {
                 Nanos::from_ms(100),
             )?),
         };
+        // prctl(PR_SET_TIMERSLACK, 0) restores the default instead of
+        // setting 0, so 1 ns is the least a task can ask for.
+        let timer_slack = match &t.timer_slack {
+            None => crate::task::DEFAULT_TIMER_SLACK,
+            Some(s) => cx.dur(
+                &format!("{f}.timer_slack"),
+                s,
+                Nanos(1),
+                Nanos::from_secs(1),
+            )?,
+        };
         let allowed: &[&str] = match t.kind.as_str() {
             "hog" => &[],
             "periodic" => &["period", "run", "phase"],
@@ -871,6 +886,7 @@ impl Scenario {
             cpus,
             count,
             slice,
+            timer_slack,
             kind,
         })
     }

@@ -99,6 +99,8 @@ pub fn scenario(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
             cpus: t.cpus.clone(),
             count: 1,
             slice: None,
+            // rt-app leaves the slack alone.
+            timer_slack: crate::task::DEFAULT_TIMER_SLACK,
             kind: TaskKind::Program { thread: i as u32 },
         });
     }

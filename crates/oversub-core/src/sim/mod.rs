@@ -61,6 +61,8 @@ struct TaskSim {
     /// Switch and migration CPU time owed (HostCosts), paid before the
     /// burst continues.
     overhead: Nanos,
+    /// `timer_slack_ns` of the task's sleeps (sim/hrtimer.rs).
+    timer_slack: Nanos,
 }
 
 /// Guest threads are created one after another by the program's main
@@ -115,6 +117,10 @@ pub struct Simulator {
     cpu_gen: Vec<u64>,
     hrtick_gen: Vec<u64>,
     tick_armed: Vec<bool>,
+    /// The host tasks' sleep timers, per CPU (sim/hrtimer.rs).
+    hrtimers: hrtimer::HrtimerBases,
+    /// Scratch of `__hrtimer_run_queues` (no allocation per interrupt).
+    due_timers: Vec<(TaskId, Time)>,
     tick: u64,
     pub now: Time,
     /// End of the run: events after it are never queued.
@@ -186,6 +192,8 @@ impl Simulator {
             cpu_gen: vec![0; n],
             hrtick_gen: vec![0; n],
             tick_armed: vec![false; n],
+            hrtimers: hrtimer::HrtimerBases::new(n),
+            due_timers: Vec::new(),
             tick: 0,
             now: Time::ZERO,
             end: Time(u64::MAX),
@@ -308,6 +316,9 @@ impl Simulator {
                     }
                 }
             }
+            for id in &ids {
+                sim.tasks[id.idx()].timer_slack = t.timer_slack;
+            }
         }
         if let Some(p) = &sc.program {
             debug_assert_eq!(sim.world.program_tasks.len(), p.threads.len());
@@ -377,7 +388,9 @@ impl Simulator {
             running_since: None,
             started: false,
             overhead: Nanos::ZERO,
+            timer_slack: hrtimer::DEFAULT_TIMER_SLACK,
         });
+        self.hrtimers.add_task(TaskId(self.tasks.len() as u32 - 1));
     }
 
     /// Checks the scheduler invariants after every event (on by default in
@@ -553,6 +566,9 @@ impl Simulator {
                 if self.sched.rqs[cpu.idx()].curr.is_some() {
                     self.sched.sched_tick(cpu);
                     self.arm_tick(cpu);
+                    // tick_sched_timer() is one of the CPU's hrtimers: the
+                    // same interrupt runs the sleepers past their soft expiry.
+                    self.hrtimer_interrupt(cpu, Nanos::ZERO);
                 }
             }
             Ev::HrTick(cpu, gen) => {
@@ -560,6 +576,7 @@ impl Simulator {
                     self.stale += 1;
                 } else {
                     self.sched.hrtick(cpu);
+                    self.hrtimer_interrupt(cpu, Nanos::ZERO);
                 }
             }
             Ev::BurstEnd(cpu, gen) => {
@@ -598,24 +615,17 @@ impl Simulator {
                 }
             }
             Ev::Timer(p) => {
+                // The clock event of p's hard expiry, unless another
+                // interrupt of its CPU ran the timer after its soft expiry.
+                if !self.hrtimers.is_current(p, self.now) {
+                    self.stale += 1;
+                    return;
+                }
                 let d = self.timer_delay(p);
-                if d > Nanos::ZERO {
-                    self.queue.push(self.now + d, Ev::TimerWake(p, self.now));
-                } else {
-                    if self.sched.try_to_wake_up(p, 0, None) {
-                        self.trace_wakeup(p);
-                    }
-                }
+                let cpu = self.sched.tasks[p.idx()].cpu;
+                self.hrtimer_interrupt(cpu, d);
             }
-            Ev::TimerWake(p, expiry) => {
-                // cyclictest's latency: from the expiry, not the wakeup.
-                if self.sched.try_to_wake_up(p, 0, None) {
-                    self.trace_wakeup(p);
-                    if self.sched.tasks[p.idx()].wake_time.is_some() {
-                        self.sched.tasks[p.idx()].wake_time = Some(expiry.0);
-                    }
-                }
-            }
+            Ev::TimerWake(p, expiry) => self.hrtimer_wakeup(p, expiry),
             Ev::GuestTimer(p, gen) => {
                 let d = self.timer_delay(p);
                 if d > Nanos::ZERO {
@@ -636,6 +646,36 @@ impl Simulator {
             Ev::GuestTick(vm, idx) => self.guest_tick(vm as usize, idx as usize),
             Ev::GuestHrtimer(vm, t, gen) => self.guest_hrtimer(vm as usize, t, gen),
             Ev::GuestHrtick(vm, i, gen) => self.guest_hrtick(vm as usize, i as usize, gen),
+        }
+    }
+
+    /// `hrtimer_interrupt()` on `cpu` now: every host sleep timer of the CPU
+    /// past its soft expiry runs (sim/hrtimer.rs); `hrtimer_wakeup()` of each
+    /// follows after `delay` (the interrupt's entry, when this interrupt is
+    /// the timer's own clock event; zero within the tick's).
+    fn hrtimer_interrupt(&mut self, cpu: CpuId, delay: Nanos) {
+        let mut due = std::mem::take(&mut self.due_timers);
+        self.hrtimers.hrtimer_run_queues(cpu, self.now, &mut due);
+        for &(p, soft) in &due {
+            if delay > Nanos::ZERO {
+                self.queue.push(self.now + delay, Ev::TimerWake(p, soft));
+            } else {
+                self.hrtimer_wakeup(p, soft);
+            }
+        }
+        due.clear();
+        self.due_timers = due;
+    }
+
+    /// `hrtimer_wakeup()` of a sleeper whose timer was asked for `expiry`
+    /// (its soft expiry).
+    fn hrtimer_wakeup(&mut self, p: TaskId, expiry: Time) {
+        if self.sched.try_to_wake_up(p, 0, None) {
+            self.trace_wakeup(p);
+            // cyclictest's latency: from the time asked for, not the wakeup.
+            if self.sched.tasks[p.idx()].wake_time.is_some() {
+                self.sched.tasks[p.idx()].wake_time = Some(expiry.0);
+            }
         }
     }
 
@@ -675,7 +715,12 @@ impl Simulator {
             Next::Sleep(timer) => {
                 self.tasks[p.idx()].remaining = None;
                 if let Some(at) = timer {
-                    self.queue.push(at.max(now), Ev::Timer(p));
+                    // hrtimer_nanosleep(): the range [at, at + slack].
+                    let slack = self.tasks[p.idx()].timer_slack;
+                    let hard = self
+                        .hrtimers
+                        .hrtimer_start_range_ns(p, cpu, at.max(now), slack);
+                    self.queue.push(hard, Ev::Timer(p));
                 }
                 let sw = self.sched.block_current(cpu);
                 self.after_own_switch(cpu, p, sw);
@@ -937,6 +982,7 @@ fn ev_cpu(ev: Ev) -> Option<CpuId> {
 }
 
 mod checks;
+mod hrtimer;
 mod result;
 mod tracing;
 mod vm;

@@ -9,6 +9,11 @@
 //! `messaging`. Parameters are documented on each variant and in README.md.
 //! A thread of an IR program (`program`) is one more behaviour.
 
+/// `init_task.timer_slack_ns`: the slack of a task's sleep timers unless it
+/// set its own with `prctl(PR_SET_TIMERSLACK)` (Linux 6.12, unchanged since
+/// 2.6.28; 0 for RT and deadline tasks, which the model does not have).
+pub const DEFAULT_TIMER_SLACK: crate::engine::Nanos = crate::engine::Nanos(50_000);
+
 pub mod program;
 
 use crate::engine::{Nanos, Time};
