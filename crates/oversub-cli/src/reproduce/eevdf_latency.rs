@@ -151,12 +151,36 @@ pub const VARIANTS: [Variant; 7] = [
 /// The label of the missing CFS column.
 pub const CFS_MISSING: &str = "missing (CFS preset: issue 25)";
 
-/// Simulated latency of one (variant, nice): means over seeds, us.
+/// Simulated latency of one (variant, nice): means over the seeds whose
+/// cyclictest ran after a wakeup at least once, us (NaN when none did).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SimCell {
     pub avg_us: f64,
     pub p50_us: f64,
     pub max_us: f64,
+    /// Seeds in which no wakeup of cyclictest was followed by its running
+    /// (starved for the whole run: no latency sample at all).
+    pub starved: usize,
+    pub seeds: usize,
+}
+
+impl SimCell {
+    /// `v` (one of the cell's figures) for a table, saying when seeds gave
+    /// no sample instead of averaging their absence in as 0.
+    fn show(&self, v: f64) -> String {
+        if self.starved == self.seeds {
+            "none ran (starved)".into()
+        } else if self.starved > 0 {
+            format!(
+                "{} ({} of {} seeds starved)",
+                fmt_us(v),
+                self.starved,
+                self.seeds
+            )
+        } else {
+            fmt_us(v)
+        }
+    }
 }
 
 /// The section's result.
@@ -234,15 +258,22 @@ pub fn simulate(
             .find(|t| t.name == "cyclictest")
             .ok_or_else(|| format!("{}: no task \"cyclictest\"", file.display()))?;
         let l = &t.wakeup_latency_ns;
+        if l.samples == 0 {
+            acc.starved += 1;
+            continue;
+        }
         acc.avg_us += l.mean as f64 / 1e3;
         acc.p50_us += l.p50 as f64 / 1e3;
         acc.max_us += l.max as f64 / 1e3;
     }
-    let n = seeds.len().max(1) as f64;
+    let n = (seeds.len() - acc.starved) as f64;
+    let mean = |v: f64| if n > 0.0 { v / n } else { f64::NAN };
     Ok(SimCell {
-        avg_us: acc.avg_us / n,
-        p50_us: acc.p50_us / n,
-        max_us: acc.max_us / n,
+        avg_us: mean(acc.avg_us),
+        p50_us: mean(acc.p50_us),
+        max_us: mean(acc.max_us),
+        starved: acc.starved,
+        seeds: seeds.len(),
     })
 }
 
@@ -380,7 +411,7 @@ pub fn run(
             .map_or("not run".to_string(), |x| fmt_us(x.avg_median()));
         let _ = write!(md, "| {n} | {realv} | {CFS_MISSING} |");
         for row in &sim {
-            let _ = write!(md, " {} |", fmt_us(row[i].avg_us));
+            let _ = write!(md, " {} |", row[i].show(row[i].avg_us));
         }
         if let Some(p) = published {
             match p.row.iter().find(|r| r.nice == n) {
@@ -410,8 +441,8 @@ pub fn run(
                 md,
                 "| {} | {n} | {} | {} |",
                 v.label,
-                fmt_us(row[i].p50_us),
-                fmt_us(row[i].max_us)
+                row[i].show(row[i].p50_us),
+                row[i].show(row[i].max_us)
             );
         }
     }
@@ -507,9 +538,9 @@ fn judge(
                 .collect::<Vec<_>>()
                 .join(", "),
             fmt_us(med),
-            fmt_us(s.p50_us),
+            s.show(s.p50_us),
             fmt_us(real::median_f(&avgs)),
-            fmt_us(s.avg_us),
+            s.show(s.avg_us),
             x.runs
                 .iter()
                 .map(|r| fmt_us(r.max_us))
@@ -557,7 +588,8 @@ fn shapes(p: &Published, variants: &[&Variant], sim: &[Vec<SimCell>], nices: &[i
     let simv = |label: &str, n: i32| {
         let vi = variants.iter().position(|v| v.talk == Some(label))?;
         let ni = nices.iter().position(|&x| x == n)?;
-        Some(sim[vi][ni].avg_us)
+        // A starved cell has no average to order.
+        Some(sim[vi][ni].avg_us).filter(|v| v.is_finite())
     };
     let _ = writeln!(
         md,
