@@ -94,9 +94,10 @@ fn cfs_a_waking_sleeper_preempts_a_hog_at_once() {
     let on = sleeper_vs_hog("");
     let p = common::task(&on, "p");
     assert!(p.nr_wakeups > 900, "wakeups {}", p.nr_wakeups);
-    // The wake path's costs only (host defaults), far below a tick.
+    // The timer slack and the wake path's costs only (host defaults: about
+    // 70 us), far below the 4 ms tick the hog would otherwise run to.
     assert!(
-        p.wakeup_latency_ns.max < 50_000,
+        p.wakeup_latency_ns.max < 250_000,
         "every wakeup preempts at once: max {} ns",
         p.wakeup_latency_ns.max
     );
