@@ -94,11 +94,18 @@ pub struct Variant {
     pub talk: Option<&'static str>,
 }
 
-/// The simulated columns. There is no 6.6 preset: "6.6-era" is 6.12.0 with
+/// The simulated columns. "CFS" is the 6.1 preset (Linux 6.1, CFS,
+/// docs/model.md). There is no 6.6 preset: "6.6-era" is 6.12.0 with
 /// the 6.12 additions that are switches turned off (PREEMPT_SHORT,
 /// DELAY_DEQUEUE, PLACE_REL_DEADLINE); what else changed between 6.6 and
 /// 6.12 is not switched (docs/reproduce.md).
-pub const VARIANTS: [Variant; 7] = [
+pub const VARIANTS: [Variant; 8] = [
+    Variant {
+        label: "CFS",
+        preset: "6.1",
+        off: &[],
+        talk: Some("CFS"),
+    },
     Variant {
         label: "6.6-era",
         preset: "6.12.0",
@@ -147,9 +154,6 @@ pub const VARIANTS: [Variant; 7] = [
         talk: None,
     },
 ];
-
-/// The label of the missing CFS column.
-pub const CFS_MISSING: &str = "missing (CFS preset: issue 25)";
 
 /// Simulated latency of one (variant, nice): means over the seeds whose
 /// cyclictest ran after a wakeup at least once, us (NaN when none did).
@@ -390,8 +394,8 @@ pub fn run(
         md,
         "## Average latency, us: real (this machine), simulated, the talk (its machine)\n"
     );
-    let mut head = String::from("| nice | real 6.18 (median of runs) | sim CFS |");
-    let mut sep = String::from("|---|---|---|");
+    let mut head = String::from("| nice | real 6.18 (median of runs) |");
+    let mut sep = String::from("|---|---|");
     for v in &variants {
         let _ = write!(head, " sim {} |", v.label);
         sep.push_str("---|");
@@ -409,7 +413,7 @@ pub fn run(
             .ok()
             .and_then(|r| r.by_nice.get(i))
             .map_or("not run".to_string(), |x| fmt_us(x.avg_median()));
-        let _ = write!(md, "| {n} | {realv} | {CFS_MISSING} |");
+        let _ = write!(md, "| {n} | {realv} |");
         for row in &sim {
             let _ = write!(md, " {} |", row[i].show(row[i].avg_us));
         }
@@ -629,6 +633,7 @@ fn shapes(p: &Published, variants: &[&Variant], sim: &[Vec<SimCell>], nices: &[i
     }
     // Between columns at each nice level.
     let pairs = [
+        ("CFS", "EEVDF"),
         ("EEVDF", "EEVDF no parity"),
         ("PATCH", "PATCH no parity"),
         ("EEVDF", "PATCH"),
@@ -648,7 +653,7 @@ fn shapes(p: &Published, variants: &[&Variant], sim: &[Vec<SimCell>], nices: &[i
     }
     let _ = writeln!(
         md,
-        "\n{same} of {total} orderings as in the talk. The talk's PATCH is its own check in update_curr() (v2); what was merged in 6.12 as PREEMPT_SHORT only preempts for a wakee with a shorter slice, and every task here has the default slice, so the simulated 6.12 columns stand for the merged kernel, not the talk's patch. CFS: {CFS_MISSING}. Published: {}\n",
+        "\n{same} of {total} orderings as in the talk. The talk's PATCH is its own check in update_curr() (v2); what was merged in 6.12 as PREEMPT_SHORT only preempts for a wakee with a shorter slice, and every task here has the default slice, so the simulated 6.12 columns stand for the merged kernel, not the talk's patch. The simulated CFS column is the 6.1 preset (CFS of Linux 6.1 LTS), not necessarily the talk's CFS kernel. Published: {}\n",
         p.source
     );
     md

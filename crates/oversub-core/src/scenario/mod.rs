@@ -645,6 +645,15 @@ impl Scenario {
             ));
         }
         let yield_cfg = yield_spec::yield_cfg(cx, h.yield_)?;
+        if kernel.is_cfs() && yield_cfg.policy != crate::sched::yield_to::YieldToPolicy::Upstream {
+            return Err(cx.err(
+                "host.yield.yield_to",
+                format!(
+                    "\"{}\" is an EEVDF policy and kernel 6.1 is CFS: allowed \"upstream\"",
+                    yield_cfg.policy.name()
+                ),
+            ));
+        }
         let mut features = kernel.features();
         for (k, v) in &h.features {
             if kernel.absent_features().contains(&k.as_str()) {

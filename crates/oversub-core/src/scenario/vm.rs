@@ -829,6 +829,12 @@ fn guest_kernel(
         }
     };
     for (k, b) in v.features.iter().flatten() {
+        if kernel.absent_features().contains(&k.as_str()) {
+            return Err(cx.err(
+                format!("{f}.features.{k}"),
+                format!("{k} does not exist in kernel {}", kernel.name()),
+            ));
+        }
         if !features.set(k, *b) {
             return Err(cx.err(
                 format!("{f}.features.{k}"),

@@ -534,7 +534,7 @@ impl Scheduler {
         let q = self.cfs_rq_of(se);
         if self.feat.cache_hot_buddy
             && self.rqs[env.dst_cpu].nr_running > 0
-            && self.cfs_rqs[q.idx()].next == Some(se)
+            && (self.cfs_rqs[q.idx()].next == Some(se) || self.cfs_rqs[q.idx()].last == Some(se))
         {
             return true;
         }

@@ -102,7 +102,9 @@ impl Scheduler {
     fn set_last_buddy(&mut self, cpu: CpuId, prev: Option<TaskId>, next: Option<TaskId>) {
         // A task that yielded gave the CPU away on purpose: not a last buddy.
         let yielded = self.yield_rq[cpu.idx()].yielding.take();
-        if !self.feat.last_buddy {
+        // On 6.1 (CFS) LAST_BUDDY is that kernel's, set in
+        // `check_preempt_wakeup()` (`cfs::preempt`).
+        if !self.feat.last_buddy || self.is_cfs() {
             return;
         }
         if let Some(p) = prev.filter(|&p| yielded != Some(p)) {
@@ -188,6 +190,10 @@ impl Scheduler {
         t.state = TaskState::Running;
         t.on_rq = true;
         t.wait_since = Some(now);
+        if self.is_cfs() {
+            // 6.1: sched_fork() runs task_fork_fair() before the enqueue.
+            self.cfs().task_fork_fair(p);
+        }
         self.enqueue_task_fair(p, ENQUEUE_INITIAL);
         self.wakeup_preempt(cpu, p, WF_FORK);
     }

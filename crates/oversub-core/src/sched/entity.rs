@@ -136,6 +136,13 @@ pub struct CfsRq {
     /// borrow policy: `next` may be picked although ineligible (cleared with
     /// the buddy).
     pub next_borrowed: bool,
+    /// Linux 6.1 (CFS): `cfs_rq->min_vruntime`, the monotonic floor of the
+    /// queue's vruntimes (`update_min_vruntime()`).
+    pub min_vruntime: u64,
+    /// Linux 6.1 (CFS): `cfs_rq->last` and `cfs_rq->skip` buddies (the
+    /// EEVDF presets never set them).
+    pub last: Option<SeId>,
+    pub skip: Option<SeId>,
     /// The "rb-tree": queued entities other than curr, in tree order
     /// (`timeline.rs`).
     pub queued: Vec<SeId>,
@@ -190,6 +197,9 @@ impl CfsRq {
             curr: None,
             next: None,
             next_borrowed: false,
+            min_vruntime: (-(1i64 << 20)) as u64,
+            last: None,
+            skip: None,
             queued: Vec::new(),
             slices: SliceSet::default(),
             tg,

@@ -50,7 +50,7 @@ impl Scheduler {
     }
 
     /// `avg_vruntime_add()`.
-    fn avg_vruntime_add(&mut self, cfs: CfsRqId, se: SeId) {
+    pub(super) fn avg_vruntime_add(&mut self, cfs: CfsRqId, se: SeId) {
         let w = scale_load_down(self.ses[se.idx()].load.weight) as i64;
         let key = self.entity_key(cfs, se);
         let q = &mut self.cfs_rqs[cfs.idx()];
@@ -59,7 +59,7 @@ impl Scheduler {
     }
 
     /// `avg_vruntime_sub()`.
-    fn avg_vruntime_sub(&mut self, cfs: CfsRqId, se: SeId) {
+    pub(super) fn avg_vruntime_sub(&mut self, cfs: CfsRqId, se: SeId) {
         let w = scale_load_down(self.ses[se.idx()].load.weight) as i64;
         let key = self.entity_key(cfs, se);
         let q = &mut self.cfs_rqs[cfs.idx()];
@@ -343,10 +343,15 @@ impl Scheduler {
     }
 
     /// rb-tree order: deadline, then insertion order.
+    /// Linux 6.1 (CFS): vruntime, then insertion order.
     #[inline]
     pub fn tree_before(&self, a: SeId, b: SeId) -> bool {
         let (ea, eb) = (&self.ses[a.idx()], &self.ses[b.idx()]);
-        let d = vdiff(ea.deadline, eb.deadline);
+        let d = if self.is_cfs() {
+            vdiff(ea.vruntime(), eb.vruntime())
+        } else {
+            vdiff(ea.deadline, eb.deadline)
+        };
         d < 0 || (d == 0 && ea.enqueue_seq < eb.enqueue_seq)
     }
 
@@ -379,6 +384,9 @@ impl Scheduler {
     /// the clock unchanged since the last charge.
     #[inline]
     pub fn update_curr(&mut self, cfs: CfsRqId) {
+        if self.is_cfs() {
+            return self.cfs().update_curr(cfs);
+        }
         let Some(curr) = self.cfs_rqs[cfs.idx()].curr else {
             return;
         };
@@ -707,6 +715,9 @@ impl Scheduler {
     /// `enqueue_task_fair()` (6.12.117): enqueue up the hierarchy until an
     /// already-queued ancestor, then update the rest of the chain.
     pub fn enqueue_task_fair(&mut self, p: TaskId, mut flags: u32) {
+        if self.is_cfs() {
+            return self.cfs().enqueue_task_fair(p, flags);
+        }
         let cpu = self.tasks[p.idx()].cpu;
         let mut se = Some(self.tasks[p.idx()].se);
         let task_new = flags & ENQUEUE_WAKEUP == 0;
@@ -840,6 +851,9 @@ impl Scheduler {
 
     /// `dequeue_task_fair()`: false if the task stays queued as delayed.
     pub fn dequeue_task_fair(&mut self, p: TaskId, flags: u32) -> bool {
+        if self.is_cfs() {
+            return self.cfs().dequeue_task_fair(p, flags);
+        }
         let cpu = self.tasks[p.idx()].cpu;
         let se = self.tasks[p.idx()].se;
         let r = self.dequeue_entities(cpu, se, flags);
@@ -887,6 +901,9 @@ impl Scheduler {
     /// protection is cancelled only if the wakee preempts, and a declined
     /// shorter-slice wakee shortens it (`update_protect_slice()`).
     pub fn check_preempt_wakeup_fair(&mut self, cpu: CpuId, p: TaskId, wake_flags: u32) {
+        if self.is_cfs() {
+            return self.cfs().check_preempt_wakeup(cpu, p, wake_flags);
+        }
         let Some(curr) = self.rqs[cpu.idx()].curr else {
             self.resched_curr(cpu);
             return;
@@ -928,6 +945,9 @@ impl Scheduler {
 
     /// `pick_task_fair()`: walk down from the root cfs_rq picking at each level.
     pub fn pick_task_fair(&mut self, cpu: CpuId) -> Option<TaskId> {
+        if self.is_cfs() {
+            return self.cfs().pick_task_fair(cpu);
+        }
         'again: loop {
             let mut cfs = self.rqs[cpu.idx()].cfs;
             if self.cfs_rqs[cfs.idx()].nr_running == 0 {
@@ -951,6 +971,9 @@ impl Scheduler {
     /// `pick_next_task_fair()` minus the newidle balance (done by the caller):
     /// pick, then put_prev/set_next only on the levels that differ.
     pub fn pick_next_task_fair(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
+        if self.is_cfs() {
+            return self.cfs().pick_next_task_fair(cpu, prev);
+        }
         let p = self.pick_task_fair(cpu)?;
         match prev {
             Some(prev) if prev != p => {
@@ -987,6 +1010,9 @@ impl Scheduler {
 
     /// `put_prev_task_fair()`.
     pub fn put_prev_task_fair(&mut self, prev: TaskId) {
+        if self.is_cfs() {
+            return self.cfs().put_prev_task_fair(prev);
+        }
         let mut s = Some(self.tasks[prev.idx()].se);
         while let Some(e) = s {
             let cfs = self.cfs_rq_of(e);
@@ -997,7 +1023,7 @@ impl Scheduler {
 
     /// `__set_next_task_fair()`'s list move: the picked task goes to the
     /// head of `rq->cfs_tasks` (most recently used).
-    fn cfs_tasks_move_to_head(&mut self, cpu: CpuId, p: TaskId) {
+    pub(super) fn cfs_tasks_move_to_head(&mut self, cpu: CpuId, p: TaskId) {
         let list = &mut self.rqs[cpu.idx()].cfs_tasks;
         if list.last() == Some(&p) {
             return;
@@ -1010,6 +1036,9 @@ impl Scheduler {
 
     /// `set_next_task_fair()`.
     pub fn set_next_task_fair(&mut self, cpu: CpuId, p: TaskId) {
+        if self.is_cfs() {
+            return self.cfs().set_next_task_fair(cpu, p);
+        }
         self.cfs_tasks_move_to_head(cpu, p);
         let mut s = Some(self.tasks[p.idx()].se);
         while let Some(e) = s {
@@ -1032,6 +1061,9 @@ impl Scheduler {
     /// `clear_buddies()`). With the `kpn-walk` policy the forfeit is K Prateek
     /// Nayak's hierarchical loop instead.
     pub fn yield_task_fair(&mut self, cpu: CpuId) -> bool {
+        if self.is_cfs() {
+            return self.cfs().yield_task_fair(cpu);
+        }
         self.yield_rq[cpu.idx()].yield_left_vns = 0;
         let Some(curr) = self.rqs[cpu.idx()].curr else {
             return false;
@@ -1075,6 +1107,9 @@ impl Scheduler {
     /// its debooster), then yield; `deboost` (the series' YIELD_TO_PENALTY)
     /// and `borrow` (YIELD_TO_BORROW) run after the yield, as in the series.
     pub fn yield_to_task_fair(&mut self, cpu: CpuId, p: TaskId) -> bool {
+        if self.is_cfs() {
+            return self.cfs().yield_to_task_fair(cpu, p);
+        }
         let se = self.tasks[p.idx()].se;
         if !self.ses[se.idx()].on_rq {
             return false;
@@ -1089,6 +1124,9 @@ impl Scheduler {
     /// `task_tick_fair()` / `entity_tick()`: charge and re-weight up the chain.
     /// `queued` is the HRTICK expiry: reschedule outright.
     pub fn task_tick_fair(&mut self, cpu: CpuId, curr: TaskId, queued: bool) {
+        if self.is_cfs() {
+            return self.cfs().task_tick_fair(cpu, curr, queued);
+        }
         let mut s = Some(self.tasks[curr.idx()].se);
         while let Some(e) = s {
             let cfs = self.cfs_rq_of(e);

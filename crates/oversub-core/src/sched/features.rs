@@ -9,6 +9,10 @@ use std::fmt;
 /// The kernel versions the host scheduler model can follow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KernelPreset {
+    /// Linux 6.1 (CFS), the LTS before EEVDF (Debian's linux-source-6.1,
+    /// 6.1.192): the fair class is the CFS model of `sched::cfs`, not EEVDF
+    /// (docs/model.md, "CFS (Linux 6.1)").
+    V6_1,
     /// Vanilla v6.12.0: NEXT_BUDDY gates the buddy pick, no forfeit on yield.
     V6_12_0,
     /// Debian 6.12.117 (the project's base): PICK_BUDDY and forfeit backported.
@@ -24,7 +28,8 @@ pub enum KernelPreset {
 }
 
 impl KernelPreset {
-    pub const ALL: [KernelPreset; 4] = [
+    pub const ALL: [KernelPreset; 5] = [
+        KernelPreset::V6_1,
         KernelPreset::V6_12_0,
         KernelPreset::V6_12_117,
         KernelPreset::V6_18,
@@ -33,6 +38,7 @@ impl KernelPreset {
 
     pub fn name(self) -> &'static str {
         match self {
+            KernelPreset::V6_1 => "6.1",
             KernelPreset::V6_12_0 => "6.12.0",
             KernelPreset::V6_12_117 => "6.12.117",
             KernelPreset::V6_18 => "6.18",
@@ -49,13 +55,41 @@ impl KernelPreset {
         KernelPreset::ALL.into_iter().find(|p| p.name() == s)
     }
 
+    /// Is this kernel's fair class CFS (Linux 6.1) rather than EEVDF?
+    #[inline]
+    pub fn is_cfs(self) -> bool {
+        self == KernelPreset::V6_1
+    }
+
     /// `sched_feat` names this kernel does not have (a scenario may not set
     /// them on this preset).
     pub fn absent_features(self) -> &'static [&'static str] {
         match self {
-            // PICK_BUDDY came with 2a77e4be12cb (v6.13, backported to 6.12.y).
-            KernelPreset::V6_12_0 => &["PICK_BUDDY"],
-            _ => &[],
+            // 6.1 is CFS: none of the EEVDF switches exist. HRTICK exists in
+            // 6.1 (off by default) but is not modelled for CFS.
+            KernelPreset::V6_1 => &[
+                "PLACE_LAG",
+                "PLACE_DEADLINE_INITIAL",
+                "PLACE_REL_DEADLINE",
+                "RUN_TO_PARITY",
+                "PREEMPT_SHORT",
+                "PICK_BUDDY",
+                "DELAY_DEQUEUE",
+                "DELAY_ZERO",
+                "HRTICK",
+                "FORFEIT_YIELD",
+                "PICK_BUDDY_IN_PICK_EEVDF",
+                "VPROT",
+                "VPROT_IN_VLAG",
+                "WAKEUP_PICK_PROTECT",
+                "RESCHED_UNPROTECTED",
+                "TTWU_DEQUEUE_DELAYED",
+                "NEXT_BUDDY_GATES_PICK",
+            ],
+            // PICK_BUDDY came with 2a77e4be12cb (v6.13, backported to 6.12.y);
+            // the CFS placement switches went with EEVDF (v6.6).
+            KernelPreset::V6_12_0 => &["PICK_BUDDY", "GENTLE_FAIR_SLEEPERS", "START_DEBIT"],
+            _ => &["GENTLE_FAIR_SLEEPERS", "START_DEBIT"],
         }
     }
 
@@ -87,8 +121,29 @@ impl KernelPreset {
             wa_bias: true,
             sis_util: true,
             last_buddy: false,
+            gentle_fair_sleepers: false,
+            start_debit: false,
         };
         match self {
+            // kernel/sched/features.h of 6.1: GENTLE_FAIR_SLEEPERS,
+            // START_DEBIT, LAST_BUDDY, CACHE_HOT_BUDDY, WAKEUP_PREEMPTION,
+            // WA_*, SIS_UTIL on; NEXT_BUDDY, HRTICK off. The EEVDF switches
+            // are off (absent in 6.1, see `absent_features`).
+            KernelPreset::V6_1 => SchedFeatures {
+                place_lag: false,
+                place_deadline_initial: false,
+                place_rel_deadline: false,
+                run_to_parity: false,
+                preempt_short: false,
+                pick_buddy: false,
+                delay_dequeue: false,
+                delay_zero: false,
+                forfeit_yield: false,
+                last_buddy: true,
+                gentle_fair_sleepers: true,
+                start_debit: true,
+                ..base
+            },
             KernelPreset::V6_12_0 => SchedFeatures {
                 pick_buddy: false,
                 forfeit_yield: false,
@@ -194,12 +249,20 @@ pub struct SchedFeatures {
     /// LAST_BUDDY: K Prateek Nayak's suggestion (seed 000): `schedule()`
     /// re-nominates a preempted, still runnable prev as the next buddy, so a
     /// yield_to() hint survives one pick. Not in any kernel we model (CFS had
-    /// a different LAST_BUDDY until v6.6); off in every preset.
+    /// a different LAST_BUDDY until v6.6); off in every EEVDF preset. On
+    /// 6.1 (CFS) it is that kernel's LAST_BUDDY: `check_preempt_wakeup()`
+    /// nominates the preempted curr as `cfs_rq->last` (on by default).
     pub last_buddy: bool,
+    /// GENTLE_FAIR_SLEEPERS (6.1, CFS): a waking sleeper's credit in
+    /// `place_entity()` is half of `sysctl_sched_latency`.
+    pub gentle_fair_sleepers: bool,
+    /// START_DEBIT (6.1, CFS): a new task starts one `sched_vslice()` after
+    /// `min_vruntime` (`place_entity(initial)`).
+    pub start_debit: bool,
 }
 
 /// Names accepted in `[host.features]`, in the order they are documented.
-pub const FEATURE_NAMES: [&str; 25] = [
+pub const FEATURE_NAMES: [&str; 27] = [
     "PLACE_LAG",
     "PLACE_DEADLINE_INITIAL",
     "PLACE_REL_DEADLINE",
@@ -225,6 +288,8 @@ pub const FEATURE_NAMES: [&str; 25] = [
     "WA_BIAS",
     "SIS_UTIL",
     "LAST_BUDDY",
+    "GENTLE_FAIR_SLEEPERS",
+    "START_DEBIT",
 ];
 
 impl SchedFeatures {
@@ -255,6 +320,8 @@ impl SchedFeatures {
             "WA_BIAS" => &mut self.wa_bias,
             "SIS_UTIL" => &mut self.sis_util,
             "LAST_BUDDY" => &mut self.last_buddy,
+            "GENTLE_FAIR_SLEEPERS" => &mut self.gentle_fair_sleepers,
+            "START_DEBIT" => &mut self.start_debit,
             _ => return None,
         })
     }
@@ -303,6 +370,11 @@ mod tests {
         assert!(v19.buddy_in_pick_eevdf && v19.vprot && v19.forfeit_yield);
         assert!(v19.vprot_in_vlag && v19.ttwu_dequeue_delayed);
         assert!(!v117.hrtick && !v117.next_buddy);
+        let v61 = KernelPreset::V6_1.features();
+        assert!(KernelPreset::V6_1.is_cfs() && !KernelPreset::V6_12_117.is_cfs());
+        assert!(v61.gentle_fair_sleepers && v61.start_debit && v61.last_buddy);
+        assert!(!v61.next_buddy && !v61.hrtick && v61.wakeup_preemption && v61.cache_hot_buddy);
+        assert!(!v117.gentle_fair_sleepers && !v117.start_debit && !v117.last_buddy);
     }
 
     #[test]

@@ -50,12 +50,13 @@ impl Scheduler {
     }
 
     /// `update_cfs_group()`: re-weight a group entity from its queue's state; an
-    /// empty queue keeps its weight (matters for DELAY_DEQUEUE).
+    /// empty queue keeps its weight (matters for DELAY_DEQUEUE). Linux 6.1
+    /// (CFS) re-weights an empty queue's entity too.
     pub fn update_cfs_group(&mut self, se: SeId) {
         let Some(gq) = self.ses[se.idx()].my_q else {
             return;
         };
-        if self.cfs_rqs[gq.idx()].load.weight == 0 {
+        if self.cfs_rqs[gq.idx()].load.weight == 0 && !self.is_cfs() {
             return;
         }
         let shares = self.calc_group_shares(gq);
@@ -65,8 +66,11 @@ impl Scheduler {
         }
     }
 
-    /// `reweight_entity()`.
+    /// `reweight_entity()`. Linux 6.1 (CFS): `reweight_cfs_entity()`.
     pub fn reweight_entity(&mut self, cfs: CfsRqId, se: SeId, weight: u64) {
+        if self.is_cfs() {
+            return self.reweight_cfs_entity(cfs, se, weight);
+        }
         let is_curr = self.cfs_rqs[cfs.idx()].curr == Some(se);
         let mut avruntime = 0;
         let on_rq = self.ses[se.idx()].on_rq;
@@ -106,6 +110,39 @@ impl Scheduler {
             if !is_curr {
                 self.enqueue_into_timeline(cfs, se);
             }
+        }
+    }
+
+    /// Linux 6.1 (CFS): `reweight_entity()`: charge a running entity, then
+    /// swap its weight in the queue's load; its vruntime and its place in
+    /// the timeline do not change.
+    fn reweight_cfs_entity(&mut self, cfs: CfsRqId, se: SeId, weight: u64) {
+        let on_rq = self.ses[se.idx()].on_rq;
+        if on_rq {
+            if self.cfs_rqs[cfs.idx()].curr == Some(se) {
+                self.update_curr(cfs);
+            }
+            let w = self.ses[se.idx()].load.weight;
+            self.cfs_rqs[cfs.idx()].load.sub(w);
+            if self.cfs_rqs[cfs.idx()].curr != Some(se) {
+                // The timeline's average sums follow the weight (kept for
+                // the invariant check; CFS does not read them).
+                self.avg_vruntime_sub(cfs, se);
+                self.ses[se.idx()].load.set(weight);
+                self.avg_vruntime_add(cfs, se);
+            }
+        }
+        self.dequeue_load_avg(cfs, se);
+        self.ses[se.idx()].load.set(weight);
+        {
+            let e = &mut self.ses[se.idx()];
+            let divider = super::pelt::get_pelt_divider(&e.avg);
+            e.avg.load_avg =
+                (scale_load_down(weight) as u128 * e.avg.load_sum as u128 / divider as u128) as u64;
+        }
+        self.enqueue_load_avg(cfs, se);
+        if on_rq {
+            self.cfs_rqs[cfs.idx()].load.add(weight);
         }
     }
 

@@ -322,6 +322,9 @@ impl Scheduler {
     /// dequeue (DO_DETACH); a waking one is removed here. Either way the new
     /// CPU attaches it at enqueue.
     pub(super) fn migrate_task_rq_fair(&mut self, p: TaskId) {
+        if self.is_cfs() {
+            self.cfs().migrate_task_rq_fair(p);
+        }
         let se = self.tasks[p.idx()].se;
         if !self.tasks[p.idx()].migrating {
             self.remove_entity_load_avg(se);

@@ -1,5 +1,6 @@
 //! The host scheduler: a model of kernel/sched (fair class) of Linux 6.12.117,
-//! with kernel presets for 6.12.0 and 6.19 (see `features`).
+//! with kernel presets for 6.12.0 and 6.19 (see `features`), and the CFS
+//! fair class of Linux 6.1 (`cfs`, the `6.1` preset).
 //!
 //! Layout follows the kernel: `fair` holds the EEVDF fair-class functions of
 //! fair.c, `core` the class-independent parts of core.c/syscalls.c (schedule,
@@ -13,6 +14,7 @@
 //! served by the simulator (`take_resched`).
 
 pub mod balance;
+pub mod cfs;
 pub mod core;
 pub mod costs;
 pub mod cpumask;

@@ -6,6 +6,7 @@
 mod common;
 
 mod architecture;
+mod cfs_behaviour;
 mod event_budget;
 mod fuzz;
 mod host_costs;
