@@ -23,8 +23,9 @@
 //!   clock if the guest uses PV steal time (`[guest.pv] steal_time`).
 
 use super::super::{allowed_mask, place_round_robin};
-use super::{Ev, Simulator, LOCAL_TIMER_VECTOR, RESCHEDULE_VECTOR};
+use super::super::{Ev, Simulator};
 use crate::engine::{Nanos, Time};
+use crate::kvm::irq_vectors::{LOCAL_TIMER_VECTOR, RESCHEDULE_VECTOR};
 use crate::kvm::lapic::LapicIrq;
 use crate::kvm::VcpuIdx;
 use crate::sched::features::KernelPreset;
