@@ -14,7 +14,7 @@ use crate::kvm::pv::{kvm_sched_yield, SchedYield};
 use crate::kvm::VcpuIdx;
 use crate::scenario::{KvmSpec, OnSpinSpec};
 use crate::sched::core::{Switch, YieldTo};
-use crate::sched::{CpuId, TaskId};
+use crate::sched::CpuId;
 
 /// Spin iterations in `spun` of guest time.
 pub(super) fn spin_iters(kvm: &KvmSpec, spun: Nanos) -> u64 {
@@ -129,7 +129,7 @@ impl Simulator {
             }
             _ => None,
         };
-        let base = vm.task_base;
+        let tasks = vm.tasks;
         let sched = &mut self.sched;
         let mut out = None;
         // handle_pause (VMX) passes true; pause_interception (SVM) passes
@@ -143,7 +143,7 @@ impl Simulator {
             variant,
             receiver,
             |t| {
-                let r = sched.yield_to(cpu, TaskId(base + t.0), true);
+                let r = sched.yield_to(cpu, tasks.task(t), true);
                 if let YieldTo::Yielded(sw) = r {
                     out = Some(sw);
                 }
@@ -151,7 +151,7 @@ impl Simulator {
             },
         );
         if let Some(Some(sw)) = out {
-            if sw.prev == Some(TaskId(base + me.0)) {
+            if sw.prev == Some(tasks.task(me)) {
                 // Switched out inside kvm_vcpu_on_spin(): in_spin_loop stays
                 // set until the vCPU runs again (issue 11, bug 2).
                 vm.vcpus[i].in_spin_loop = true;
@@ -202,11 +202,11 @@ impl Simulator {
         let single = self.sched.rqs[cpu.idx()].nr_running == 1;
         let vm = &mut self.vms[vi];
         vm.stats.dy_attempted += 1;
-        let base = vm.task_base;
+        let tasks = vm.tasks;
         let sched = &mut self.sched;
         let mut out = None;
         let r = kvm_sched_yield(&vm.vcpus, VcpuIdx(i as u32), target as u64, single, |t| {
-            let r = sched.yield_to(cpu, TaskId(base + t.0), true);
+            let r = sched.yield_to(cpu, tasks.task(t), true);
             if let YieldTo::Yielded(sw) = r {
                 out = Some(sw);
             }
@@ -214,7 +214,7 @@ impl Simulator {
         });
         if let SchedYield::Yielded(t) = r {
             vm.stats.dy_successful += 1;
-            self.trace_yield_to(cpu, base + i as u32, base + t.0);
+            self.trace_yield_to(cpu, tasks.task(VcpuIdx(i as u32)).0, tasks.task(t).0);
         }
         out
     }

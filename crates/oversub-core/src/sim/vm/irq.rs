@@ -11,7 +11,7 @@ use crate::kvm::irq_vectors::{
     CALL_FUNCTION_SINGLE_VECTOR, CALL_FUNCTION_VECTOR, LOCAL_TIMER_VECTOR,
 };
 use crate::kvm::lapic::{DeliveryMode, IcrWrite, LapicIrq, Shorthand};
-use crate::kvm::{VcpuIdx, Vector};
+use crate::kvm::{VcpuIdx, Vector, VmId};
 use crate::sched::core::Switch;
 use crate::sched::CpuId;
 
@@ -98,7 +98,8 @@ impl VmRt {
 
 impl Simulator {
     /// Arms the guest tick of every vCPU of VM `vi` (spread over one period).
-    pub(in crate::sim) fn arm_guest_ticks(&mut self, vi: usize) {
+    pub(in crate::sim) fn arm_guest_ticks(&mut self, vm: VmId) {
+        let vi = vm.idx();
         let hz = u64::from(self.kvm.guest_hz);
         if hz == 0 {
             return;
@@ -107,7 +108,7 @@ impl Simulator {
         let n = u64::from(self.vms[vi].n);
         for k in 0..n {
             let at = Time(period + period * k / n);
-            self.queue.push(at, Ev::GuestTick(vi as u32, k as u32));
+            self.queue.push(at, Ev::GuestTick(vm, VcpuIdx(k as u32)));
         }
     }
 
@@ -119,11 +120,11 @@ impl Simulator {
     /// a CPU gets it on its next entry (one IRR bit: ticks coalesce). Halted
     /// and finished vCPUs have no tick (NO_HZ idle; pv_wait halts too, a
     /// simplification: docs/kvm-model.md).
-    pub(in crate::sim) fn guest_tick(&mut self, vi: usize, i: usize) {
+    pub(in crate::sim) fn guest_tick(&mut self, vm: VmId, idx: VcpuIdx) {
+        let (vi, i) = (vm.idx(), idx.idx());
         let now = self.now;
         let period = Nanos(1_000_000_000 / u64::from(self.kvm.guest_hz));
-        self.queue
-            .push(now + period, Ev::GuestTick(vi as u32, i as u32));
+        self.queue.push(now + period, Ev::GuestTick(vm, idx));
         let exit = self.kvm.round_trip();
         let task = self.vms[vi].task(i);
         let vm = &mut self.vms[vi];

@@ -10,6 +10,7 @@
 //! burst ends at once and the phase looks at the guest state again, so a lock
 //! granted or an interrupt delivered while it was away is seen on entry.
 
+use super::Simulator;
 use crate::engine::{Nanos, SimRng, Time};
 use crate::guest::machine::GuestLock;
 use crate::guest::workload::{LockKind, WorkloadProfile};
@@ -17,7 +18,7 @@ use crate::kvm::ipi_hint::IpiHint;
 use crate::kvm::lapic::{IpiTracker, IpiTrackingParams};
 use crate::kvm::on_spin::{OnSpinVariant, SpinVm};
 use crate::kvm::vcpu::VcpuState;
-use crate::kvm::VcpuIdx;
+use crate::kvm::{VcpuIdx, VmId};
 use crate::report::VmReport;
 use crate::scenario::{KvmSpec, OnSpinSpec, VmSpec};
 use crate::sched::core::Switch;
@@ -35,10 +36,30 @@ pub(super) use guest::GuestLevel;
 
 const FOREVER: Nanos = Nanos(u64::MAX / 4);
 
+/// The host tasks of one VM's vCPUs: vCPU `k` runs as host task
+/// `first + k` (they are created consecutively). The one place a
+/// (VM, vCPU) pair becomes a host task id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct VcpuTasks {
+    first: TaskId,
+}
+
+impl VcpuTasks {
+    pub(super) fn new(first: TaskId) -> VcpuTasks {
+        VcpuTasks { first }
+    }
+
+    /// The host task running vCPU `i`.
+    pub(super) fn task(self, i: VcpuIdx) -> TaskId {
+        TaskId(self.first.0 + i.0)
+    }
+}
+
 /// One VM at run time.
 pub(super) struct VmRt {
     name: String,
-    pub(super) task_base: u32,
+    /// The host tasks running the vCPUs.
+    pub(super) tasks: VcpuTasks,
     pub(super) n: u32,
     active: u32,
     vcpus: Vec<VcpuState>,
@@ -73,15 +94,15 @@ impl VmRt {
     /// Host CPU time vCPU `i` owes before its guest continues (the host's
     /// context switch into it, a migration's refill): accounted as exit
     /// overhead.
-    pub(super) fn g_owe(&mut self, i: usize, d: Nanos) {
-        self.g[i].pending_exit += d;
+    pub(super) fn g_owe(&mut self, i: VcpuIdx, d: Nanos) {
+        self.g[i.idx()].pending_exit += d;
     }
 
     pub(super) fn new(
         v: &VmSpec,
         kvm: &KvmSpec,
         pv_spinlock: bool,
-        task_base: u32,
+        tasks: VcpuTasks,
         rng: SimRng,
     ) -> VmRt {
         let prof = v.workload.clone();
@@ -89,7 +110,7 @@ impl VmRt {
         let window = kvm.ple.map_or(0, |p| p.window);
         let vcpus = (0..v.vcpus)
             .map(|k| {
-                let mut s = VcpuState::new(VcpuIdx(k), Some(TaskId(task_base + k)));
+                let mut s = VcpuState::new(VcpuIdx(k), Some(tasks.task(VcpuIdx(k))));
                 s.apicv_active = kvm.apicv;
                 s.ple_window = window;
                 s
@@ -125,7 +146,7 @@ impl VmRt {
         let locks = (0..nlocks).map(|_| GuestLock::new(kind)).collect();
         VmRt {
             name: v.name.clone(),
-            task_base,
+            tasks,
             n: v.vcpus,
             active,
             vcpus,
@@ -156,8 +177,9 @@ impl VmRt {
         self.locks = (0..n).map(|_| GuestLock::new(kind)).collect();
     }
 
+    /// The host task running vCPU `i`.
     pub(super) fn task(&self, i: usize) -> TaskId {
-        TaskId(self.task_base + i as u32)
+        self.tasks.task(VcpuIdx(i as u32))
     }
 
     /// Whether vCPU `j` spins on a sleeping lock's owner.
@@ -225,5 +247,12 @@ impl VmRt {
             op_latency_ns: s.op_latency.clone(),
             threads: Vec::new(),
         }
+    }
+}
+
+impl Simulator {
+    /// The host task running vCPU `i` of VM `vm`.
+    pub(super) fn vcpu_task(&self, vm: VmId, i: VcpuIdx) -> TaskId {
+        self.vms[vm.idx()].tasks.task(i)
     }
 }

@@ -4,6 +4,7 @@
 //! that KVM's view of every vCPU agrees with the scheduler's.
 
 use super::super::Simulator;
+use crate::kvm::{VcpuIdx, VmId};
 use crate::sched::{CpuId, TaskId};
 
 impl Simulator {
@@ -40,7 +41,8 @@ impl Simulator {
     }
 
     /// `kvm_sched_out` from the context switch (preempt notifier).
-    pub(in crate::sim) fn vcpu_sched_out(&mut self, vi: usize, i: usize, runnable: bool) {
+    pub(in crate::sim) fn vcpu_sched_out(&mut self, vm: VmId, idx: VcpuIdx, runnable: bool) {
+        let (vi, i) = (vm.idx(), idx.idx());
         let protected = self.vms[vi].protected;
         self.vms[vi].vcpus[i].kvm_sched_out(runnable, protected);
         // vcpu_is_preempted() of this vCPU may now be true: the optimistic
@@ -58,7 +60,8 @@ impl Simulator {
 
     /// `kvm_sched_in` + `vmx_vcpu_load`/`svm_vcpu_load`: shrink the PLE
     /// window if the vCPU had been scheduled out.
-    pub(in crate::sim) fn vcpu_sched_in(&mut self, vi: usize, i: usize) {
+    pub(in crate::sim) fn vcpu_sched_in(&mut self, vm: VmId, idx: VcpuIdx) {
+        let (vi, i) = (vm.idx(), idx.idx());
         if self.vms[vi].guest.is_some() {
             let task = self.vms[vi].task(i);
             self.guest_vcpu_entry(vi, i, task);

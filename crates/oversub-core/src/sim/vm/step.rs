@@ -11,7 +11,7 @@ use crate::engine::{Nanos, Time};
 use crate::guest::spinlock::LockStep;
 use crate::kvm::irq_vectors::LOCAL_TIMER_VECTOR;
 use crate::kvm::vcpu::Cpl;
-use crate::kvm::{VcpuIdx, Vector};
+use crate::kvm::{VcpuIdx, Vector, VmId};
 use crate::sched::{CpuId, TaskId};
 
 impl Simulator {
@@ -20,10 +20,11 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         p: TaskId,
-        vi: usize,
-        i: usize,
+        vm: VmId,
+        idx: VcpuIdx,
         left: Nanos,
     ) {
+        let (vi, i) = (vm.idx(), idx.idx());
         // Account the burst.
         let mut spun = Nanos::ZERO;
         {
