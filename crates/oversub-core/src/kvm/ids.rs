@@ -12,6 +12,12 @@ pub struct VmId(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct VcpuIdx(pub u32);
 
+impl VmId {
+    pub fn idx(self) -> usize {
+        self.0 as usize
+    }
+}
+
 impl VcpuIdx {
     pub fn idx(self) -> usize {
         self.0 as usize

@@ -6,6 +6,7 @@
 //! yield: `kvm_arch_dy_runnable`, `kvm_arch_dy_has_pending_interrupt`,
 //! `kvm_arch_vcpu_preempted_in_kernel` and generic `vcpu_dy_runnable`.
 
+use super::halt_poll::HaltPollState;
 use super::VcpuIdx;
 use crate::sched::TaskId;
 
@@ -62,6 +63,10 @@ pub struct VcpuState {
     pub pi_pending: bool,
     /// `vcpu->async_pf.done` non-empty.
     pub async_pf_done: bool,
+    /// Current PLE window (`vmx->ple_window` / `pause_filter_count`).
+    pub ple_window: u32,
+    /// `vcpu->halt_poll_ns` and the halt in progress.
+    pub halt_poll: HaltPollState,
 }
 
 impl VcpuState {
@@ -85,6 +90,8 @@ impl VcpuState {
             apicv_active: false,
             pi_pending: false,
             async_pf_done: false,
+            ple_window: 0,
+            halt_poll: HaltPollState::default(),
         }
     }
 

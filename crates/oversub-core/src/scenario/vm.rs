@@ -19,6 +19,7 @@ const PHASE_IDLE: &str = "phase:idle";
 /// program VM without `ops` counts, which `oversub run`/`check` print as a
 /// note ([`VmSpec::ops_default`]).
 pub const OPS_LOCK_SECTIONS: &str = "lock-sections";
+pub use crate::kvm::halt_poll::HaltPoll;
 use crate::kvm::lapic::EoiClear;
 use crate::kvm::on_spin::{IpiBase, IpiOrder, OnSpinVariant};
 use crate::kvm::ple::{PleKind, PleParams};
@@ -136,20 +137,6 @@ pub struct VmSpec {
     pub guest_features: crate::sched::SchedFeatures,
     /// SEV-ES / TDX guest state protection (`guest_state_protected`).
     pub protected: bool,
-}
-
-/// Halt polling (`kvm_vcpu_halt`, virt/kvm/kvm_main.c).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HaltPoll {
-    Off,
-    /// Always poll this long (a what-if; KVM adapts the interval).
-    Fixed(Nanos),
-    /// KVM's adaptive `vcpu->halt_poll_ns`: starts at 0, grows (x2, at least
-    /// 10 us) after a short halt, shrinks (/2, 0 below 10 us) after one
-    /// longer than `max` (`halt_poll_ns`, default 200 us on x86).
-    Dynamic {
-        max: Nanos,
-    },
 }
 
 /// `kvm_vcpu_on_spin` form, or no directed yield at all (a what-if).

@@ -13,6 +13,7 @@
 
 use crate::engine::{EventQueue, Nanos, SimRng, Time};
 use crate::error::RunError;
+use crate::kvm::{VcpuIdx, VmId};
 use crate::limits;
 use crate::report::Report;
 use crate::scenario::{expanded_names, Scenario, TaskKind};
@@ -21,7 +22,7 @@ use crate::sched::weight::scale_load;
 use crate::sched::{CpuId, GroupId, SchedConfig, Scheduler, TaskId, ROOT_GROUP};
 use crate::task::{Behaviour, Next, World};
 use std::collections::BTreeMap;
-use vm::VmRt;
+use vm::{VcpuTasks, VmRt};
 
 #[derive(Clone, Copy, Debug)]
 enum Ev {
@@ -36,7 +37,7 @@ enum Ev {
     /// A halted vCPU's guest timer (LAPIC timer), with its generation.
     GuestTimer(TaskId, u64),
     /// The guest's periodic tick on vCPU (vm, idx) (`[kvm] guest_hz`).
-    GuestTick(u32, u32),
+    GuestTick(VmId, VcpuIdx),
     /// The same after the timer interrupt's delay.
     GuestTimerWake(TaskId, u64),
     /// A reschedule IPI arrives (`scheduler_ipi()`).
@@ -44,9 +45,9 @@ enum Ev {
     /// A wakelist IPI arrives: activate the queued wakeup (flags).
     TtwuPending(TaskId, u32),
     /// A guest thread's hrtimer: (vm, guest task, generation).
-    GuestHrtimer(u32, u32, u64),
+    GuestHrtimer(VmId, u32, u64),
     /// A guest CPU's HRTICK timer: (vm, vCPU, generation).
-    GuestHrtick(u32, u32, u64),
+    GuestHrtick(VmId, VcpuIdx, u64),
 }
 
 /// Per-task simulator state (besides the scheduler's).
@@ -332,7 +333,7 @@ impl Simulator {
         }
         // VMs: one host task per vCPU, created after the plain tasks.
         for (vi, v) in sc.vms.iter().enumerate() {
-            let base = sim.tasks.len() as u32;
+            let tasks = VcpuTasks::new(TaskId(sim.tasks.len() as u32));
             for k in 0..v.vcpus {
                 let allowed = match &v.pin {
                     Some(pin) => allowed_mask(n, Some(&[pin[k as usize]])),
@@ -348,7 +349,7 @@ impl Simulator {
                     cpu,
                     None,
                 );
-                assert_eq!(id.0, base + k, "vCPU task ids are consecutive");
+                assert_eq!(id, tasks.task(VcpuIdx(k)), "vCPU task ids are consecutive");
                 sim.task_group.push(group);
                 sim.push_task(Behaviour::Vcpu {
                     vm: vi as u32,
@@ -356,7 +357,7 @@ impl Simulator {
                 });
             }
             let rng = SimRng::new(sc.host.seed, 1 + vi as u64);
-            let mut rt = VmRt::new(v, &sc.kvm, sc.pv.spinlock, base, rng);
+            let mut rt = VmRt::new(v, &sc.kvm, sc.pv.spinlock, tasks, rng);
             if let Some(p) = &v.program {
                 // The guest kernel ([vm] kernel/features, default the
                 // host's); its HZ is the guest tick rate when that is a
@@ -376,7 +377,7 @@ impl Simulator {
                 ));
             }
             sim.vms.push(rt);
-            sim.arm_guest_ticks(vi);
+            sim.arm_guest_ticks(VmId(vi as u32));
         }
         sim
     }
@@ -522,20 +523,14 @@ impl Simulator {
             | Ev::GuestTimer(p, _)
             | Ev::GuestTimerWake(p, _)
             | Ev::TtwuPending(p, _) => Some(self.sched.tasks[p.idx()].cpu),
-            Ev::GuestTick(vm, idx) => {
-                let p = self.vms[vm as usize].task_base + idx;
-                Some(self.sched.tasks[p as usize].cpu)
+            Ev::GuestTick(vm, idx) | Ev::GuestHrtick(vm, idx, _) => {
+                Some(self.sched.tasks[self.vcpu_task(vm, idx).idx()].cpu)
             }
             // The host CPU of the vCPU whose LAPIC timer it is.
             Ev::GuestHrtimer(vm, t, _) => {
-                let v = &self.vms[vm as usize];
-                let g = v.guest.as_ref().expect("a program VM");
-                let idx = g.sched.tasks[t as usize].cpu.0;
-                Some(self.sched.tasks[(v.task_base + idx) as usize].cpu)
-            }
-            Ev::GuestHrtick(vm, idx, _) => {
-                let p = self.vms[vm as usize].task_base + idx;
-                Some(self.sched.tasks[p as usize].cpu)
+                let g = self.vms[vm.idx()].guest.as_ref().expect("a program VM");
+                let idx = VcpuIdx(g.sched.tasks[t as usize].cpu.0);
+                Some(self.sched.tasks[self.vcpu_task(vm, idx).idx()].cpu)
             }
         }
     }
@@ -609,7 +604,7 @@ impl Simulator {
                 ts.remaining = None;
                 if let Behaviour::Vcpu { vm, idx } = ts.behaviour {
                     ts.started = true;
-                    self.vcpu_step(cpu, p, vm as usize, idx as usize, left);
+                    self.vcpu_step(cpu, p, VmId(vm), VcpuIdx(idx), left);
                 } else {
                     self.step(cpu, p);
                 }
@@ -643,9 +638,9 @@ impl Simulator {
             Ev::GuestTimerWake(p, gen) => self.guest_timer(p, gen),
             Ev::ReschedIpi(cpu) => self.sched.scheduler_ipi(cpu),
             Ev::TtwuPending(p, flags) => self.sched.sched_ttwu_pending(p, flags),
-            Ev::GuestTick(vm, idx) => self.guest_tick(vm as usize, idx as usize),
-            Ev::GuestHrtimer(vm, t, gen) => self.guest_hrtimer(vm as usize, t, gen),
-            Ev::GuestHrtick(vm, i, gen) => self.guest_hrtick(vm as usize, i as usize, gen),
+            Ev::GuestTick(vm, idx) => self.guest_tick(vm, idx),
+            Ev::GuestHrtimer(vm, t, gen) => self.guest_hrtimer(vm, t, gen),
+            Ev::GuestHrtick(vm, i, gen) => self.guest_hrtick(vm, i, gen),
         }
     }
 
@@ -773,7 +768,7 @@ impl Simulator {
                 }
             }
             if let Behaviour::Vcpu { vm, idx } = ts.behaviour {
-                self.vcpu_sched_out(vm as usize, idx as usize, sw.prev_runnable);
+                self.vcpu_sched_out(VmId(vm), VcpuIdx(idx), sw.prev_runnable);
             }
         }
         if let Some(next) = sw.next {
@@ -786,7 +781,7 @@ impl Simulator {
             }
             match self.tasks[next.idx()].behaviour {
                 Behaviour::Vcpu { vm, idx } => {
-                    self.vms[vm as usize].g_owe(idx as usize, Nanos(cost));
+                    self.vms[vm as usize].g_owe(VcpuIdx(idx), Nanos(cost));
                 }
                 _ => self.tasks[next.idx()].overhead += Nanos(cost),
             }
@@ -801,7 +796,7 @@ impl Simulator {
                 self.arm_tick(sw.cpu);
             }
             if let Behaviour::Vcpu { vm, idx } = self.tasks[next.idx()].behaviour {
-                self.vcpu_sched_in(vm as usize, idx as usize);
+                self.vcpu_sched_in(VmId(vm), VcpuIdx(idx));
                 // VM entry: the guest looks at its state again (pending
                 // interrupts, a lock granted while it was away, a new PAUSE
                 // loop with the current window).
@@ -912,7 +907,7 @@ impl Simulator {
                 let mut steal = 0;
                 let mut lefts = Vec::new();
                 for k in 0..v.n {
-                    let id = (v.task_base + k) as usize;
+                    let id = v.tasks.task(VcpuIdx(k)).idx();
                     let t = &self.sched.tasks[id];
                     cpu_ns += self.sched.ses[t.se.idx()].sum_exec_runtime;
                     steal += t.stats.wait_ns;

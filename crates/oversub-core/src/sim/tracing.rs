@@ -97,19 +97,20 @@ impl Simulator {
         dec: &crate::kvm::on_spin::OnSpinDecision,
     ) {
         let t = self.now.0;
-        let base = self.vms[vi].task_base;
+        let tasks = self.vms[vi].tasks;
+        let pid = self.vms[vi].task(i).0;
         for a in &dec.attempts {
             self.tr(TraceEvent::KvmVcpuOnSpinTarget {
                 t,
                 cpu: cpu.0,
-                pid: base + i as u32,
-                target: base + a.target.0,
+                pid,
+                target: tasks.task(a.target).0,
                 tier: format!("{:?}", a.tier),
                 result: a.result,
             });
         }
         if let Some(a) = dec.attempts.iter().find(|a| a.result > 0) {
-            self.trace_yield_to(cpu, base + i as u32, base + a.target.0);
+            self.trace_yield_to(cpu, pid, tasks.task(a.target).0);
         }
     }
 
@@ -153,7 +154,7 @@ impl Simulator {
         let name = |t: Option<u32>| t.map(|t| g.sched.tasks[t as usize].name.clone());
         let ev = TraceEvent::GuestSwitch {
             t: self.now.0,
-            vcpu: vm.task_base + i as u32,
+            vcpu: vm.task(i).0,
             prev: name(was),
             next: name(now),
         };

@@ -23,10 +23,11 @@
 //!   clock if the guest uses PV steal time (`[guest.pv] steal_time`).
 
 use super::super::{allowed_mask, place_round_robin};
-use super::{Ev, Simulator, LOCAL_TIMER_VECTOR, RESCHEDULE_VECTOR};
+use super::super::{Ev, Simulator};
 use crate::engine::{Nanos, Time};
+use crate::kvm::irq_vectors::{LOCAL_TIMER_VECTOR, RESCHEDULE_VECTOR};
 use crate::kvm::lapic::LapicIrq;
-use crate::kvm::VcpuIdx;
+use crate::kvm::{VcpuIdx, VmId};
 use crate::sched::features::KernelPreset;
 use crate::sched::{CpuId, SchedConfig, SchedFeatures, Scheduler, TaskId, ROOT_GROUP};
 use crate::task::program::{Action, KernelOp, ProgramRt};
@@ -297,7 +298,7 @@ impl Simulator {
                         let at = at.max(now);
                         if at <= self.end {
                             self.queue
-                                .push(at, Ev::GuestHrtimer(vi as u32, t.0 .0, gen));
+                                .push(at, Ev::GuestHrtimer(VmId(vi as u32), t.0 .0, gen));
                         }
                     }
                     let _ = self.guest(vi).sched.block_current(gcpu(i));
@@ -464,14 +465,16 @@ impl Simulator {
             let at = Time(at).max(now);
             if at <= end {
                 let gen = g.hrtick_gen[c.idx()];
-                self.queue.push(at, Ev::GuestHrtick(vi as u32, c.0, gen));
+                self.queue
+                    .push(at, Ev::GuestHrtick(VmId(vi as u32), VcpuIdx(c.0), gen));
             }
         }
     }
 
     /// A guest CPU's HRTICK timer expired: the LAPIC timer interrupt of its
     /// vCPU runs `hrtick()` (a superseded timer is stale).
-    pub(crate) fn guest_hrtick(&mut self, vi: usize, i: usize, gen: u64) {
+    pub(crate) fn guest_hrtick(&mut self, vm: VmId, idx: VcpuIdx, gen: u64) {
+        let (vi, i) = (vm.idx(), idx.idx());
         let g = self.guest(vi);
         if g.hrtick_gen[i] != gen {
             self.stale += 1;
@@ -484,7 +487,8 @@ impl Simulator {
 
     /// A guest thread's hrtimer expired: the LAPIC timer interrupt of the
     /// vCPU that armed it (the CPU the thread slept on) runs the wakeup.
-    pub(crate) fn guest_hrtimer(&mut self, vi: usize, t: u32, gen: u64) {
+    pub(crate) fn guest_hrtimer(&mut self, vm: VmId, t: u32, gen: u64) {
+        let vi = vm.idx();
         if self.guest(vi).timer_gen[t as usize] != gen {
             self.stale += 1;
             return;

@@ -1,0 +1,324 @@
+//! Interrupts in a VM: the guest tick, the ICR writes of the guest's IPI
+//! senders (`smp_call_function_many_cond` and the reschedule IPI) through
+//! the LAPIC model, and their delivery to the target vCPU
+//! (`__apic_accept_irq` + `kvm_vcpu_kick`).
+
+use super::super::{Ev, Simulator};
+use super::state::{Irq, Phase, VGuest};
+use super::VmRt;
+use crate::engine::{Nanos, SimRng, Time};
+use crate::kvm::irq_vectors::{
+    CALL_FUNCTION_SINGLE_VECTOR, CALL_FUNCTION_VECTOR, LOCAL_TIMER_VECTOR,
+};
+use crate::kvm::lapic::{DeliveryMode, IcrWrite, LapicIrq, Shorthand};
+use crate::kvm::{VcpuIdx, Vector, VmId};
+use crate::sched::core::Switch;
+use crate::sched::CpuId;
+
+/// Whether a vCPU is idle-halted (HLT or halt polling, not `pv_wait`).
+fn idle_halted(g: &VGuest) -> bool {
+    matches!(
+        g.phase,
+        Phase::Halted { pv_lock: None } | Phase::Poll { pv_lock: None, .. }
+    )
+}
+
+/// A uniformly drawn idle-halted vCPU of `g` other than `me` (one
+/// `rng.below(count)` draw), None (no draw) if there is none. Up to 64
+/// vCPUs in one pass over a bitmask; beyond, counted and found again.
+pub(super) fn draw_idle_vcpu(g: &[VGuest], me: usize, rng: &mut SimRng) -> Option<usize> {
+    if g.len() <= 64 {
+        let mut m = 0u64;
+        for (t, gt) in g.iter().enumerate() {
+            if idle_halted(gt) {
+                m |= 1 << t;
+            }
+        }
+        m &= !1u64.checked_shl(me as u32).unwrap_or(0);
+        if m == 0 {
+            return None;
+        }
+        for _ in 0..rng.below(u64::from(m.count_ones())) {
+            m &= m - 1;
+        }
+        return Some(m.trailing_zeros() as usize);
+    }
+    let is_idle = |&(t, gt): &(usize, &VGuest)| t != me && idle_halted(gt);
+    let n = g.iter().enumerate().filter(is_idle).count();
+    if n == 0 {
+        return None;
+    }
+    let k = rng.below(n as u64) as usize;
+    g.iter().enumerate().filter(is_idle).nth(k).map(|(t, _)| t)
+}
+
+impl VmRt {
+    /// An ICR write by `me`: the series' tracker sees it, and with the IPI
+    /// hint a unicast fixed-mode IPI that exited is recorded on the sender.
+    /// An APIC-write exit costs the sender `exit` (charged at its next
+    /// entry); exits and tracked pairs are counted in the VM's stats.
+    pub(super) fn icr_write(
+        &mut self,
+        me: VcpuIdx,
+        irq: &LapicIrq,
+        now: Time,
+        running: &[bool],
+        exit: Nanos,
+    ) -> IcrWrite {
+        let run = |t: VcpuIdx| running.get(t.idx()).copied().unwrap_or(true);
+        let w = self.tracker.on_icr_write_running(me, irq, now, &run);
+        if w.exited {
+            self.stats.ipi_exits += 1;
+            self.g[me.idx()].pending_exit += exit;
+        }
+        if w.tracked {
+            self.stats.ipis_tracked += 1;
+        }
+        if let Some(h) = self.hint.as_mut() {
+            let unicast = irq.delivery_mode == DeliveryMode::Fixed
+                && irq.shorthand == Shorthand::NoShorthand
+                && w.targets.len() == 1;
+            if w.exited && unicast {
+                h.record(me, w.targets[0], irq.vector, now);
+            } else if w.exited {
+                h.forget(me);
+            }
+        }
+        w
+    }
+
+    /// Does vCPU `r` still owe `vector` (in its IRR/PIR, i.e. queued and not
+    /// yet taken, or in its ISR, i.e. the handler runs)?
+    pub(super) fn owes(&self, r: VcpuIdx, vector: Vector) -> bool {
+        let g = &self.g[r.idx()];
+        g.irqs.iter().any(|q| q.vector == vector)
+            || matches!(g.phase, Phase::Handler { vector: v, .. } if v == vector)
+    }
+}
+
+impl Simulator {
+    /// Arms the guest tick of every vCPU of VM `vi` (spread over one period).
+    pub(in crate::sim) fn arm_guest_ticks(&mut self, vm: VmId) {
+        let vi = vm.idx();
+        let hz = u64::from(self.kvm.guest_hz);
+        if hz == 0 {
+            return;
+        }
+        let period = 1_000_000_000 / hz;
+        let n = u64::from(self.vms[vi].n);
+        for k in 0..n {
+            let at = Time(period + period * k / n);
+            self.queue.push(at, Ev::GuestTick(vm, VcpuIdx(k as u32)));
+        }
+    }
+
+    /// The guest's periodic LAPIC timer interrupt on vCPU `i` (a guest tick).
+    /// A running vCPU takes it at once: the timer expiry exits (host hrtimer
+    /// or VMX preemption timer, with or without APICv) and the interrupt is
+    /// injected; its EOI exits without APICv (`IpiTracker::on_eoi`), which is
+    /// where the series' v1/v2 "any EOI clears" rule acts. A vCPU waiting for
+    /// a CPU gets it on its next entry (one IRR bit: ticks coalesce). Halted
+    /// and finished vCPUs have no tick (NO_HZ idle; pv_wait halts too, a
+    /// simplification: docs/kvm-model.md).
+    pub(in crate::sim) fn guest_tick(&mut self, vm: VmId, idx: VcpuIdx) {
+        let (vi, i) = (vm.idx(), idx.idx());
+        let now = self.now;
+        let period = Nanos(1_000_000_000 / u64::from(self.kvm.guest_hz));
+        self.queue.push(now + period, Ev::GuestTick(vm, idx));
+        let exit = self.kvm.round_trip();
+        let task = self.vms[vi].task(i);
+        let vm = &mut self.vms[vi];
+        let idle = matches!(
+            vm.g[i].phase,
+            Phase::Done | Phase::Halted { .. } | Phase::Poll { .. }
+        );
+        if idle || vm.vcpus[i].blocking || !self.tasks[task.idx()].started {
+            return;
+        }
+        if let Some(gl) = vm.guest.as_mut() {
+            gl.tick_due[i] = true;
+        }
+        if vm.g[i].irqs.iter().any(|q| q.vector == LOCAL_TIMER_VECTOR) {
+            return;
+        }
+        vm.g[i].irqs.push_back(Irq {
+            at: now,
+            vector: LOCAL_TIMER_VECTOR,
+            from: i as u32,
+            sync: false,
+            extra: Nanos::ZERO,
+        });
+        vm.stats.guest_ticks += 1;
+        let st = &self.sched.tasks[task.idx()];
+        if st.on_cpu && self.sched.rqs[st.cpu.idx()].curr == Some(task) {
+            vm.g[i].pending_exit += exit;
+            self.poke(vi, i);
+        } else {
+            vm.vcpus[i].pending_request = true;
+        }
+    }
+
+    /// Interrupt delivery to vCPU `t` (`__apic_accept_irq` + `kvm_vcpu_kick`).
+    pub(super) fn deliver(
+        &mut self,
+        vi: usize,
+        from: usize,
+        t: usize,
+        vector: Vector,
+        sync: bool,
+        cpu: CpuId,
+    ) {
+        self.deliver_call(vi, from, t, vector, sync, Nanos::ZERO, cpu);
+    }
+
+    /// `deliver` of an interrupt whose handler does `extra` of work after
+    /// the entry (a cross-CPU call's function).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn deliver_call(
+        &mut self,
+        vi: usize,
+        from: usize,
+        t: usize,
+        vector: Vector,
+        sync: bool,
+        extra: Nanos,
+        cpu: CpuId,
+    ) {
+        let now = self.now;
+        let apicv = self.kvm.apicv;
+        let exit = self.kvm.round_trip();
+        let task = self.vms[vi].task(t);
+        let vm = &mut self.vms[vi];
+        vm.g[t].irqs.push_back(Irq {
+            at: now,
+            vector,
+            from: from as u32,
+            sync,
+            extra,
+        });
+        if vm.vcpus[t].blocking {
+            // kvm_vcpu_kick -> kvm_vcpu_wake_up -> rcuwait_wake_up.
+            vm.vcpus[t].pending_request = true;
+            self.wake_vcpu(vi, t, Some(cpu));
+            return;
+        }
+        let st = &self.sched.tasks[task.idx()];
+        let running = st.on_cpu && self.sched.rqs[st.cpu.idx()].curr == Some(task);
+        if running {
+            // In guest mode: a posted interrupt (APICv) needs no exit; without
+            // it the kick IPI forces an exit and the injection on re-entry.
+            if !apicv {
+                vm.g[t].pending_exit += exit;
+            }
+            self.poke(vi, t);
+        } else if apicv {
+            vm.vcpus[t].pi_pending = true;
+        } else {
+            vm.vcpus[t].pending_request = true;
+        }
+    }
+
+    /// `smp_call_function_many_cond` from vCPU `i` to `targets` (6.12
+    /// kernel/smp.c with x86's IPI senders): the ICR writes (a unicast
+    /// CALL_FUNCTION_SINGLE for one target, else PV send-IPI, the
+    /// all-but-self shorthand or one unicast per target), each handler doing
+    /// `handler` of work after its entry. With `then` (`wait`) the sender
+    /// enters it (a `csd_lock_wait` spin) and counts the handlers left;
+    /// `kvm_smp_send_call_func_ipi` then yields to the first preempted
+    /// target. Some(switch) if the sender yielded.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn smp_call_function_many(
+        &mut self,
+        cpu: CpuId,
+        vi: usize,
+        i: usize,
+        targets: &[usize],
+        handler: Nanos,
+        then: Option<Phase>,
+        running: &[bool],
+    ) -> Option<Option<Switch>> {
+        let now = self.now;
+        let exit = self.kvm.round_trip();
+        let pv = self.pv;
+        let me = VcpuIdx(i as u32);
+        let sync = then.is_some();
+        // Unicast ICR writes, for `kvm_apic_ipi` once `vm` is released.
+        let mut icrs: Vec<(usize, u8, bool)> = Vec::new();
+        let tracing = self.tracing();
+        let vm = &mut self.vms[vi];
+        vm.stats.ipis_sent += targets.len() as u64;
+        // smp_call_function_many_cond(): one target goes through
+        // send_call_function_single_ipi() -> the native unicast
+        // ICR write (PV send-IPI and kvm_smp_send_call_func_ipi
+        // only override the mask paths, so no hypercall and no
+        // PV sched_yield): issue 11 bug 3.
+        let single = targets.len() == 1;
+        if single {
+            let w = vm.icr_write(
+                me,
+                &LapicIrq::unicast(VcpuIdx(targets[0] as u32), CALL_FUNCTION_SINGLE_VECTOR),
+                now,
+                running,
+                exit,
+            );
+            if tracing {
+                icrs.push((targets[0], CALL_FUNCTION_SINGLE_VECTOR.0, w.tracked));
+            }
+        } else if pv.send_ipi {
+            // KVM_HC_SEND_IPI: one hypercall exit, never tracked.
+            vm.stats.ipi_exits += 1;
+            vm.g[i].pending_exit += exit;
+        } else if targets.len() + 1 == vm.n as usize {
+            // native_send_call_func_ipi: the mask is every other
+            // online CPU -> one ICR write with the all-but-self
+            // shorthand (broadcast; never tracked).
+            let irq = LapicIrq {
+                shorthand: Shorthand::AllButSelf,
+                ..LapicIrq::unicast(me, CALL_FUNCTION_VECTOR)
+            };
+            let w = vm.icr_write(me, &irq, now, running, exit);
+            debug_assert_eq!(w.targets.len(), targets.len());
+        } else {
+            for &t in targets {
+                let w = vm.icr_write(
+                    me,
+                    &LapicIrq::unicast(VcpuIdx(t as u32), CALL_FUNCTION_VECTOR),
+                    now,
+                    running,
+                    exit,
+                );
+                if tracing {
+                    icrs.push((t, CALL_FUNCTION_VECTOR.0, w.tracked));
+                }
+            }
+        }
+        for (dest, vector, tracked) in icrs {
+            self.trace_icr(cpu, vi, i, dest, vector, tracked);
+        }
+        let vm = &mut self.vms[vi];
+        if let Some(then) = then {
+            vm.g[i].csd_pending += targets.len() as u32;
+            vm.g[i].csd_since = now;
+            vm.g[i].phase = then;
+        }
+        // kvm_smp_send_call_func_ipi: yield to the first preempted target.
+        let yield_to = if pv.sched_yield && pv.steal_time && !single {
+            targets.iter().copied().find(|&t| vm.vcpus[t].preempted)
+        } else {
+            None
+        };
+        let vector = if single {
+            CALL_FUNCTION_SINGLE_VECTOR
+        } else {
+            CALL_FUNCTION_VECTOR
+        };
+        for &t in targets {
+            self.deliver_call(vi, i, t, vector, sync, handler, cpu);
+        }
+        if let Some(t) = yield_to {
+            self.vms[vi].g[i].pending_exit += exit;
+            return self.pv_sched_yield(cpu, vi, i, t);
+        }
+        None
+    }
+}

@@ -1,0 +1,258 @@
+//! VMs on the simulated host: each vCPU is a host task whose behaviour is
+//! the guest/KVM model below (module `sim::vm`, a child of the simulator so
+//! it can drive the scheduler directly). docs/kvm-model.md, "Integration",
+//! describes the mechanisms and their kernel sources.
+//!
+//! A vCPU runs *phases* (compute, lock spin, critical section, interrupt
+//! handler, halt) that become CPU bursts. A burst is `[exit overhead][work]`:
+//! VM exit/entry costs owed by the vCPU are paid at the start of its next
+//! burst. Whenever a vCPU enters the guest (scheduled in, woken, poked) its
+//! burst ends at once and the phase looks at the guest state again, so a lock
+//! granted or an interrupt delivered while it was away is seen on entry.
+
+use super::Simulator;
+use crate::engine::{Nanos, SimRng, Time};
+use crate::guest::machine::GuestLock;
+use crate::guest::workload::{LockKind, WorkloadProfile};
+use crate::kvm::ipi_hint::IpiHint;
+use crate::kvm::lapic::{IpiTracker, IpiTrackingParams};
+use crate::kvm::on_spin::{OnSpinVariant, SpinVm};
+use crate::kvm::vcpu::VcpuState;
+use crate::kvm::{VcpuIdx, VmId};
+use crate::report::VmReport;
+use crate::scenario::{KvmSpec, OnSpinSpec, VmSpec};
+use crate::sched::core::Switch;
+use crate::sched::TaskId;
+use state::{Cat, Phase, VGuest, VmStats, Wait};
+
+mod exits;
+mod guest;
+mod irq;
+mod notifier;
+mod phases;
+mod state;
+mod step;
+pub(super) use guest::GuestLevel;
+
+const FOREVER: Nanos = Nanos(u64::MAX / 4);
+
+/// The host tasks of one VM's vCPUs: vCPU `k` runs as host task
+/// `first + k` (they are created consecutively). The one place a
+/// (VM, vCPU) pair becomes a host task id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct VcpuTasks {
+    first: TaskId,
+}
+
+impl VcpuTasks {
+    pub(super) fn new(first: TaskId) -> VcpuTasks {
+        VcpuTasks { first }
+    }
+
+    /// The host task running vCPU `i`.
+    pub(super) fn task(self, i: VcpuIdx) -> TaskId {
+        TaskId(self.first.0 + i.0)
+    }
+}
+
+/// One VM at run time.
+pub(super) struct VmRt {
+    name: String,
+    /// The host tasks running the vCPUs.
+    pub(super) tasks: VcpuTasks,
+    pub(super) n: u32,
+    active: u32,
+    vcpus: Vec<VcpuState>,
+    g: Vec<VGuest>,
+    spin: SpinVm,
+    tracker: IpiTracker,
+    /// The sender-side IPI hint (on_spin = "ipi_hint" only).
+    hint: Option<IpiHint>,
+    locks: Vec<GuestLock>,
+    prof: WorkloadProfile,
+    rng: SimRng,
+    pingpong: bool,
+    turn: u32,
+    /// `vcpu->arch.guest_state_protected` (SEV-ES / TDX).
+    protected: bool,
+    stats: VmStats,
+    /// The guest kernel of a program VM (None: the phase generator).
+    pub(super) guest: Option<GuestLevel>,
+    /// A kept buffer for a TLB shootdown's targets.
+    targets_buf: Vec<usize>,
+}
+
+/// What a vCPU step ends with.
+enum Act {
+    Run(Cat, Nanos),
+    Sleep(Option<Time>),
+    /// The vCPU yielded (directed yield): apply this.
+    Switched(Option<Switch>),
+}
+
+impl VmRt {
+    /// Host CPU time vCPU `i` owes before its guest continues (the host's
+    /// context switch into it, a migration's refill): accounted as exit
+    /// overhead.
+    pub(super) fn g_owe(&mut self, i: VcpuIdx, d: Nanos) {
+        self.g[i.idx()].pending_exit += d;
+    }
+
+    pub(super) fn new(
+        v: &VmSpec,
+        kvm: &KvmSpec,
+        pv_spinlock: bool,
+        tasks: VcpuTasks,
+        rng: SimRng,
+    ) -> VmRt {
+        let prof = v.workload.clone();
+        let active = prof.active_vcpus.unwrap_or(v.vcpus).min(v.vcpus);
+        let window = kvm.ple.map_or(0, |p| p.window);
+        let vcpus = (0..v.vcpus)
+            .map(|k| {
+                let mut s = VcpuState::new(VcpuIdx(k), Some(tasks.task(VcpuIdx(k))));
+                s.apicv_active = kvm.apicv;
+                s.ple_window = window;
+                s
+            })
+            .collect();
+        let g = (0..v.vcpus).map(|_| VGuest::new()).collect();
+        let ipi_aware = matches!(
+            kvm.on_spin,
+            OnSpinSpec::Variant(OnSpinVariant::IpiAware { .. })
+        );
+        let tracker = IpiTracker::new(
+            v.vcpus,
+            IpiTrackingParams {
+                enabled: ipi_aware,
+                window: kvm.ipi_window,
+                eoi: kvm.ipi_eoi,
+                apicv: kvm.apicv,
+                ipiv: kvm.ipiv,
+                avic: kvm.avic,
+            },
+        );
+        let hint = matches!(kvm.on_spin, OnSpinSpec::Variant(OnSpinVariant::IpiHint))
+            .then(|| IpiHint::new(v.vcpus, kvm.ipi_window));
+        // "phase:pingpong" from a scenario, "pingpong" from a bare profile.
+        let pingpong = prof.name.strip_prefix("phase:").unwrap_or(&prof.name) == "pingpong";
+        let nlocks = if pingpong { 1 } else { prof.locks as usize };
+        // Without KVM_FEATURE_PV_UNHALT ([guest.pv] spinlock = false) the
+        // guest's qspinlock is the native one.
+        let kind = match prof.lock_kind {
+            LockKind::PvQspinlock if !pv_spinlock => LockKind::NativeQspinlock,
+            k => k,
+        };
+        let locks = (0..nlocks).map(|_| GuestLock::new(kind)).collect();
+        VmRt {
+            name: v.name.clone(),
+            tasks,
+            n: v.vcpus,
+            active,
+            vcpus,
+            g,
+            spin: SpinVm::default(),
+            tracker,
+            hint,
+            locks,
+            prof,
+            rng,
+            pingpong,
+            turn: 0,
+            protected: v.protected,
+            stats: VmStats::default(),
+            guest: None,
+            targets_buf: Vec::new(),
+        }
+    }
+
+    /// A program VM's guest kernel spinlocks (the program's `syscall`
+    /// locks): the profile's lock kind (PV qspinlock by default; the native
+    /// one without `[guest.pv] spinlock`).
+    pub(super) fn set_program_locks(&mut self, n: usize, pv_spinlock: bool) {
+        let kind = match self.prof.lock_kind {
+            LockKind::PvQspinlock if !pv_spinlock => LockKind::NativeQspinlock,
+            k => k,
+        };
+        self.locks = (0..n).map(|_| GuestLock::new(kind)).collect();
+    }
+
+    /// The host task running vCPU `i`.
+    pub(super) fn task(&self, i: usize) -> TaskId {
+        self.tasks.task(VcpuIdx(i as u32))
+    }
+
+    /// Whether vCPU `j` spins on a sleeping lock's owner.
+    fn owner_spinning(&self, j: usize) -> bool {
+        matches!(
+            self.g[j].phase,
+            Phase::Spin {
+                wait: Wait::Owner,
+                ..
+            }
+        )
+    }
+
+    /// `lefts[i]`: the unused part of vCPU i's current burst, so bursts in
+    /// progress at the end of the run are split too.
+    pub(super) fn report(
+        &self,
+        duration: Nanos,
+        cpu_ns: u64,
+        steal_ns: u64,
+        lefts: &[Nanos],
+    ) -> VmReport {
+        let mut s = self.stats.clone();
+        for (g, &left) in self.g.iter().zip(lefts) {
+            let (ex, work) = g.split_burst(left);
+            s.account(g.cat, ex, work);
+        }
+        let s = &s;
+        VmReport {
+            name: self.name.clone(),
+            vcpus: self.n,
+            workload: self.prof.name.clone(),
+            ops: s.ops,
+            ops_per_s: s.ops as f64 / (duration.0.max(1) as f64 / 1e9),
+            cpu_ns,
+            guest_useful_ns: s.useful,
+            spinning_ns: s.spin,
+            halt_polling_ns: s.poll,
+            exit_overhead_ns: s.exit,
+            steal_ns,
+            ple_exits: s.ple_exits,
+            on_spin_calls: s.on_spin_calls,
+            yield_to_attempts: s.yield_attempts,
+            yield_to_successes: s.yield_ok,
+            yield_to_esrch: s.yield_esrch,
+            boosts_to_ipi_receiver: s.boosts_receiver,
+            boosts_to_spinner: s.boosts_to_spinner,
+            guest_ticks: s.guest_ticks,
+            boosts_to_stale_receiver: s.boosts_stale_receiver,
+            directed_yield_attempted: s.dy_attempted,
+            directed_yield_successful: s.dy_successful,
+            halts: s.halts,
+            pv_kicks: s.pv_kicks,
+            ipis_sent: s.ipis_sent,
+            ipi_exits: s.ipi_exits,
+            ipis_tracked: s.ipis_tracked,
+            eoi_exits: s.eoi_exits,
+            lock_wait_ns: s.lock_wait.percentiles(),
+            lock_hold_ns: s.lock_hold.percentiles(),
+            ipi_latency_ns: s.ipi_latency.percentiles(),
+            csd_wait_ns: s.csd_wait_ns,
+            csd_waits: s.csd_waits,
+            spinlock_wait_total_ns: s.lock_wait_total_ns,
+            program: None,
+            op_latency_ns: s.op_latency.clone(),
+            threads: Vec::new(),
+        }
+    }
+}
+
+impl Simulator {
+    /// The host task running vCPU `i` of VM `vm`.
+    pub(super) fn vcpu_task(&self, vm: VmId, i: VcpuIdx) -> TaskId {
+        self.vms[vm.idx()].tasks.task(i)
+    }
+}

@@ -1,0 +1,206 @@
+//! The guest side of one vCPU of the phase generator and the program guest's
+//! glue: the phase it is in (`Phase`, with typed post-compute stages), its
+//! queued interrupts, the burst it runs, and the VM's workload statistics.
+
+use crate::engine::{Nanos, Time};
+use crate::kvm::Vector;
+use crate::report::Hist;
+use std::collections::VecDeque;
+
+/// What the work part of a burst is accounted as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Cat {
+    Useful,
+    Spin,
+    Poll,
+}
+
+/// What a spinning vCPU waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Wait {
+    /// A guest spinlock (index into the VM's locks).
+    Lock(usize),
+    /// `csd_lock_wait`: the targets of a synchronous IPI to run the handler.
+    Csd,
+    /// pingpong: the other vCPU's turn to end.
+    Turn,
+    /// A program VM: the guest task spins on the owner of a kernel sleeping
+    /// lock (`mutex_spin_on_owner`).
+    Owner,
+}
+
+/// The phase generator's stages after a compute burst, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum AfterStage {
+    /// Maybe a unicast IPI (`ipi_per_ms`).
+    Ipi,
+    /// Maybe a TLB shootdown (`tlb_shootdown_per_ms`).
+    Shootdown,
+    /// Block (`block_prob`), wait for the pingpong turn, or take a lock.
+    BlockOrLock,
+}
+
+/// Where a vCPU's guest is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// Pick the next compute burst.
+    Start,
+    Compute {
+        left: Nanos,
+        len: Nanos,
+        user: bool,
+    },
+    /// After a compute burst: its stages in order, from `stage` on.
+    After {
+        stage: AfterStage,
+        len: Nanos,
+    },
+    /// A PAUSE loop; `ple`: the current burst ends in a PAUSE exit.
+    Spin {
+        wait: Wait,
+        ple: bool,
+        /// The post-compute stage a `Wait::Csd` spin of the phase generator
+        /// returns to (other waits leave it at `Ipi`, unread).
+        then: AfterStage,
+        len: Nanos,
+    },
+    Hold {
+        lock: usize,
+        left: Nanos,
+    },
+    Handler {
+        left: Nanos,
+        vector: Vector,
+        sync_from: Option<u32>,
+    },
+    /// HLT (idle, `pv_lock = None`) or `pv_wait` on a PV qspinlock.
+    Halted {
+        pv_lock: Option<usize>,
+    },
+    /// Halt polling before blocking.
+    Poll {
+        pv_lock: Option<usize>,
+        left: Nanos,
+    },
+    /// No more work (iterations done, or an inactive vCPU): halted for good.
+    Done,
+    /// A program VM: running the guest scheduler's current task
+    /// (`guest::GuestLevel`).
+    Guest,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Irq {
+    pub(super) at: Time,
+    pub(super) vector: Vector,
+    pub(super) from: u32,
+    pub(super) sync: bool,
+    /// Handler work after the interrupt entry (`smp_call` handlers).
+    pub(super) extra: Nanos,
+}
+
+/// Guest-side state of one vCPU.
+#[derive(Clone, Debug)]
+pub(super) struct VGuest {
+    /// pingpong turn_yield: when this vCPU last yielded to the holder.
+    pub(super) last_turn_yield: Option<Time>,
+    pub(super) phase: Phase,
+    /// The phase an interrupt handler returns to.
+    pub(super) resume: Option<Phase>,
+    pub(super) plan_exit: Nanos,
+    pub(super) plan_work: Nanos,
+    pub(super) cat: Cat,
+    /// Exit/entry costs owed, paid at the start of the next burst.
+    pub(super) pending_exit: Nanos,
+    pub(super) irqs: VecDeque<Irq>,
+    pub(super) csd_pending: u32,
+    pub(super) timer_gen: u64,
+    pub(super) wait_start: Time,
+    pub(super) hold_start: Time,
+    /// When this vCPU's current work unit (op) started.
+    pub(super) op_start: Time,
+    /// A program's syscall: the hold time of the lock it is taking.
+    pub(super) hold_next: Option<Nanos>,
+    /// Since when it waits in `csd_lock_wait`.
+    pub(super) csd_since: Time,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(super) struct VmStats {
+    pub(super) ops: u64,
+    pub(super) useful: u64,
+    pub(super) spin: u64,
+    pub(super) poll: u64,
+    pub(super) exit: u64,
+    pub(super) ple_exits: u64,
+    pub(super) on_spin_calls: u64,
+    pub(super) yield_attempts: u64,
+    pub(super) yield_ok: u64,
+    pub(super) yield_esrch: u64,
+    pub(super) boosts_receiver: u64,
+    pub(super) boosts_to_spinner: u64,
+    pub(super) guest_ticks: u64,
+    pub(super) boosts_stale_receiver: u64,
+    pub(super) dy_attempted: u64,
+    pub(super) dy_successful: u64,
+    pub(super) halts: u64,
+    pub(super) pv_kicks: u64,
+    pub(super) ipis_sent: u64,
+    pub(super) ipi_exits: u64,
+    pub(super) ipis_tracked: u64,
+    pub(super) eoi_exits: u64,
+    pub(super) lock_wait: Hist,
+    pub(super) lock_hold: Hist,
+    pub(super) ipi_latency: Hist,
+    /// Time vCPUs waited in `csd_lock_wait` (synchronous cross-CPU calls
+    /// and TLB shootdowns), from the send to the last handler's end.
+    pub(super) csd_wait_ns: u64,
+    pub(super) csd_waits: u64,
+    pub(super) lock_wait_total_ns: u64,
+    /// Start to end of each op (a vCPU's work unit), preemption included.
+    pub(super) op_latency: Hist,
+}
+
+impl VGuest {
+    /// A vCPU that has not run yet.
+    pub(super) fn new() -> VGuest {
+        VGuest {
+            phase: Phase::Start,
+            resume: None,
+            plan_exit: Nanos::ZERO,
+            plan_work: Nanos::ZERO,
+            cat: Cat::Useful,
+            pending_exit: Nanos::ZERO,
+            irqs: VecDeque::new(),
+            csd_pending: 0,
+            timer_gen: 0,
+            wait_start: Time::ZERO,
+            hold_start: Time::ZERO,
+            op_start: Time::ZERO,
+            last_turn_yield: None,
+            hold_next: None,
+            csd_since: Time::ZERO,
+        }
+    }
+
+    /// The part of the current burst (`plan_exit + plan_work`) used when
+    /// `left` of it remains, split into (exit overhead, work): the overhead
+    /// is paid first.
+    pub(super) fn split_burst(&self, left: Nanos) -> (Nanos, Nanos) {
+        let consumed = (self.plan_exit + self.plan_work) - left;
+        let ex = consumed.min(self.plan_exit);
+        (ex, consumed - ex)
+    }
+}
+
+impl VmStats {
+    /// Accounts a burst's exit overhead and its work as `cat`.
+    pub(super) fn account(&mut self, cat: Cat, ex: Nanos, work: Nanos) {
+        self.exit += ex.0;
+        match cat {
+            Cat::Useful => self.useful += work.0,
+            Cat::Spin => self.spin += work.0,
+            Cat::Poll => self.poll += work.0,
+        }
+    }
+}

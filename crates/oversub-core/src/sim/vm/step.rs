@@ -1,0 +1,542 @@
+//! One vCPU burst ending: account it, then run the guest until it asks for
+//! CPU time again (`Act::Run`), blocks in KVM (`Act::Sleep`) or yielded
+//! (`Act::Switched`): interrupt injection on entry, then the current phase.
+
+use super::super::{Ev, Simulator};
+use super::exits::spin_iters;
+use super::guest::GuestNext;
+use super::state::{AfterStage, Cat, Phase, Wait};
+use super::{Act, FOREVER};
+use crate::engine::{Nanos, Time};
+use crate::guest::spinlock::LockStep;
+use crate::kvm::irq_vectors::LOCAL_TIMER_VECTOR;
+use crate::kvm::vcpu::Cpl;
+use crate::kvm::{VcpuIdx, Vector, VmId};
+use crate::sched::{CpuId, TaskId};
+
+impl Simulator {
+    /// A vCPU task's burst ended (or was cut short, `left` unused).
+    pub(in crate::sim) fn vcpu_step(
+        &mut self,
+        cpu: CpuId,
+        p: TaskId,
+        vm: VmId,
+        idx: VcpuIdx,
+        left: Nanos,
+    ) {
+        let (vi, i) = (vm.idx(), idx.idx());
+        // Account the burst.
+        let mut spun = Nanos::ZERO;
+        {
+            let vm = &mut self.vms[vi];
+            let g = &mut vm.g[i];
+            let (ex, work) = g.split_burst(left);
+            vm.stats.account(g.cat, ex, work);
+            // Exit overhead not yet paid when the burst was cut short stays owed.
+            g.pending_exit += g.plan_exit - ex;
+            match &mut g.phase {
+                Phase::Compute { left, .. }
+                | Phase::Hold { left, .. }
+                | Phase::Handler { left, .. }
+                | Phase::Poll { left, .. } => *left = *left - work,
+                Phase::Spin { .. } => spun = work,
+                Phase::Guest => {
+                    if let Some(gl) = vm.guest.as_mut() {
+                        gl.consumed(i, work);
+                    }
+                }
+                _ => {}
+            }
+            g.plan_exit = Nanos::ZERO;
+            g.plan_work = Nanos::ZERO;
+            if vm.vcpus[i].blocking {
+                vm.vcpus[i].kvm_vcpu_unblock();
+            }
+            // vcpu_enter_guest consumes KVM_REQ_EVENT (and the PV kick's
+            // request); a posted interrupt is synced into the IRR.
+            vm.vcpus[i].pending_request = false;
+            if g.irqs.is_empty() {
+                vm.vcpus[i].pi_pending = false;
+            }
+        }
+        let act = self.vcpu_next(cpu, vi, i, left, spun);
+        let vm = &mut self.vms[vi];
+        let g = &mut vm.g[i];
+        match act {
+            Act::Run(cat, work) => {
+                g.plan_exit = std::mem::take(&mut g.pending_exit);
+                g.plan_work = work;
+                g.cat = cat;
+                vm.vcpus[i].cpl = match g.phase {
+                    Phase::Compute { user: true, .. } => Cpl::User,
+                    _ => Cpl::Kernel,
+                };
+                self.tasks[p.idx()].remaining = Some(g.plan_exit + work);
+                self.start_burst(cpu, p);
+            }
+            Act::Sleep(timer) => {
+                vm.vcpus[i].cpl = Cpl::Kernel;
+                vm.vcpus[i].kvm_vcpu_block();
+                g.timer_gen += 1;
+                if let Some(at) = timer {
+                    let gen = g.timer_gen;
+                    let at = at.max(self.now);
+                    if at <= self.end {
+                        self.queue.push(at, Ev::GuestTimer(p, gen));
+                    }
+                }
+                self.tasks[p.idx()].remaining = None;
+                let sw = self.sched.block_current(cpu);
+                self.after_own_switch(cpu, p, sw);
+            }
+            Act::Switched(sw) => {
+                vm.vcpus[i].cpl = Cpl::Kernel;
+                self.tasks[p.idx()].remaining = None;
+                self.after_own_switch(cpu, p, sw);
+            }
+        }
+    }
+
+    /// The guest's next action: inject a pending interrupt, or advance the
+    /// current phase, until the vCPU runs a burst, blocks or yielded.
+    pub(super) fn vcpu_next(
+        &mut self,
+        cpu: CpuId,
+        vi: usize,
+        i: usize,
+        left: Nanos,
+        spun: Nanos,
+    ) -> Act {
+        let mut spun = Some(spun);
+        loop {
+            let vm = &mut self.vms[vi];
+            let phase = vm.g[i].phase;
+            // Interrupt injection on entry (not inside a critical section or
+            // another handler: the model's locks are taken with IRQs off).
+            if !vm.g[i].irqs.is_empty()
+                && !matches!(phase, Phase::Hold { .. } | Phase::Handler { .. })
+            {
+                self.inject_irq(vi, i, phase, &mut spun);
+                continue;
+            }
+            let act = match phase {
+                Phase::Start if vm.guest.is_some() => {
+                    vm.g[i].phase = Phase::Guest;
+                    None
+                }
+                Phase::Guest => self.guest_phase(cpu, vi, i),
+                Phase::Start => self.start_op(vi, i),
+                Phase::Compute { left, len, .. } => {
+                    if left > Nanos::ZERO {
+                        return Act::Run(Cat::Useful, left);
+                    }
+                    vm.g[i].phase = Phase::After {
+                        stage: AfterStage::Ipi,
+                        len,
+                    };
+                    // The stages run at once: none of them queues an
+                    // interrupt for this vCPU (their IPIs go to others), so
+                    // the loop's injection check would find nothing.
+                    self.after_stages(cpu, vi, i, AfterStage::Ipi, len)
+                }
+                Phase::After { stage, len } => self.after_stages(cpu, vi, i, stage, len),
+                Phase::Spin {
+                    wait,
+                    ple,
+                    then,
+                    len,
+                } => {
+                    let s = spun.take().unwrap_or(Nanos::ZERO);
+                    let spin = SpinAt {
+                        wait,
+                        ple,
+                        then,
+                        len,
+                    };
+                    self.spin_phase(cpu, vi, i, left, s, spin)
+                }
+                Phase::Hold { lock, left } => {
+                    if left > Nanos::ZERO {
+                        return Act::Run(Cat::Useful, left);
+                    }
+                    self.lock_release(cpu, vi, i, lock)
+                }
+                Phase::Handler {
+                    left,
+                    vector,
+                    sync_from,
+                } => {
+                    if left > Nanos::ZERO {
+                        return Act::Run(Cat::Useful, left);
+                    }
+                    self.handler_end(cpu, vi, i, vector, sync_from);
+                    None
+                }
+                Phase::Halted { pv_lock } => self.halted_phase(cpu, vi, i, pv_lock),
+                Phase::Poll { pv_lock, left } => self.poll_phase(cpu, vi, i, pv_lock, left),
+                Phase::Done => Some(Act::Sleep(None)),
+            };
+            if let Some(a) = act {
+                return a;
+            }
+        }
+    }
+
+    /// Takes the first pending interrupt of vCPU `i` in `phase`: leaves a
+    /// halt (or its polling), keeps an interrupted lock spin's progress
+    /// (`spun`), and enters the handler, which returns to `resume`.
+    fn inject_irq(&mut self, vi: usize, i: usize, phase: Phase, spun: &mut Option<Nanos>) {
+        let now = self.now;
+        let me = VcpuIdx(i as u32);
+        let vm = &mut self.vms[vi];
+        let irq = vm.g[i].irqs.pop_front().expect("non-empty");
+        if vm.g[i].irqs.is_empty() {
+            vm.vcpus[i].pending_request = false;
+            vm.vcpus[i].pi_pending = false;
+        }
+        if irq.vector != LOCAL_TIMER_VECTOR {
+            vm.stats.ipi_latency.add((now - irq.at).0);
+        }
+        let resume = match phase {
+            Phase::Halted { pv_lock: None } | Phase::Poll { pv_lock: None, .. } => {
+                vm.g[i].timer_gen += 1;
+                self.halt_done(vi, i);
+                Phase::Start
+            }
+            Phase::Poll { pv_lock, .. } => Phase::Halted { pv_lock },
+            Phase::Spin {
+                wait, then, len, ..
+            } => Phase::Spin {
+                wait,
+                ple: false,
+                then,
+                len,
+            },
+            ph => ph,
+        };
+        // Keep the interrupted spin's progress for its lock.
+        if let (
+            Some(s),
+            Phase::Spin {
+                wait: Wait::Lock(l),
+                ..
+            },
+        ) = (*spun, phase)
+        {
+            let iters = spin_iters(&self.kvm, s);
+            if iters > 0 {
+                match self.vms[vi].locks[l].poll(me, iters) {
+                    // Threshold reached as the IRQ came: halt after it.
+                    LockStep::Halt => {
+                        self.vms[vi].g[i].resume = Some(Phase::Halted { pv_lock: Some(l) })
+                    }
+                    // Took the lock just before: the handler runs first.
+                    LockStep::Acquired => {
+                        self.lock_acquired(vi, i, l);
+                        self.vms[vi].g[i].resume = Some(self.vms[vi].g[i].phase);
+                    }
+                    LockStep::Spin => {}
+                }
+            }
+            *spun = None;
+        }
+        let vm = &mut self.vms[vi];
+        if vm.g[i].resume.is_none() {
+            vm.g[i].resume = Some(resume);
+        }
+        vm.g[i].phase = Phase::Handler {
+            left: self.kvm.irq_handler + irq.extra,
+            vector: irq.vector,
+            sync_from: irq.sync.then_some(irq.from),
+        };
+    }
+
+    /// The program guest's phase: run the guest CPU's current task, take a
+    /// kernel lock, send a cross-CPU call, spin on a sleeping lock's owner,
+    /// or HLT when the guest CPU is idle. None: look at the phase again.
+    fn guest_phase(&mut self, cpu: CpuId, vi: usize, i: usize) -> Option<Act> {
+        let next = self.guest_run(cpu, vi, i);
+        self.trace_guest_curr(vi, i);
+        match next {
+            GuestNext::Run(d) => return Some(Act::Run(Cat::Useful, d)),
+            GuestNext::KernelLock(l, hold) => {
+                // Back to Phase::Guest (via Start) after the
+                // release.
+                self.vms[vi].g[i].hold_next = Some(hold);
+                // Without `[[vm]] ops`, a program VM's op is
+                // this kernel lock section, attempt to release.
+                self.vms[vi].g[i].op_start = self.now;
+                self.lock_start(vi, i, l);
+                return None;
+            }
+            GuestNext::Call {
+                targets,
+                handler,
+                wait,
+            } => {
+                let running = self.vcpus_running_if(self.kvm.avic, vi);
+                let then = wait.then_some(Phase::Spin {
+                    wait: Wait::Csd,
+                    ple: false,
+                    then: AfterStage::Ipi,
+                    len: Nanos::ZERO,
+                });
+                if let Some(sw) =
+                    self.smp_call_function_many(cpu, vi, i, &targets, handler, then, &running)
+                {
+                    return Some(Act::Switched(sw));
+                }
+                return None;
+            }
+            GuestNext::OwnerSpin => {
+                self.vms[vi].g[i].phase = Phase::Spin {
+                    wait: Wait::Owner,
+                    ple: false,
+                    then: AfterStage::Ipi,
+                    len: Nanos::ZERO,
+                };
+                return None;
+            }
+            GuestNext::Idle => {}
+        }
+        // The guest CPU is idle: HLT until an interrupt (its
+        // hrtimers and reschedule IPIs arrive as interrupts).
+        let vm = &mut self.vms[vi];
+        vm.stats.halts += 1;
+        vm.g[i].wait_start = Time(FOREVER.0);
+        Some(self.halt(cpu, vi, i, None))
+    }
+
+    /// A spinning vCPU's burst ended: did the wait end (lock granted, calls
+    /// done, turn come, owner gone)? Else the PAUSE exit if the burst ended in
+    /// one, and the next spin burst. None: look at the phase again.
+    fn spin_phase(
+        &mut self,
+        cpu: CpuId,
+        vi: usize,
+        i: usize,
+        left: Nanos,
+        s: Nanos,
+        spin: SpinAt,
+    ) -> Option<Act> {
+        let SpinAt {
+            wait,
+            ple,
+            then,
+            len,
+        } = spin;
+        let now = self.now;
+        let me = VcpuIdx(i as u32);
+        let vm = &mut self.vms[vi];
+        // Did the wait end?
+        match wait {
+            Wait::Lock(l) => {
+                let pv_left = vm.locks[l].spins_left(me);
+                let mut iters = spin_iters(&self.kvm, s).max(1);
+                if !ple && left == Nanos::ZERO && vm.g[i].cat == Cat::Spin {
+                    if let Some(n) = pv_left {
+                        iters = n.max(1);
+                    }
+                }
+                let vm = &mut self.vms[vi];
+                match vm.locks[l].poll(me, iters) {
+                    LockStep::Acquired => {
+                        self.lock_acquired(vi, i, l);
+                        return None;
+                    }
+                    LockStep::Halt => {
+                        // pv_wait -> kvm_wait -> HLT.
+                        vm.stats.halts += 1;
+                        vm.g[i].pending_exit += self.kvm.round_trip();
+                        return Some(self.halt(cpu, vi, i, Some(l)));
+                    }
+                    LockStep::Spin => {}
+                }
+            }
+            Wait::Csd => {
+                if vm.g[i].csd_pending == 0 {
+                    vm.stats.csd_wait_ns += (now - vm.g[i].csd_since).0;
+                    vm.stats.csd_waits += 1;
+                    vm.g[i].phase = if vm.guest.is_some() {
+                        Phase::Guest
+                    } else {
+                        Phase::After { stage: then, len }
+                    };
+                    return None;
+                }
+            }
+            // mutex_spin_on_owner: the lock came free (take it
+            // through the program), or the owner left its CPU
+            // or was preempted, or need_resched: sleep.
+            Wait::Owner => {
+                if self.guest_spun_lock_free(vi, i) {
+                    self.vms[vi].g[i].phase = Phase::Guest;
+                    return None;
+                }
+                if !self.guest_keeps_spinning(vi, i) {
+                    self.guest_sleep_on_lock(vi, i);
+                    self.vms[vi].g[i].phase = Phase::Guest;
+                    return None;
+                }
+            }
+            Wait::Turn => {
+                if vm.turn == i as u32 {
+                    self.lock_start(vi, i, 0);
+                    return None;
+                }
+                // turn_yield: a guest-directed yield to the holder
+                // when steal time says it is preempted (s390's
+                // diag 0x9c; x86 KVM_HC_SCHED_YIELD).
+                let holder = vm.turn as usize;
+                // At most one per spin burst (the guest spins
+                // between two looks at the holder).
+                if vm.prof.turn_yield
+                    && self.pv.steal_time
+                    && vm.vcpus[holder].preempted
+                    && vm.g[i].last_turn_yield != Some(now)
+                {
+                    vm.g[i].last_turn_yield = Some(now);
+                    vm.g[i].pending_exit += self.kvm.round_trip();
+                    if let Some(sw) = self.pv_sched_yield(cpu, vi, i, holder) {
+                        return Some(Act::Switched(sw));
+                    }
+                }
+            }
+        }
+        if ple && left == Nanos::ZERO {
+            self.vms[vi].g[i].phase = Phase::Spin {
+                wait,
+                ple: false,
+                then,
+                len,
+            };
+            if let Some(sw) = self.handle_pause(cpu, vi, i) {
+                return Some(Act::Switched(sw));
+            }
+        }
+        let (d, ple2) = self.plan_spin(vi, i, wait);
+        self.vms[vi].g[i].phase = Phase::Spin {
+            wait,
+            ple: ple2,
+            then,
+            len,
+        };
+        Some(Act::Run(Cat::Spin, d))
+    }
+
+    /// An interrupt handler ended: its EOI, the return to the interrupted
+    /// phase, the guest timer's work (program guest), and the sender's
+    /// `csd_lock_wait` of a synchronous call.
+    fn handler_end(
+        &mut self,
+        cpu: CpuId,
+        vi: usize,
+        i: usize,
+        vector: Vector,
+        sync_from: Option<u32>,
+    ) {
+        let now = self.now;
+        let me = VcpuIdx(i as u32);
+        let vm = &mut self.vms[vi];
+        // EOI: exits unless APICv virtualizes it.
+        if vm.tracker.on_eoi(me, vector, now) {
+            vm.stats.eoi_exits += 1;
+            vm.g[i].pending_exit += self.kvm.round_trip();
+        }
+        vm.g[i].phase = vm.g[i].resume.take().unwrap_or(Phase::Start);
+        if vector == LOCAL_TIMER_VECTOR && vm.guest.is_some() {
+            self.guest_timer_interrupt(cpu, vi, i);
+        }
+        let vm = &mut self.vms[vi];
+        if let Some(s) = sync_from {
+            let s = s as usize;
+            vm.g[s].csd_pending = vm.g[s].csd_pending.saturating_sub(1);
+            if vm.g[s].csd_pending == 0 {
+                self.poke(vi, s);
+            }
+        }
+    }
+
+    /// A halted vCPU runs again: the end of `kvm_vcpu_halt`, then back to
+    /// work (idle HLT) or to its PV lock (`pv_wait` returned).
+    fn halted_phase(
+        &mut self,
+        cpu: CpuId,
+        vi: usize,
+        i: usize,
+        pv_lock: Option<usize>,
+    ) -> Option<Act> {
+        let me = VcpuIdx(i as u32);
+        match pv_lock {
+            // Woken from an idle HLT (timer or interrupt): work again.
+            None => {
+                self.halt_done(vi, i);
+                let vm = &mut self.vms[vi];
+                vm.g[i].timer_gen += 1;
+                vm.g[i].phase = Phase::Start;
+            }
+            // pv_wait returned (kicked, or woken by an interrupt):
+            // look at the lock, then spin again before halting.
+            Some(l) => {
+                self.halt_done(vi, i);
+                let vm = &mut self.vms[vi];
+                match vm.locks[l].pv_wait_then_poll(me) {
+                    LockStep::Halt => return Some(self.halt(cpu, vi, i, Some(l))),
+                    LockStep::Acquired => self.lock_acquired(vi, i, l),
+                    LockStep::Spin => {
+                        vm.g[i].phase = Phase::Spin {
+                            wait: Wait::Lock(l),
+                            ple: false,
+                            then: AfterStage::Ipi,
+                            len: Nanos::ZERO,
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Halt polling: `kvm_vcpu_check_block` (timer expired, PV kick), keep
+    /// polling while the CPU has nothing else to run, else block.
+    fn poll_phase(
+        &mut self,
+        cpu: CpuId,
+        vi: usize,
+        i: usize,
+        pv_lock: Option<usize>,
+        left: Nanos,
+    ) -> Option<Act> {
+        let now = self.now;
+        let vm = &mut self.vms[vi];
+        // kvm_vcpu_check_block: the guest timer expired, or a PV
+        // kick arrived (interrupts are injected above).
+        let woken = match pv_lock {
+            None => now >= vm.g[i].wait_start,
+            Some(_) => vm.vcpus[i].pv_unhalted,
+        };
+        if woken {
+            vm.vcpus[i].pv_unhalted = false;
+            vm.g[i].phase = Phase::Halted { pv_lock };
+            return None;
+        }
+        if left > Nanos::ZERO && self.sched.rqs[cpu.idx()].nr_running == 1 {
+            // Nothing arrived yet (an arrival pokes): keep polling.
+            return Some(Act::Run(Cat::Poll, left));
+        }
+        let vm = &mut self.vms[vi];
+        vm.g[i].phase = Phase::Halted { pv_lock };
+        let timer = vm.g[i].wait_start;
+        Some(Act::Sleep((pv_lock.is_none()).then_some(timer)))
+    }
+}
+
+/// The state of a `Phase::Spin` (what it waits for, whether the burst ends
+/// in a PAUSE exit, and the phase generator's stage to return to).
+#[derive(Clone, Copy)]
+struct SpinAt {
+    wait: Wait,
+    ple: bool,
+    then: AfterStage,
+    len: Nanos,
+}
