@@ -1370,6 +1370,21 @@ static void mean_sd(const double *x, int n, double *m, double *sd)
 }
 
 /*
+ * The borrow costs C outright (mean difference from off at t <= -3), a decided failure,
+ * unlike "no power" or "not shown equal" (too few blocks to tell): a broken budget stop or
+ * lag bound turns the borrow's time shift into a transfer, which is what make test-mutation
+ * wants the test to see.
+ */
+static void share_borrow_costs(struct result *r, double m, double sd, int n)
+{
+	double t = sd > 0 ? m / (sd / sqrt(n)) : 0;
+
+	if (t <= -3)
+		fail(r, "borrow costs C: mean difference %+.4f, t %.2f (<= -3) after %d blocks",
+		     m, t, n);
+}
+
+/*
  * Blocks of four runs, one per arm (off, borrow, penalty, lag credit; the order rotates
  * from block to block so that host-load drift hits every arm alike).  Per block, each arm's
  * difference from the block's off run (C's share), d_borrow, d_penalty, d_lag_credit.
@@ -1439,6 +1454,7 @@ static void t_deboost_sibling_share(struct result *r)
 		diag("after %d blocks: d_borrow %.4f (sd %.4f), d_penalty %.4f, d_lag_credit %.4f; margin %.4f; blocks needed %.1f",
 		     n, m[0], sd[0], m[1], m[2], margin, need);
 		if (need > SHARE_MAX) {
+			share_borrow_costs(r, m[0], sd[0], n);
 			fail(r, "no power: %.1f blocks needed for a margin of %.4f (sd %.4f), at most %d run",
 			     need, margin, sd[0], SHARE_MAX);
 			goto out;
@@ -1451,6 +1467,7 @@ static void t_deboost_sibling_share(struct result *r)
 	mean_sd(off, n, &m_off, &sd_off);
 	diag("%d blocks: C's share off %.3f (sd %.4f); differences from off: borrow %+.4f (sd %.4f), penalty %+.4f (sd %.4f), lag credit %+.4f (sd %.4f)",
 	     n, m_off, sd_off, m[0], sd[0], m[1], sd[1], m[2], sd[2]);
+	share_borrow_costs(r, m[0], sd[0], n);
 	for (j = 1; j < 3; j++) {
 		double t = sd[j] > 0 ? m[j] / (sd[j] / sqrt(n)) : 0;
 
