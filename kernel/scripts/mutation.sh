@@ -24,7 +24,8 @@
 #  lag_credit     the credit computed but not applied                -> deboost_sibling_share
 #  token          a cross-CPU yield_to() takes the rate-limit token of every cfs_rq of the
 #                 yielder's CPU                                      -> deboost_cross_cpu_token
-#  wrap           v1's vruntime wrap guard back (review item M2)     -> deboost_fresh_cgroup
+#  wrap           v1's vruntime wrap guard back (review item M2)
+#                                         -> deboost_fresh_cgroup, kunit:sched_yield_to
 # KVM (posted series):
 #  record_filter  an IPI that is not recorded leaves the older hint in place
 #                                         -> on_spin_untracked_ipi_keeps_upstream_boost
@@ -130,7 +131,7 @@ mutate() {
 		replace_once "$h" $'\tif (!penalty)\n\t\treturn false;\n\t*new_vruntime = vruntime + penalty;\n' \
 			$'\tif (!penalty || vruntime + penalty < vruntime)\n\t\treturn false;\n\t*new_vruntime = vruntime + penalty;\n' ||
 			die "wrap: site not found in $h"
-		echo "deboost_fresh_cgroup"
+		echo "deboost_fresh_cgroup,kunit:sched_yield_to"
 		;;
 	record_filter)
 		replace_once "$lapic" $'\tif (READ_ONCE(sender->arch.ipi_hint))\n\t\tWRITE_ONCE(sender->arch.ipi_hint, 0);\n' "" ||
