@@ -1385,6 +1385,25 @@ static void share_borrow_costs(struct result *r, double m, double sd, int n)
 }
 
 /*
+ * The comparison arms (penalty, lag credit) must cost C: mean difference from off at t <= -2.
+ * Checked also when the sizing gives up, where a margin near 0 is one arm costing nothing:
+ * that is the arm's failure (a broken penalty or lag credit), not the borrow's want of power.
+ */
+static void share_arms_cost(struct result *r, const char **arms, const double *m,
+			    const double *sd, int n)
+{
+	int j;
+
+	for (j = 1; j < 3; j++) {
+		double t = sd[j] > 0 ? m[j] / (sd[j] / sqrt(n)) : 0;
+
+		if (t > -2)
+			fail(r, "%s did not cost C: mean difference %+.4f, t %.2f (> -2)",
+			     arms[j + 1], m[j], t);
+	}
+}
+
+/*
  * Blocks of four runs, one per arm (off, borrow, penalty, lag credit; the order rotates
  * from block to block so that host-load drift hits every arm alike).  Per block, each arm's
  * difference from the block's off run (C's share), d_borrow, d_penalty, d_lag_credit.
@@ -1455,6 +1474,7 @@ static void t_deboost_sibling_share(struct result *r)
 		     n, m[0], sd[0], m[1], m[2], margin, need);
 		if (need > SHARE_MAX) {
 			share_borrow_costs(r, m[0], sd[0], n);
+			share_arms_cost(r, arms, m, sd, n);
 			fail(r, "no power: %.1f blocks needed for a margin of %.4f (sd %.4f), at most %d run",
 			     need, margin, sd[0], SHARE_MAX);
 			goto out;
@@ -1468,13 +1488,7 @@ static void t_deboost_sibling_share(struct result *r)
 	diag("%d blocks: C's share off %.3f (sd %.4f); differences from off: borrow %+.4f (sd %.4f), penalty %+.4f (sd %.4f), lag credit %+.4f (sd %.4f)",
 	     n, m_off, sd_off, m[0], sd[0], m[1], sd[1], m[2], sd[2]);
 	share_borrow_costs(r, m[0], sd[0], n);
-	for (j = 1; j < 3; j++) {
-		double t = sd[j] > 0 ? m[j] / (sd[j] / sqrt(n)) : 0;
-
-		if (t > -2)
-			fail(r, "%s did not cost C: mean difference %+.4f, t %.2f (> -2)",
-			     arms[j + 1], m[j], t);
-	}
+	share_arms_cost(r, arms, m, sd, n);
 	if (r->ok) {
 		double se = sd[0] / sqrt(n), lo = m[0] - 1.645 * se, hi = m[0] + 1.645 * se;
 
