@@ -1580,6 +1580,15 @@ static long long spin_ipi_gap(const struct evlist *l, pid_t y, const char *after
 #define SPIN_GAP_GUARD_NS (10 * 1000000LL)
 
 /*
+ * want_boost of spin_check(): SPIN_NO_BOOST, SPIN_BOOST (judged only if vCPU0 spun within the
+ * window of its IPI), SPIN_NO_BOOST_FRESH (no boost, judged only within the window too: a
+ * test of what must clear a still-fresh hint, which an expired hint would pass for nothing).
+ */
+#define SPIN_NO_BOOST		0
+#define SPIN_BOOST		1
+#define SPIN_NO_BOOST_FRESH	2
+
+/*
  * Run @fn on a 4-vCPU Hyper-V VM on one CPU; check KVM's choice (the receiver-boost stats,
  * every attempt) and who runs after vCPU0's first spin.  A successful yield_to() does not
  * force the pick (the borrow is refused beyond the lag bound, and then another runnable
@@ -1661,9 +1670,9 @@ static void spin_check_once(struct result *r, const struct vm_opts *o, scenario_
 		}
 	}
 	(*judged)++;
-	if (want_boost && s1 - s0 < 1)
+	if (want_boost == SPIN_BOOST && s1 - s0 < 1)
 		fail(r, "no successful IPI receiver boost counted");
-	else if (!want_boost && t1 - t0 != 0)
+	else if (want_boost != SPIN_BOOST && t1 - t0 != 0)
 		fail(r, "an IPI receiver boost was attempted (%ld)", t1 - t0);
 	else
 		*next_ok = next >= 0 && next == shm->tid[want_vcpu];
@@ -1682,7 +1691,7 @@ static void t_on_spin_prefers_ipi_receiver(struct result *r)
 	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
 	struct spin_arg a = { .ipi_to = 2, .calls = 1 };
 
-	spin_check(r, &o, sc_spin, &a, 2, 1, "ft-spin");
+	spin_check(r, &o, sc_spin, &a, 2, SPIN_BOOST, "ft-spin");
 }
 
 /* vCPU2 takes vCPU0's IPI and EOIs it before vCPU0 spins: no preference is left. */
@@ -1721,7 +1730,7 @@ static void t_on_spin_after_eoi(struct result *r)
 {
 	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
 
-	spin_check(r, &o, sc_spin_after_eoi, NULL, 1, 0, "ft-spin");
+	spin_check(r, &o, sc_spin_after_eoi, NULL, 1, SPIN_NO_BOOST, "ft-spin");
 }
 
 /*
@@ -1742,10 +1751,13 @@ static int sc_untracked(struct vm *vm, void *arg)
 	usleep(50000);
 	cmd_post(vm, 1, OP_HLT, 0, 0);
 	usleep(20000);
-	/* right before the multicast, well inside the hint's window */
+	/*
+	 * Right before the multicast, well inside the hint's window; the mark comes first so
+	 * that the judged gap runs from this unicast to the spin.
+	 */
+	mark("ft-spin");
 	if (send_ipi(vm, 0, 2, ICR_FIXED | ICR_ASSERT | 0x40))
 		return 6;
-	mark("ft-spin");
 	cmd_post(vm, 0, OP_IPI_SPIN, 0x06 << 24, ICR_FIXED | ICR_LOGICAL | ICR_ASSERT | 0x41);
 	if (cmd_wait(vm, 0, 20000))
 		return 6;
@@ -1757,7 +1769,7 @@ static void t_on_spin_untracked_ipi_keeps_upstream_boost(struct result *r)
 {
 	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
 
-	spin_check(r, &o, sc_untracked, NULL, 1, 0, "ft-spin");
+	spin_check(r, &o, sc_untracked, NULL, 1, SPIN_NO_BOOST_FRESH, "ft-spin");
 }
 
 /*
@@ -1772,7 +1784,7 @@ static void t_on_spin_cpl3_receiver(struct result *r)
 	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU, .cpl3_mask = 0x4 };
 	struct spin_arg a = { .ipi_to = 2, .calls = 1 };
 
-	spin_check(r, &o, sc_spin, &a, 2, 1, "ft-spin");
+	spin_check(r, &o, sc_spin, &a, 2, SPIN_BOOST, "ft-spin");
 }
 
 /*
@@ -1813,9 +1825,9 @@ static void t_ipi_hint_default_window(struct result *r)
 		fail(r, "ipi_hint_window_us is %ld, not the default 50000", read_long(p, 0));
 		return;
 	}
-	spin_check(r, &o, sc_spin, &a, 2, 1, "ft-spin");
+	spin_check(r, &o, sc_spin, &a, 2, SPIN_BOOST, "ft-spin");
 	if (r->ok)
-		spin_check(r, &o, sc_late_spin, NULL, 1, 0, "ft-spin");
+		spin_check(r, &o, sc_late_spin, NULL, 1, SPIN_NO_BOOST, "ft-spin");
 }
 
 /*
@@ -1845,9 +1857,9 @@ static void t_ipi_hint_x2apic(struct result *r)
 {
 	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
 
-	spin_check(r, &o, sc_x2_spin, NULL, 2, 1, "ft-spin");
+	spin_check(r, &o, sc_x2_spin, NULL, 2, SPIN_BOOST, "ft-spin");
 	if (r->ok)
-		spin_check(r, &o, sc_spin_after_eoi, (void *)1, 1, 0, "ft-spin");
+		spin_check(r, &o, sc_spin_after_eoi, (void *)1, 1, SPIN_NO_BOOST, "ft-spin");
 }
 
 /*
