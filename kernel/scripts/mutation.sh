@@ -15,9 +15,9 @@
 #                                                                  -> deboost_switches_to_target
 #  budget_stop    the stop removed: neither update_curr()'s check nor the hrtick; the target
 #                 runs on to its group entity's deadline
-#                                      -> deboost_sibling_share ("borrow costs C")
+#                                      -> deboost_sibling_share ("borrow changes C's share")
 #  lag_bound      yield_borrow_allowed() not consulted: every level borrows whatever its lag
-#                                      -> deboost_sibling_share ("borrow costs C")
+#                                      -> deboost_sibling_share ("borrow changes C's share")
 # Scheduler (comparison series):
 #  h3_clamp       the penalty no longer clamped to yield_lag_room()  -> deboost_sibling_share
 #  m4_skip        yielder and target in one cfs_rq penalised too     -> deboost_sibling_share
