@@ -9,8 +9,9 @@ test-kernel:
 
 ## make test-mutation: rebuild the patched kernel once per mutant (one mechanism broken each:
 ## scheduler borrow, budget_stop, lag_bound; comparison h3_clamp, m4_skip, lag_credit, token, wrap;
-## KVM record_filter, irr_isr, window, receiver_first, init, cpl3; MUTANTS=a,b selects) and require
-## a test named after it to fail (kill table: kernel/README.md; not in make test: a build + boot each).
+## KVM record_filter, irr_isr, window, receiver_first, init, cpl3, seq; MUTANTS=a,b selects) and
+## require a test named after it to fail with a decided verdict (kill table: kernel/README.md; not in
+## make test: a build + boot each).
 test-mutation:
 	@kernel/scripts/mutation.sh
 

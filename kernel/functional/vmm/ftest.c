@@ -1370,6 +1370,40 @@ static void mean_sd(const double *x, int n, double *m, double *sd)
 }
 
 /*
+ * The borrow changes C's share outright (mean difference from off at |t| >= 3), a decided
+ * failure, unlike "no power" or "not shown equal" (too few blocks to tell): a broken budget
+ * stop or lag bound turns the borrow's time shift into a transfer, in either direction (C's
+ * group may be paid back later), which is what make test-mutation wants the test to see.
+ */
+static void share_borrow_changes(struct result *r, double m, double sd, int n)
+{
+	double t = sd > 0 ? m / (sd / sqrt(n)) : 0;
+
+	if (fabs(t) >= 3)
+		fail(r, "borrow changes C's share: mean difference %+.4f, t %.2f (|t| >= 3) after %d blocks",
+		     m, t, n);
+}
+
+/*
+ * The comparison arms (penalty, lag credit) must cost C: mean difference from off at t <= -2.
+ * Checked also when the sizing gives up, where a margin near 0 is one arm costing nothing:
+ * that is the arm's failure (a broken penalty or lag credit), not the borrow's want of power.
+ */
+static void share_arms_cost(struct result *r, const char **arms, const double *m,
+			    const double *sd, int n)
+{
+	int j;
+
+	for (j = 1; j < 3; j++) {
+		double t = sd[j] > 0 ? m[j] / (sd[j] / sqrt(n)) : 0;
+
+		if (t > -2)
+			fail(r, "%s did not cost C: mean difference %+.4f, t %.2f (> -2)",
+			     arms[j + 1], m[j], t);
+	}
+}
+
+/*
  * Blocks of four runs, one per arm (off, borrow, penalty, lag credit; the order rotates
  * from block to block so that host-load drift hits every arm alike).  Per block, each arm's
  * difference from the block's off run (C's share), d_borrow, d_penalty, d_lag_credit.
@@ -1439,6 +1473,8 @@ static void t_deboost_sibling_share(struct result *r)
 		diag("after %d blocks: d_borrow %.4f (sd %.4f), d_penalty %.4f, d_lag_credit %.4f; margin %.4f; blocks needed %.1f",
 		     n, m[0], sd[0], m[1], m[2], margin, need);
 		if (need > SHARE_MAX) {
+			share_borrow_changes(r, m[0], sd[0], n);
+			share_arms_cost(r, arms, m, sd, n);
 			fail(r, "no power: %.1f blocks needed for a margin of %.4f (sd %.4f), at most %d run",
 			     need, margin, sd[0], SHARE_MAX);
 			goto out;
@@ -1451,13 +1487,8 @@ static void t_deboost_sibling_share(struct result *r)
 	mean_sd(off, n, &m_off, &sd_off);
 	diag("%d blocks: C's share off %.3f (sd %.4f); differences from off: borrow %+.4f (sd %.4f), penalty %+.4f (sd %.4f), lag credit %+.4f (sd %.4f)",
 	     n, m_off, sd_off, m[0], sd[0], m[1], sd[1], m[2], sd[2]);
-	for (j = 1; j < 3; j++) {
-		double t = sd[j] > 0 ? m[j] / (sd[j] / sqrt(n)) : 0;
-
-		if (t > -2)
-			fail(r, "%s did not cost C: mean difference %+.4f, t %.2f (> -2)",
-			     arms[j + 1], m[j], t);
-	}
+	share_borrow_changes(r, m[0], sd[0], n);
+	share_arms_cost(r, arms, m, sd, n);
 	if (r->ok) {
 		double se = sd[0] / sqrt(n), lo = m[0] - 1.645 * se, hi = m[0] + 1.645 * se;
 
@@ -1549,6 +1580,15 @@ static long long spin_ipi_gap(const struct evlist *l, pid_t y, const char *after
 #define SPIN_GAP_GUARD_NS (10 * 1000000LL)
 
 /*
+ * want_boost of spin_check(): SPIN_NO_BOOST, SPIN_BOOST (judged only if vCPU0 spun within the
+ * window of its IPI), SPIN_NO_BOOST_FRESH (no boost, judged only within the window too: a
+ * test of what must clear a still-fresh hint, which an expired hint would pass for nothing).
+ */
+#define SPIN_NO_BOOST		0
+#define SPIN_BOOST		1
+#define SPIN_NO_BOOST_FRESH	2
+
+/*
  * Run @fn on a 4-vCPU Hyper-V VM on one CPU; check KVM's choice (the receiver-boost stats,
  * every attempt) and who runs after vCPU0's first spin.  A successful yield_to() does not
  * force the pick (the borrow is refused beyond the lag bound, and then another runnable
@@ -1630,9 +1670,9 @@ static void spin_check_once(struct result *r, const struct vm_opts *o, scenario_
 		}
 	}
 	(*judged)++;
-	if (want_boost && s1 - s0 < 1)
+	if (want_boost == SPIN_BOOST && s1 - s0 < 1)
 		fail(r, "no successful IPI receiver boost counted");
-	else if (!want_boost && t1 - t0 != 0)
+	else if (want_boost != SPIN_BOOST && t1 - t0 != 0)
 		fail(r, "an IPI receiver boost was attempted (%ld)", t1 - t0);
 	else
 		*next_ok = next >= 0 && next == shm->tid[want_vcpu];
@@ -1651,7 +1691,7 @@ static void t_on_spin_prefers_ipi_receiver(struct result *r)
 	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
 	struct spin_arg a = { .ipi_to = 2, .calls = 1 };
 
-	spin_check(r, &o, sc_spin, &a, 2, 1, "ft-spin");
+	spin_check(r, &o, sc_spin, &a, 2, SPIN_BOOST, "ft-spin");
 }
 
 /* vCPU2 takes vCPU0's IPI and EOIs it before vCPU0 spins: no preference is left. */
@@ -1690,7 +1730,7 @@ static void t_on_spin_after_eoi(struct result *r)
 {
 	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
 
-	spin_check(r, &o, sc_spin_after_eoi, NULL, 1, 0, "ft-spin");
+	spin_check(r, &o, sc_spin_after_eoi, NULL, 1, SPIN_NO_BOOST, "ft-spin");
 }
 
 /*
@@ -1711,10 +1751,13 @@ static int sc_untracked(struct vm *vm, void *arg)
 	usleep(50000);
 	cmd_post(vm, 1, OP_HLT, 0, 0);
 	usleep(20000);
-	/* right before the multicast, well inside the hint's window */
+	/*
+	 * Right before the multicast, well inside the hint's window; the mark comes first so
+	 * that the judged gap runs from this unicast to the spin.
+	 */
+	mark("ft-spin");
 	if (send_ipi(vm, 0, 2, ICR_FIXED | ICR_ASSERT | 0x40))
 		return 6;
-	mark("ft-spin");
 	cmd_post(vm, 0, OP_IPI_SPIN, 0x06 << 24, ICR_FIXED | ICR_LOGICAL | ICR_ASSERT | 0x41);
 	if (cmd_wait(vm, 0, 20000))
 		return 6;
@@ -1726,7 +1769,7 @@ static void t_on_spin_untracked_ipi_keeps_upstream_boost(struct result *r)
 {
 	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
 
-	spin_check(r, &o, sc_untracked, NULL, 1, 0, "ft-spin");
+	spin_check(r, &o, sc_untracked, NULL, 1, SPIN_NO_BOOST_FRESH, "ft-spin");
 }
 
 /*
@@ -1741,7 +1784,7 @@ static void t_on_spin_cpl3_receiver(struct result *r)
 	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU, .cpl3_mask = 0x4 };
 	struct spin_arg a = { .ipi_to = 2, .calls = 1 };
 
-	spin_check(r, &o, sc_spin, &a, 2, 1, "ft-spin");
+	spin_check(r, &o, sc_spin, &a, 2, SPIN_BOOST, "ft-spin");
 }
 
 /*
@@ -1782,9 +1825,9 @@ static void t_ipi_hint_default_window(struct result *r)
 		fail(r, "ipi_hint_window_us is %ld, not the default 50000", read_long(p, 0));
 		return;
 	}
-	spin_check(r, &o, sc_spin, &a, 2, 1, "ft-spin");
+	spin_check(r, &o, sc_spin, &a, 2, SPIN_BOOST, "ft-spin");
 	if (r->ok)
-		spin_check(r, &o, sc_late_spin, NULL, 1, 0, "ft-spin");
+		spin_check(r, &o, sc_late_spin, NULL, 1, SPIN_NO_BOOST, "ft-spin");
 }
 
 /*
@@ -1814,9 +1857,9 @@ static void t_ipi_hint_x2apic(struct result *r)
 {
 	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
 
-	spin_check(r, &o, sc_x2_spin, NULL, 2, 1, "ft-spin");
+	spin_check(r, &o, sc_x2_spin, NULL, 2, SPIN_BOOST, "ft-spin");
 	if (r->ok)
-		spin_check(r, &o, sc_spin_after_eoi, (void *)1, 1, 0, "ft-spin");
+		spin_check(r, &o, sc_spin_after_eoi, (void *)1, 1, SPIN_NO_BOOST, "ft-spin");
 }
 
 /*
