@@ -365,7 +365,11 @@ fn vm_scenario_errors_name_the_field_and_the_allowed_values() {
             &["kvm.ple_window", "65535"],
         ),
         ("[guest.pv]\nsteal = true\n", "", &["steal"]),
-        ("", "[[vm]]\nname = \"v\"\n", &["vm[1].name"]),
+        (
+            "",
+            "workload = \"phase:idle\"\n[[vm]]\nname = \"v\"\nworkload = \"phase:idle\"\n",
+            &["vm[1].name"],
+        ),
     ];
     for (before, after, names) in cases {
         let e = bad(&format!("{before}{base}{after}"));
