@@ -373,7 +373,8 @@ fn per_op_latency_is_recorded_once_per_op() {
         &[],
     )
     .unwrap();
-    let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos(50_000_000)));
+    let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos(50_000_000)))
+        .expect("the run finishes");
     for v in &r.vms {
         let h = &v.op_latency_ns;
         assert!(v.ops > 100, "{}: {} ops", v.name, v.ops);
@@ -394,7 +395,8 @@ fn per_op_latency_is_recorded_once_per_op() {
         &[],
     )
     .unwrap();
-    let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos(100_000_000)));
+    let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos(100_000_000)))
+        .expect("the run finishes");
     for v in &r.vms {
         assert!(v.ops > 0, "{}: no ops", v.name);
         assert_eq!(v.op_latency_ns.count(), v.ops, "{}", v.name);
@@ -404,7 +406,8 @@ fn per_op_latency_is_recorded_once_per_op() {
         &[],
     )
     .unwrap();
-    let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos(200_000_000)));
+    let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos(200_000_000)))
+        .expect("the run finishes");
     let threads: Vec<_> = r.vms.iter().flat_map(|v| v.threads.iter()).collect();
     assert!(threads.iter().any(|t| t.phase_loops > 0));
     for t in threads {
