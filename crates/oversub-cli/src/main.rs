@@ -102,7 +102,7 @@ enum Cmd {
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Real runs per scenario (the run-to-run spread needs >= 2).
-        #[arg(long, default_value_t = 3)]
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
         runs: u32,
         /// Print one JSON object instead of tables.
         #[arg(long)]
@@ -131,7 +131,7 @@ enum Cmd {
         #[arg(long, default_value = "recording")]
         out: PathBuf,
         /// Longest recording ("500ms", "5s", "2m"); the program is ended then.
-        #[arg(long, default_value = "10s")]
+        #[arg(long, default_value = "10s", allow_hyphen_values = true)]
         duration: String,
         /// Operations the run did (for per-op figures).
         #[arg(long, conflicts_with = "ops_from")]
