@@ -139,8 +139,9 @@ def run(
         between two runs of the same scenario and seed.
 
     Raises:
-        ScenarioError: the scenario, an override or an argument is refused; the
-            message is the CLI's one line.
+        ScenarioError: the scenario, an override or an argument is refused, or
+            the run cannot finish (its event budget, a loop at one instant);
+            the message is the CLI's one line.
     """
     name, source = _source(scenario)
     text = _oversub.run_json(name, source, _sets(set), _seed_text(seed), _duration(duration))

@@ -11,6 +11,7 @@ mod output;
 mod progress;
 mod provenance;
 mod reproduce;
+mod resume;
 mod sweep_files;
 use oversub::scenario::{check_cli_seed, parse_cli_duration, Scenario};
 use std::path::PathBuf;
@@ -66,6 +67,14 @@ enum Cmd {
         file: PathBuf,
         #[arg(long)]
         out: PathBuf,
+        /// Finish an interrupted sweep: skip the runs DIR keeps from it
+        /// (same sweep file, scenarios and binary, else exit 2) and write
+        /// the files an uninterrupted sweep writes.
+        #[arg(long)]
+        resume: bool,
+        /// Test only: stop as Ctrl-C does once N runs finished.
+        #[arg(long, hide = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        stop_after_runs: Option<u64>,
     },
     /// The seeds' evaluation and the reviewers' cases side by side with the
     /// published figures: DIR/results.csv, summary.md, report.html.
@@ -93,7 +102,7 @@ enum Cmd {
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Real runs per scenario (the run-to-run spread needs >= 2).
-        #[arg(long, default_value_t = 3)]
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
         runs: u32,
         /// Print one JSON object instead of tables.
         #[arg(long)]
@@ -122,7 +131,7 @@ enum Cmd {
         #[arg(long, default_value = "recording")]
         out: PathBuf,
         /// Longest recording ("500ms", "5s", "2m"); the program is ended then.
-        #[arg(long, default_value = "10s")]
+        #[arg(long, default_value = "10s", allow_hyphen_values = true)]
         duration: String,
         /// Operations the run did (for per-op figures).
         #[arg(long, conflicts_with = "ops_from")]
@@ -347,7 +356,12 @@ fn command(cli: Cli) -> ExitCode {
             };
             conform::conform(files, runs, json, duration, kernel)
         }
-        Cmd::Sweep { file, out } => {
+        Cmd::Sweep {
+            file,
+            out,
+            resume,
+            stop_after_runs,
+        } => {
             let spec = match oversub::sweep::spec::SweepSpec::load(&file) {
                 Ok(s) => s,
                 Err(m) => {
@@ -356,7 +370,11 @@ fn command(cli: Cli) -> ExitCode {
                 }
             };
             let _ = crate::progress::interrupt_flag();
-            match sweep_files::sweep_to_dir(&spec, &out, crate::progress::wanted(true)) {
+            let keep = sweep_files::Keep {
+                resume,
+                stop_after: stop_after_runs,
+            };
+            match sweep_files::sweep_to_dir(&spec, &out, crate::progress::wanted(true), keep) {
                 Ok(text) => {
                     out!("{text}");
                     outln!(

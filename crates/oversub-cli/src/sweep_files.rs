@@ -5,51 +5,99 @@
 
 use crate::provenance::Provenance;
 use oversub::sweep::spec::SweepSpec;
-use oversub::sweep::{self, summary, Point, Row};
+use oversub::sweep::{self, summary, Row};
 use std::path::{Path, PathBuf};
 
-/// Runs every point of `spec` (the core's runner); `progress` shows a bar.
-pub fn run(spec: &SweepSpec, progress: bool) -> Result<(Vec<Point>, Vec<Row>), String> {
-    let jobs = sweep::validated_points(spec)?.len() * spec.seeds.len();
-    let prefix = Path::new(&spec.file)
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let bar = crate::progress::Steps::new(jobs as u64, "runs", &prefix, progress);
-    let r = sweep::run(spec, &|| bar.inc());
-    bar.finish();
-    r
-}
-
-/// Runs several sweeps as one batch (`sweep::run_many`: all runs share the
+/// Runs several sweeps as one batch (`sweep::Batch`: all runs share the
 /// cores, longest first), with one progress bar labelled `prefix`.
 pub fn run_many(
     specs: &[&SweepSpec],
     prefix: &str,
     progress: bool,
 ) -> Result<Vec<sweep::SweepOutput>, String> {
-    let mut jobs = 0;
-    for s in specs {
-        jobs += sweep::validated_points(s)?.len() * s.seeds.len();
-    }
-    let bar = crate::progress::Steps::new(jobs as u64, "runs", prefix, progress);
-    let r = sweep::run_many(specs, &|| bar.inc());
+    let batch = sweep::Batch::new(specs)?;
+    let bar = crate::progress::Steps::new(batch.len() as u64, "runs", prefix, progress);
+    let r = batch.run(Vec::new(), &|| bar.inc(), &|_, _, _| Ok(()));
     bar.finish();
     r
+}
+
+/// How `oversub sweep` treats the runs it keeps ([`crate::resume`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Keep {
+    /// Finish the runs an interrupted invocation left (`--resume`).
+    pub resume: bool,
+    /// Stop as Ctrl-C would once this many runs finished (the hidden
+    /// `--stop-after-runs`, for the tests of `--resume`).
+    pub stop_after: Option<u64>,
 }
 
 /// Runs a sweep file and writes `DIR/results.csv`, `DIR/results.jsonl`,
 /// `DIR/summary.csv` and `DIR/summary.md` (with the CSVs' provenance
 /// sidecars), all or none. The directory is checked (and claimed for this
-/// sweep) before the first run. Returns the compact terminal summary
-/// ([`compact`]).
-pub fn sweep_to_dir(spec: &SweepSpec, out: &Path, progress: bool) -> Result<String, String> {
+/// sweep) before the first run. Each run is kept in `DIR/.oversub-runs.jsonl`
+/// as it finishes ([`crate::resume`]), so that an interrupted sweep keeps its
+/// finished runs and `keep.resume` skips them. Returns the compact terminal
+/// summary ([`compact`]).
+pub fn sweep_to_dir(
+    spec: &SweepSpec,
+    out: &Path,
+    progress: bool,
+    keep: Keep,
+) -> Result<String, String> {
+    use std::sync::atomic::{AtomicU64, Ordering};
     crate::output::claim_out_dir(out, "--out", &spec.file)?;
-    let (pts, rows) = run(spec, progress)?;
+    let batch = sweep::Batch::new(&[spec])?;
+    let runs = batch.runs(0);
+    let fp = crate::resume::fingerprint(batch.digest(0));
+    let (store, kept) = crate::resume::open(out, &spec.file, &fp, &runs, keep.resume)?;
+    let prefix = Path::new(&spec.file)
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let bar =
+        crate::progress::Steps::new((runs.len() - kept.count) as u64, "runs", &prefix, progress);
+    let finished = AtomicU64::new(0);
+    let on_row = |_: usize, slot: usize, r: &Row| {
+        store.append(slot, r)?;
+        let n = finished.fetch_add(1, Ordering::SeqCst) + 1;
+        if keep.stop_after == Some(n) {
+            crate::progress::interrupt_flag().store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    };
+    let r = batch.run(vec![kept.rows], &|| bar.inc(), &on_row);
+    bar.finish();
+    let (pts, rows) = match r {
+        Ok(mut v) => v.pop().expect("one sweep"),
+        Err(e) if crate::progress::interrupted() => {
+            let n = kept.count + finished.load(Ordering::SeqCst) as usize;
+            if n == 0 {
+                store.remove()?;
+                return Err(e);
+            }
+            return Err(format!(
+                "{}: interrupted: {n} of {} runs kept in {}; `oversub sweep {} --out {} --resume` runs the other {}",
+                spec.file,
+                runs.len(),
+                store.path().display(),
+                spec.file,
+                out.display(),
+                runs.len() - n
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    let jsonl: String = rows
+        .iter()
+        .zip(kept.lines)
+        .map(|(r, l)| l.unwrap_or_else(|| sweep::jsonl_line(r)))
+        .collect();
     let prov = Provenance::new(rows.iter().map(|r| r.kernel.as_str()));
     let s = summary::summarise(spec, &pts, &rows);
-    let (files, _) = outputs(spec, &s, &rows, out, &prov);
+    let (files, _) = outputs_with(spec, &s, &rows, jsonl, out, &prov);
     crate::output::write_set(&files)?;
+    store.remove()?;
     Ok(compact(spec, &s, rows.len()))
 }
 
@@ -137,6 +185,19 @@ pub fn outputs(
     out: &Path,
     prov: &Provenance,
 ) -> (Vec<(PathBuf, String)>, String) {
+    outputs_with(spec, s, rows, sweep::to_jsonl(rows), out, prov)
+}
+
+/// [`outputs`] with the rows of `results.jsonl` given (`jsonl`, the lines
+/// without the provenance line).
+fn outputs_with(
+    spec: &SweepSpec,
+    s: &[summary::PointSummary],
+    rows: &[Row],
+    jsonl: String,
+    out: &Path,
+    prov: &Provenance,
+) -> (Vec<(PathBuf, String)>, String) {
     let axes: Vec<String> = spec.axes.iter().map(|a| a.name.clone()).collect();
     let md = with_provenance(&summary::to_markdown(spec, s), prov);
     let files = vec![
@@ -145,10 +206,7 @@ pub fn outputs(
             out.join("results.csv.meta.json"),
             prov.sidecar("results.csv"),
         ),
-        (
-            out.join("results.jsonl"),
-            prov.jsonl_line() + &sweep::to_jsonl(rows),
-        ),
+        (out.join("results.jsonl"), prov.jsonl_line() + &jsonl),
         (out.join("summary.csv"), summary::to_csv(&axes, s)),
         (
             out.join("summary.csv.meta.json"),

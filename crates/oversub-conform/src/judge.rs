@@ -484,7 +484,7 @@ mod tests {
         // 50 us are rt-app's default timer slack, which the real rt-app has
         // too): 487.8 voluntary switches per second.
         sc.host.costs = HostCosts::ZERO;
-        let sim = oversub::run_scenario(&sc, None, None);
+        let sim = oversub::run_scenario(&sc, None, None).expect("the run finishes");
         let names = vec!["t".to_string()];
         let real = |vol: u64| {
             vec![crate::rtapp::ThreadFigures {

@@ -272,7 +272,8 @@ fn run_program_file(
     if let Some(p) = simsc.program.as_mut() {
         p.scale_runs(scale);
     }
-    let simr = oversub::run_scenario(&simsc, None, Some(oversub::engine::Nanos(duration)));
+    let simr = oversub::run_scenario(&simsc, None, Some(oversub::engine::Nanos(duration)))
+        .map_err(|e| format!("simulated run: {e}"))?;
     let sim: RunFigures = simr
         .tasks
         .iter()
@@ -421,7 +422,10 @@ fn run_file(
         ..p
     });
     let sim_costs = probe.as_ref().map_or(*costs, |p| p.costs(costs));
-    let sims = sim_distribution(&sc, h, &sim_costs, Some(duration));
+    let sims = match sim_distribution(&sc, h, &sim_costs, Some(duration)) {
+        Ok(s) => s,
+        Err(e) => return res("error", e, vec![]),
+    };
     let mut rows = compare(
         &sc,
         &real_runs,

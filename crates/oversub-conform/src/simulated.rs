@@ -123,31 +123,34 @@ pub fn sim_distribution(
     h: &HostInfo,
     costs: &HostCosts,
     duration: Option<u64>,
-) -> Vec<RunFigures> {
-    let base = sim_figures(sc, h, costs, duration);
+) -> Result<Vec<RunFigures>, String> {
+    let base = sim_figures(sc, h, costs, duration)?;
     let names: Vec<String> = base.iter().map(|t| t.0.clone()).collect();
     let mut out = vec![base];
     for k in 1..SIM_SEEDS {
-        let f = sim_figures(&seeded(sc, k), h, costs, duration);
+        let f = sim_figures(&seeded(sc, k), h, costs, duration)?;
         let have: Vec<String> = f.iter().map(|t| t.0.clone()).collect();
         // The same tasks under the same names: only their order differs.
         if let Ok(mut v) = crate::judge::in_order_of(&names, &have, vec![f]) {
             out.extend(v.pop());
         }
     }
-    out
+    Ok(out)
 }
 
-/// The simulated run of `sc` on this machine, as [`RunFigures`].
+/// The simulated run of `sc` on this machine, as [`RunFigures`]; a run
+/// the model cannot finish (its event budget, a loop at one instant) is
+/// the run's one-line error.
 pub fn sim_figures(
     sc: &Scenario,
     h: &HostInfo,
     costs: &HostCosts,
     duration: Option<u64>,
-) -> RunFigures {
+) -> Result<RunFigures, String> {
     let s = simulated(sc, h, costs);
-    let r = oversub::run_scenario(&s, None, duration.map(oversub::engine::Nanos));
-    r.tasks
+    let r = oversub::run_scenario(&s, None, duration.map(oversub::engine::Nanos))
+        .map_err(|e| format!("simulated run: {e}"))?;
+    Ok(r.tasks
         .iter()
         .map(|t| {
             let lat = t.wakeup_latency_ns.clone();
@@ -163,7 +166,7 @@ pub fn sim_figures(
                 Some(t.nr_migrations),
             )
         })
-        .collect()
+        .collect())
 }
 
 /// The CPUs of a program's threads when every one is pinned (sorted), else
@@ -206,7 +209,7 @@ mod tests {
         };
         let s = simulated(&sc, &h, &costs);
         assert_eq!(s.host.costs, costs);
-        let fig = sim_figures(&sc, &h, &costs, Some(200_000_000));
+        let fig = sim_figures(&sc, &h, &costs, Some(200_000_000)).unwrap();
         let waker = fig.iter().find(|t| t.0 == "waker").unwrap();
         // Wake latency = interrupt path + the switch; the budget (100 us,
         // switch included) is kept: 5% of the CPU.
@@ -254,7 +257,7 @@ mod tests {
             release: "6.18.0".into(),
             preset: oversub::sched::KernelPreset::V6_12_117,
         };
-        let d = sim_distribution(&sc, &h, &HostCosts::ZERO, Some(100_000_000));
+        let d = sim_distribution(&sc, &h, &HostCosts::ZERO, Some(100_000_000)).unwrap();
         assert_eq!(d.len(), SIM_SEEDS as usize);
         for f in &d {
             let names: Vec<&str> = f.iter().map(|t| t.0.as_str()).collect();

@@ -53,18 +53,19 @@ pub mod prelude {
 use scenario::Scenario;
 
 /// [`run`] with a seed and a duration override that cannot be interrupted
-/// (it ignores [`interrupt`]); it panics when an invariant check fails.
+/// (it ignores [`interrupt`]): a run over its event budget or one that
+/// loops at one instant is its [`RunError`], as is a failed invariant check.
 pub fn run_scenario(
     sc: &Scenario,
     seed: Option<u64>,
     duration: Option<engine::Nanos>,
-) -> report::Report {
+) -> Result<report::Report, RunError> {
     let mut never = |_| true;
     let opts = RunOptions::default()
         .seed(seed)
         .duration(duration)
         .poll(&mut never);
-    run(sc, opts).unwrap_or_else(|e| panic!("{e}"))
+    run(sc, opts)
 }
 
 /// Why a traced run gave no trace.

@@ -74,6 +74,19 @@ pub fn read_text(path: &Path, what: &str) -> Result<String, String> {
         "allowed {what} as a regular file of at most {} MiB",
         MAX_INPUT_BYTES >> 20
     );
+    // Looked at before it is opened: opening a FIFO for reading waits for
+    // a writer (a hang); the open file is checked again below.
+    let kind_of = |meta: &std::fs::Metadata| {
+        if meta.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file (a device, FIFO or socket)"
+        }
+    };
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{}: {allowed}", kind_of(&meta)));
+    }
     let f = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
     let meta = f.metadata().map_err(|e| format!("cannot read: {e}"))?;
     if !meta.is_file() {

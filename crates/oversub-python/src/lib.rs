@@ -86,7 +86,15 @@ fn run_json(
     let opts = || oversub::RunOptions::default().seed(seed).duration(d);
     py.detach(|| oversub::run(&sc, opts()))
         .map(|r| r.to_json())
-        .map_err(|e| PyRuntimeError::new_err(format!("{path}: {e}")))
+        .map_err(|e| match e {
+            // A bug of the model, not of the scenario.
+            oversub::RunError::InvariantBroken { .. } => {
+                PyRuntimeError::new_err(format!("{path}: {e}"))
+            }
+            // A run the model cannot finish (its event budget, a loop at
+            // one instant) refuses the scenario, with the CLI's line.
+            e => refuse(format!("{path}: {e}")),
+        })
 }
 
 /// Checks a scenario as `oversub check` does; returns nothing or raises.

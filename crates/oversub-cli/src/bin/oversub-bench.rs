@@ -129,20 +129,20 @@ fn scaling_toml(cpus: u32, tasks: u32, duration_ms: u32) -> String {
     )
 }
 
-fn run_scenario(sc: &Scenario) -> Sample {
+fn run_scenario(sc: &Scenario) -> Result<Sample, String> {
     let tasks: u64 = sc.tasks.iter().map(|t| t.count as u64).sum::<u64>()
         + sc.vms.iter().map(|v| v.vcpus as u64).sum::<u64>();
     let wall = Instant::now();
     let cpu = thread_cpu_ns();
-    let r = oversub::run_scenario(sc, None, None);
-    Sample {
+    let r = oversub::run_scenario(sc, None, None).map_err(|e| format!("{}: {e}", sc.file))?;
+    Ok(Sample {
         events: r.events,
         sim_ns: r.duration_ns,
         cpu_ns: thread_cpu_ns() - cpu,
         wall_ns: wall.elapsed().as_nanos() as u64,
         rss_kib: peak_rss_kib(),
         tasks,
-    }
+    })
 }
 
 /// The child: run one measurement and print its sample line.
@@ -160,10 +160,10 @@ fn one(spec: &str) -> Result<Sample, String> {
         };
         let sc =
             Scenario::parse(spec, &scaling_toml(cpus, tasks, ms)).map_err(|e| e.to_string())?;
-        return Ok(run_scenario(&sc));
+        return run_scenario(&sc);
     }
     let sc = Scenario::load(Path::new(spec)).map_err(|e| e.to_string())?;
-    Ok(run_scenario(&sc))
+    run_scenario(&sc)
 }
 
 /// Runs per measurement; the one with the least CPU time is kept (the

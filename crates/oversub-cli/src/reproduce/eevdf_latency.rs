@@ -255,7 +255,10 @@ pub fn simulate(
     let sc = scenario(file, v, nice, m)?;
     let mut acc = SimCell::default();
     for &seed in seeds {
-        let r = oversub::run_scenario(&sc, Some(seed), Some(d));
+        let opts = oversub::RunOptions::default()
+            .seed(Some(seed))
+            .duration(Some(d));
+        let r = oversub::run(&sc, opts).map_err(|e| format!("{}: {e}", file.display()))?;
         let t = r
             .tasks
             .iter()

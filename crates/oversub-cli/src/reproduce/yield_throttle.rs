@@ -240,7 +240,10 @@ fn simulate(
     let mut f = SimFig::default();
     let secs = d.0 as f64 / 1e9;
     for &s in seeds {
-        let r = oversub::run_scenario(&sc, Some(s), Some(d));
+        let opts = oversub::RunOptions::default()
+            .seed(Some(s))
+            .duration(Some(d));
+        let r = oversub::run(&sc, opts).map_err(|e| format!("{}: {e}", file.display()))?;
         let calls: u64 = r.tasks.iter().map(|t| t.nr_yields).sum();
         let sw: u64 = r.tasks.iter().map(|t| t.nr_involuntary_switches).sum();
         f.calls_per_s += calls as f64 / secs;

@@ -166,6 +166,54 @@ fn every_file_read_is_capped_and_regular() {
         &[zero],
     );
     refused(&["check", s(&d)], &["a directory", "allowed"]);
+    // A FIFO is refused before it is opened (opening it for reading waits
+    // for a writer). A regression would hang: the child is killed after a
+    // minute, a guard against a hang, not a measured time.
+    let fifo = d.join("fifo.toml");
+    let _ = std::fs::remove_file(&fifo);
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let vm_fifo = file(
+        "vmfifo.toml",
+        &format!(
+            "[[vm]]\nname = \"v\"\nvcpus = 2\nprogram = {:?}\n",
+            s(&fifo)
+        ),
+    );
+    let z = d.join("zf");
+    for args in [
+        vec!["run", s(&fifo)],
+        vec!["sweep", s(&fifo), "--out", s(&z)],
+        vec!["reproduce", "--manifest", s(&fifo), "--out", s(&z)],
+        vec!["check", s(&vm_fifo)],
+    ] {
+        let mut child = crate::common::oversub_cmd()
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut waited = 0;
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if waited > 600 {
+                let _ = child.kill();
+                panic!("{args:?}: hangs on a FIFO");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            waited += 1;
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("not a regular file"), "{args:?}: {err}");
+    }
     let big = dir().join("big.toml");
     std::fs::write(&big, vec![b'#'; (4 << 20) + 1]).unwrap();
     refused(&["check", s(&big)], &["too large", "4 MiB"]);
@@ -467,4 +515,38 @@ fn a_trace_is_streamed_whole_and_valid() {
     let evs = v["traceEvents"].as_array().unwrap();
     assert!(evs.iter().any(|e| e["name"] == "sched_switch"));
     assert!(evs.iter().any(|e| e["ph"] == "X"));
+}
+
+/// Flags the audit of every subcommand found loose: each bad value is exit
+/// 2 with its field and what is allowed (clap's own errors add a usage
+/// line).
+#[test]
+fn every_flag_names_what_is_allowed() {
+    let root = std::path::Path::new(crate::common::ROOT);
+    let sc = root.join("scenarios/yield/cg-pair.toml");
+    let sc = s(&sc);
+    let kvm = root.join("scenarios/kvm-lock-holder-preemption.toml");
+    refused(
+        &["record", "--duration", "-1s", "--", "true"],
+        &["--duration", "-1s", "allowed 1ms ..= 600s"],
+    );
+    refused(
+        &["check", s(&kvm), "--set", "vm.9.vcpus=2"],
+        &["vm.9.vcpus=2", "index 9 is out of range", "allowed 0 ..= 0"],
+    );
+    refused(
+        &["check", sc, "--set", "vm.0.vcpus=2"],
+        &[
+            "\"vm\" has 0 entries",
+            "allowed an index of an entry the file has",
+        ],
+    );
+    let out = oversub(&["conform", "--runs", "0", sc]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("'0' for '--runs <RUNS>'") && err.contains("1..=1000"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
 }

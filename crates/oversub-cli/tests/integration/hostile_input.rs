@@ -34,7 +34,7 @@ const HOG: &str = "[[task]]\nname = \"h\"\nkind = \"hog\"\n";
 
 #[test]
 fn yield_loop_targeting_a_vcpu_is_rejected_not_a_panic() {
-    let src = "[[vm]]\nname = \"v\"\nvcpus = 2\n\
+    let src = "[[vm]]\nname = \"v\"\nvcpus = 2\nworkload = \"phase:idle\"\n\
                [[task]]\nname = \"y\"\nkind = \"yield_loop\"\ntarget = \"v.vcpu0\"\n";
     for cmd in ["check", "run"] {
         rejected(
@@ -122,11 +122,12 @@ fn too_many_tasks_is_rejected_before_anything_is_built() {
         &[],
         &["task[0].count", "100000000", "allowed at most 50000"],
     );
-    let src = "[host]\ncpus = 1024\n[[vm]]\nname = \"a\"\nvcpus = 256\nlayout = \"flat\"\n"
-        .to_string()
-        + &(0..400)
-            .map(|i| format!("[[vm]]\nname = \"v{i}\"\nvcpus = 256\nlayout = \"flat\"\n"))
-            .collect::<String>();
+    let idle = "workload = \"phase:idle\"\n";
+    let src = format!(
+        "[host]\ncpus = 1024\n[[vm]]\nname = \"a\"\nvcpus = 256\nlayout = \"flat\"\n{idle}"
+    ) + &(0..400)
+        .map(|i| format!("[[vm]]\nname = \"v{i}\"\nvcpus = 256\nlayout = \"flat\"\n{idle}"))
+        .collect::<String>();
     rejected(
         "check",
         "many-vcpus",
@@ -171,7 +172,7 @@ fn a_thousand_vms_check_in_linear_time() {
     // quadratic lookup took minutes; no timing threshold is asserted here,
     // the run simply has to finish (the test harness would time out).
     let src: String = (0..1000)
-        .map(|i| format!("[[vm]]\nname = \"vm{i}\"\nvcpus = 4\n"))
+        .map(|i| format!("[[vm]]\nname = \"vm{i}\"\nvcpus = 4\nworkload = \"phase:idle\"\n"))
         .collect();
     let f = file("thousand", &src);
     let out = oversub(&["check", f.to_str().unwrap()]);
@@ -241,7 +242,7 @@ fn vm_weight_contradicting_its_declared_cgroup_is_rejected() {
         &["vm[0].weight", "5000", "100", "allowed"],
     );
     // The same weight in both places is no contradiction.
-    let src = "[[cgroup]]\npath = \"/v\"\nweight = 300\n[[vm]]\nname = \"v\"\nweight = 300\n";
+    let src = "[[cgroup]]\npath = \"/v\"\nweight = 300\n[[vm]]\nname = \"v\"\nweight = 300\nworkload = \"phase:idle\"\n";
     let f = file("weight-ok", src);
     assert!(oversub(&["check", f.to_str().unwrap()]).status.success());
 }
@@ -428,4 +429,30 @@ fn control_characters_from_the_input_stay_escaped_in_the_one_line_error() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
     assert!(err.contains("ov\\rsub"), "{err}");
+}
+
+/// A `[[vm]]` that names neither a workload nor a program would run an
+/// idle guest without a word: refused, naming the field and the choices;
+/// an idle guest said in the file is accepted.
+#[test]
+fn a_vm_without_workload_or_program_is_refused() {
+    let err = rejected(
+        "check",
+        "vm-nothing",
+        "[[vm]]\nname = \"v\"\nvcpus = 2\n",
+        &[],
+        &[
+            "vm[0].workload",
+            "missing",
+            "allowed workload = one of phase:dbench",
+            "phase:idle",
+            "program = \"FILE.json\"",
+        ],
+    );
+    assert!(err.contains("vm-nothing"), "names the file: {err}");
+    let f = file(
+        "vm-idle",
+        "[[vm]]\nname = \"v\"\nvcpus = 2\nworkload = \"phase:idle\"\n",
+    );
+    assert!(oversub(&["check", f.to_str().unwrap()]).status.success());
 }

@@ -10,7 +10,8 @@ fn run(src: &str) -> Report {
     let sc = scenario("test.json", src).unwrap_or_else(|e| panic!("{e}"));
     let mut sim = oversub::sim::Simulator::new(&sc);
     sim.set_check_invariants(true);
-    sim.run(sc.host.duration)
+    sim.run_polled(sc.host.duration, &mut |_| true)
+        .expect("the run finishes")
 }
 
 fn cpu(r: &Report, name: &str) -> u64 {
@@ -105,7 +106,8 @@ fn run_free(src: &str) -> Report {
     sc.host.costs = oversub::sched::HostCosts::ZERO;
     let mut sim = oversub::sim::Simulator::new(&sc);
     sim.set_check_invariants(true);
-    sim.run(sc.host.duration)
+    sim.run_polled(sc.host.duration, &mut |_| true)
+        .expect("the run finishes")
 }
 
 #[test]

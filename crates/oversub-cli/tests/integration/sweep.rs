@@ -373,7 +373,8 @@ fn per_op_latency_is_recorded_once_per_op() {
         &[],
     )
     .unwrap();
-    let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos(50_000_000)));
+    let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos(50_000_000)))
+        .expect("the run finishes");
     for v in &r.vms {
         let h = &v.op_latency_ns;
         assert!(v.ops > 100, "{}: {} ops", v.name, v.ops);
@@ -394,7 +395,8 @@ fn per_op_latency_is_recorded_once_per_op() {
         &[],
     )
     .unwrap();
-    let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos(100_000_000)));
+    let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos(100_000_000)))
+        .expect("the run finishes");
     for v in &r.vms {
         assert!(v.ops > 0, "{}: no ops", v.name);
         assert_eq!(v.op_latency_ns.count(), v.ops, "{}", v.name);
@@ -404,7 +406,8 @@ fn per_op_latency_is_recorded_once_per_op() {
         &[],
     )
     .unwrap();
-    let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos(200_000_000)));
+    let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos(200_000_000)))
+        .expect("the run finishes");
     let threads: Vec<_> = r.vms.iter().flat_map(|v| v.threads.iter()).collect();
     assert!(threads.iter().any(|t| t.phase_loops > 0));
     for t in threads {
@@ -412,4 +415,135 @@ fn per_op_latency_is_recorded_once_per_op() {
     }
     let m = oversub::sweep::metrics::op_latency(&r);
     assert!(m.count() > 0);
+}
+
+/// `oversub sweep` with `RAYON_NUM_THREADS=1` (one run at a time, so that
+/// the hidden `--stop-after-runs N` keeps exactly N runs): (exit, stderr).
+fn sweep_in(dir: &Path, spec: &Path, extra: &[&str]) -> (i32, String) {
+    let out = oversub_cmd()
+        .args(["sweep"])
+        .arg(spec)
+        .arg("--out")
+        .arg(dir)
+        .args(extra)
+        .env("RAYON_NUM_THREADS", "1")
+        .env("SOURCE_DATE_EPOCH", "0")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The kept runs' file: its lines.
+fn kept(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join(".oversub-runs.jsonl"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// An interrupted sweep keeps the runs that finished; `--resume` runs only
+/// the others and writes the same bytes an uninterrupted sweep writes (but
+/// for the provenance: the command line differs), even after a kill cut the
+/// last kept line short. The interruption is the hidden
+/// `--stop-after-runs N`, which sets the same stop flag as Ctrl-C: no race.
+#[test]
+fn an_interrupted_sweep_keeps_its_runs_and_resume_finishes_it() {
+    let base = crate::common::scratch("resume");
+    let spec = Path::new(ROOT).join("crates/oversub-cli/tests/data/tiny-sweep.toml");
+    let (a, b) = (base.join("a"), base.join("b"));
+    assert_eq!(sweep_in(&a, &spec, &[]).0, 0);
+    // Stopped after 1 of 4 runs: exit 130, one line, the run kept, no
+    // results file.
+    let (code, err) = sweep_in(&b, &spec, &["--stop-after-runs", "1"]);
+    assert_eq!(code, 130, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("interrupted: 1 of 4 runs kept in") && err.contains("--resume"),
+        "{err}"
+    );
+    assert_eq!(kept(&b).len(), 1 + 1, "the header and one run");
+    assert!(!b.join("results.csv").exists());
+    // The same sweep again without --resume would lose them: refused.
+    let (code, err) = sweep_in(&b, &spec, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("holds 1 of 4 finished runs") && err.contains("allowed --resume"),
+        "{err}"
+    );
+    // Resumed and stopped again: the kept run is not run again (one more
+    // finishes, two are kept).
+    let (code, err) = sweep_in(&b, &spec, &["--resume", "--stop-after-runs", "1"]);
+    assert_eq!(code, 130, "{err}");
+    assert!(err.contains("2 of 4 runs kept"), "{err}");
+    let lines = kept(&b);
+    assert_eq!(lines.len(), 1 + 2);
+    // A kill while a line was written leaves it cut short: it is dropped.
+    let mut text = lines.join("\n") + "\n";
+    text.push_str(&lines[2][..lines[2].len() / 2]);
+    std::fs::write(b.join(".oversub-runs.jsonl"), text).unwrap();
+    let (code, err) = sweep_in(&b, &spec, &["--resume"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !b.join(".oversub-runs.jsonl").exists(),
+        "removed once whole"
+    );
+    let read = |d: &Path, f: &str| std::fs::read_to_string(d.join(f)).unwrap();
+    for f in ["results.csv", "summary.csv"] {
+        assert_eq!(read(&a, f), read(&b, f), "{f}");
+    }
+    let no_prov = |s: String| {
+        s.lines()
+            .filter(|l| !l.starts_with("Provenance: ") && !l.starts_with("{\"provenance\""))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for f in ["results.jsonl", "summary.md"] {
+        assert_eq!(no_prov(read(&a, f)), no_prov(read(&b, f)), "{f}");
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// Kept runs are reused only for the sweep, scenarios and binary that made
+/// them: a changed scenario is refused in one line, exit 2.
+#[test]
+fn resume_refuses_runs_of_another_sweep() {
+    let base = crate::common::scratch("resume-fp");
+    let sc = base.join("sc.toml");
+    std::fs::write(
+        &sc,
+        std::fs::read_to_string(Path::new(ROOT).join("scenarios/yield/cg-bystander.toml")).unwrap(),
+    )
+    .unwrap();
+    let spec = base.join("sweep.toml");
+    std::fs::write(
+        &spec,
+        "base = \"sc.toml\"\nseeds = [1, 2]\nduration = \"50ms\"\n\
+         [[axis]]\nkey = \"host.yield.yield_to\"\nvalues = [\"upstream\", \"deboost-v1\"]\n",
+    )
+    .unwrap();
+    let d = base.join("out");
+    assert_eq!(sweep_in(&d, &spec, &["--stop-after-runs", "1"]).0, 130);
+    // The scenario changed since: its kept run is not this sweep's.
+    let text = std::fs::read_to_string(&sc).unwrap();
+    std::fs::write(&sc, text.replace("cpus = 1", "cpus = 2")).unwrap();
+    assert_ne!(std::fs::read_to_string(&sc).unwrap(), text, "the edit took");
+    let (code, err) = sweep_in(&d, &spec, &["--resume"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(".oversub-runs.jsonl: fingerprint")
+            && err.contains("allowed --resume with the binary, sweep file and scenarios"),
+        "{err}"
+    );
+    assert_eq!(kept(&d).len(), 2, "nothing lost");
+    // Back as it was, the run is reused.
+    std::fs::write(&sc, text).unwrap();
+    let (code, err) = sweep_in(&d, &spec, &["--resume"]);
+    assert_eq!(code, 0, "{err}");
+    let _ = std::fs::remove_dir_all(&base);
 }

@@ -68,7 +68,7 @@ pub fn apply(root: &mut Table, o: &Override) -> Result<(), String> {
         }
         if !root.contains_key(first) && o.path[1].parse::<usize>().is_ok() {
             return Err(format!(
-                "\"{first}\" has 0 entries: index {} is out of range",
+                "\"{first}\" has 0 entries: index {} is out of range: allowed an index of an entry the file has",
                 o.path[1]
             ));
         }
@@ -86,7 +86,7 @@ pub fn apply(root: &mut Table, o: &Override) -> Result<(), String> {
                 }
                 if !t.contains_key(seg) && o.path[i + 1].parse::<usize>().is_ok() {
                     return Err(format!(
-                        "\"{here}.{seg}\" has 0 entries: index {} is out of range",
+                        "\"{here}.{seg}\" has 0 entries: index {} is out of range: allowed an index of an entry the file has",
                         o.path[i + 1]
                     ));
                 }
@@ -103,7 +103,8 @@ pub fn apply(root: &mut Table, o: &Override) -> Result<(), String> {
                 })?;
                 if idx >= n {
                     return Err(format!(
-                        "\"{here}\" has {n} entries: index {idx} is out of range"
+                        "\"{here}\" has {n} entries: index {idx} is out of range: allowed 0 ..= {}",
+                        n - 1
                     ));
                 }
                 if last {

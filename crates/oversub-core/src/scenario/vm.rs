@@ -668,6 +668,7 @@ pub(super) fn vm(
     // "phase:dedup"` cannot be taken for the recorded program
     // (`program = "workloads/dedup.json"`); the bare names are refused with
     // a pointer to both.
+    // (No workload: refused below, once `[vm.overrides]` is checked.)
     let wname = v.workload.as_deref().unwrap_or(PHASE_IDLE);
     let phase_names = || {
         PROFILES
@@ -710,6 +711,16 @@ pub(super) fn vm(
             ),
             _ => cx.err(format!("{f}.overrides"), e.to_string()),
         })?;
+    }
+    if v.workload.is_none() && v.program.is_none() {
+        // An idle guest is a choice the file states, never a default.
+        return Err(cx.err(
+            format!("{f}.workload"),
+            format!(
+                "missing (a VM runs nothing by default): allowed workload = one of {} ({PHASE_IDLE}: a guest that only halts), or program = \"FILE.json\"",
+                phase_names()
+            ),
+        ));
     }
     let given = |k: &str| v.overrides.as_ref().is_some_and(|t| t.contains_key(k));
     if workload.compute_ns < super::MIN_OP.0 {

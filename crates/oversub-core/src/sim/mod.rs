@@ -400,15 +400,6 @@ impl Simulator {
         self.check_invariants = on;
     }
 
-    /// Runs until `duration` of virtual time has passed (or, for a program
-    /// run until done, until its last thread finished); returns the report.
-    /// A run over its event budget ([`RunError::EventBudget`]) panics here:
-    /// callers that take user input use [`Self::run_polled`].
-    pub fn run(&mut self, duration: Nanos) -> Report {
-        self.run_polled(duration, &mut |_| true)
-            .unwrap_or_else(|e| panic!("{e}"))
-    }
-
     /// The event budget by simulated time `t`: [`limits::EVENT_ALLOWANCE`]
     /// plus [`limits::MAX_EVENTS_PER_CPU_SECOND`] per CPU (host CPUs and
     /// vCPUs) per simulated second.
@@ -427,7 +418,9 @@ impl Simulator {
     /// Events between two calls of a run's `poll`.
     pub const POLL_EVENTS: u64 = 1 << 14;
 
-    /// [`Simulator::run`], calling `poll(now)` every [`Self::POLL_EVENTS`]
+    /// Runs until `duration` of virtual time has passed (or, for a program
+    /// run until done, until its last thread finished) and returns the
+    /// report, calling `poll(now)` every [`Self::POLL_EVENTS`]
     /// events (progress display, Ctrl-C); `poll` returning false stops the
     /// run ([`RunError::Interrupted`]). At the same points the events so far
     /// are held against [`Self::event_budget`] ([`RunError::EventBudget`]).

@@ -391,7 +391,7 @@ mod global_metric_names {
             "[host]\nduration = \"5ms\"\n[[vm]]\nname = \"a\"\nvcpus = 2\nworkload = \"phase:dbench\"\n\
                    [[task]]\nname = \"h\"\nkind = \"yield_loop\"\n";
         let sc = crate::scenario::Scenario::parse("m.toml", src).unwrap();
-        let r = crate::run_scenario(&sc, None, None);
+        let r = crate::run_scenario(&sc, None, None).unwrap();
         let m = metrics(&sc, &r);
         assert!(m.len() > 10);
         for (k, _) in m {

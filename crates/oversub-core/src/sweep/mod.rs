@@ -111,25 +111,43 @@ fn load(p: &Point, seed: u64, spec: &SweepSpec) -> Result<Scenario, String> {
 /// Expands the axes and loads every point with the first seed, so that a
 /// bad value fails before any run.
 pub fn validated_points(spec: &SweepSpec) -> Result<Vec<Point>, String> {
-    Ok(costed_points(spec)?.into_iter().map(|(p, _)| p).collect())
+    Ok(costed_points(spec)?.0.into_iter().map(|(p, _)| p).collect())
 }
 
 /// [`validated_points`] with each point's estimated cost per run: its
 /// simulated time times the tasks it runs (vCPUs and host tasks, at least
-/// one). Only the order of the runs depends on it ([`run_many`]).
-fn costed_points(spec: &SweepSpec) -> Result<Vec<(Point, u128)>, String> {
-    points(spec)
+/// one). Only the order of the runs depends on it ([`Batch::run`]). And the
+/// sweep's digest: a hash of the spec and of every point's scenario as
+/// loaded (programs included), so that runs kept from an earlier
+/// invocation are only reused for the same sweep ([`Batch::digest`]).
+fn costed_points(spec: &SweepSpec) -> Result<(Vec<(Point, u128)>, u64), String> {
+    use std::hash::Hasher;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let _ = write!(HashWriter(&mut h), "{spec:?}");
+    let pts = points(spec)
         .into_iter()
         .map(|p| {
             if crate::interrupt::interrupted() {
                 return Err(format!("{}: interrupted; no results written", spec.file));
             }
             let sc = load(&p, spec.seeds[0], spec)?;
+            let _ = write!(HashWriter(&mut h), "{sc:?}");
             let tasks: u64 =
                 sc.vms.iter().map(|v| u64::from(v.vcpus)).sum::<u64>() + sc.tasks.len() as u64;
             Ok((p, u128::from(sc.host.duration.0) * u128::from(tasks.max(1))))
         })
-        .collect()
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok((pts, h.finish()))
+}
+
+/// Feeds formatted text to a hasher without building the string.
+struct HashWriter<'a, H: std::hash::Hasher>(&'a mut H);
+
+impl<H: std::hash::Hasher> std::fmt::Write for HashWriter<'_, H> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.write(s.as_bytes());
+        Ok(())
+    }
 }
 
 /// Runs point `i` of `pts` (from [`validated_points`]) with `seed`: one
@@ -177,81 +195,155 @@ pub fn run(spec: &SweepSpec, on_run: &(dyn Fn() + Sync)) -> Result<SweepOutput, 
     Ok(run_many(&[spec], on_run)?.pop().expect("one sweep"))
 }
 
-/// Several sweeps as one batch of runs: every point of every sweep is
-/// validated first, then all runs share the rayon pool, longest first (by
-/// the points' estimated cost; ties in expansion order), each worker taking
-/// the next run as it becomes free. Longest-first list scheduling leaves no
-/// long run for the end, where it would run alone while the other cores
-/// idle. The result, per sweep, is what [`run`] returns: rows in expansion
-/// order, so the order of execution shows in nothing but the wall time.
+/// Several sweeps as one batch ([`Batch::run`] with nothing done before).
 pub fn run_many(
     specs: &[&SweepSpec],
     on_run: &(dyn Fn() + Sync),
 ) -> Result<Vec<SweepOutput>, String> {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    let mut pts = Vec::new();
-    // (cost, sweep, point, seed, slot of the row in its sweep's rows)
-    let mut jobs: Vec<(u128, usize, usize, u64, usize)> = Vec::new();
-    for (k, spec) in specs.iter().enumerate() {
-        let costed = costed_points(spec)?;
-        let mut slot = 0;
-        for (i, (_, cost)) in costed.iter().enumerate() {
-            for &seed in &spec.seeds {
-                jobs.push((*cost, k, i, seed, slot));
-                slot += 1;
-            }
+    Batch::new(specs)?.run(Vec::new(), on_run, &|_, _, _| Ok(()))
+}
+
+/// Several sweeps as one batch of runs, every point of every sweep
+/// validated ([`Batch::new`]) before any run.
+pub struct Batch<'a> {
+    specs: Vec<&'a SweepSpec>,
+    /// Per sweep: its points and their estimated costs.
+    pts: Vec<Vec<(Point, u128)>>,
+    digests: Vec<u64>,
+}
+
+/// A run of a batch: (cost, sweep, point, seed, slot of the row in its
+/// sweep's rows).
+type Job = (u128, usize, usize, u64, usize);
+
+impl<'a> Batch<'a> {
+    /// Expands and loads every point of every sweep (with its first seed),
+    /// so that a bad value fails before any run.
+    pub fn new(specs: &[&'a SweepSpec]) -> Result<Batch<'a>, String> {
+        let mut pts = Vec::new();
+        let mut digests = Vec::new();
+        for spec in specs {
+            let (p, d) = costed_points(spec)?;
+            pts.push(p);
+            digests.push(d);
         }
-        pts.push(costed.into_iter().map(|(p, _)| p).collect::<Vec<_>>());
-    }
-    // Stable: equal costs keep the expansion order.
-    jobs.sort_by_key(|j| std::cmp::Reverse(j.0));
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let done: Vec<Vec<(usize, Result<Row, String>)>> = rayon::broadcast(|_| {
-        let mut mine = Vec::new();
-        while !failed.load(Ordering::Relaxed) {
-            let j = next.fetch_add(1, Ordering::Relaxed);
-            let Some(&(_, k, i, seed, _)) = jobs.get(j) else {
-                break;
-            };
-            let row = run_one(specs[k], &pts[k], i, seed);
-            if row.is_err() {
-                failed.store(true, Ordering::Relaxed);
-            }
-            on_run();
-            mine.push((j, row));
-        }
-        mine
-    });
-    let mut out: Vec<Vec<Option<Row>>> = specs
-        .iter()
-        .zip(&pts)
-        .map(|(s, p)| (0..p.len() * s.seeds.len()).map(|_| None).collect())
-        .collect();
-    // The first failure in batch order (the order runs were started).
-    let mut err: Option<(usize, String)> = None;
-    for (j, row) in done.into_iter().flatten() {
-        let (_, k, _, _, slot) = jobs[j];
-        match row {
-            Ok(r) => out[k][slot] = Some(r),
-            Err(e) if err.as_ref().is_none_or(|(f, _)| j < *f) => err = Some((j, e)),
-            Err(_) => {}
-        }
-    }
-    if let Some((_, e)) = err {
-        return Err(e);
-    }
-    Ok(pts
-        .into_iter()
-        .zip(out)
-        .map(|(p, rows)| {
-            let rows = rows
-                .into_iter()
-                .map(|r| r.expect("every run of a batch without failure has a row"))
-                .collect();
-            (p, rows)
+        Ok(Batch {
+            specs: specs.to_vec(),
+            pts,
+            digests,
         })
-        .collect())
+    }
+
+    /// Sweep `k`'s points, in expansion order.
+    pub fn points(&self, k: usize) -> Vec<Point> {
+        self.pts[k].iter().map(|(p, _)| p.clone()).collect()
+    }
+
+    /// Sweep `k`'s runs: (point, seed) by slot (points, then seeds).
+    pub fn runs(&self, k: usize) -> Vec<(usize, u64)> {
+        (0..self.pts[k].len())
+            .flat_map(|i| self.specs[k].seeds.iter().map(move |&s| (i, s)))
+            .collect()
+    }
+
+    /// The runs of every sweep.
+    pub fn len(&self) -> usize {
+        (0..self.specs.len()).map(|k| self.runs(k).len()).sum()
+    }
+
+    /// Whether the batch has no run.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A hash of sweep `k`'s spec and of every point's scenario as loaded
+    /// (the files, programs and overrides it was built from): equal digests
+    /// mean the same runs, within one build of the tool (the hash is the
+    /// standard library's, not stable across builds).
+    pub fn digest(&self, k: usize) -> u64 {
+        self.digests[k]
+    }
+
+    /// Runs the batch: all runs share the rayon pool, longest first (by the
+    /// points' estimated cost; ties in expansion order), each worker taking
+    /// the next run as it becomes free. Longest-first list scheduling leaves
+    /// no long run for the end, where it would run alone while the other
+    /// cores idle. `done[k][slot]`, where given, is a row already computed
+    /// (an earlier, interrupted invocation): its run is skipped and the row
+    /// used as it is. `on_run` is called after each run (progress);
+    /// `on_row(k, slot, row)` with each new row as it is made (from the
+    /// worker threads; an error stops the batch like a failed run). The
+    /// result, per sweep, is what [`run`] returns: rows in expansion order,
+    /// so the order of execution shows in nothing but the wall time.
+    pub fn run(
+        self,
+        mut done: Vec<Vec<Option<Row>>>,
+        on_run: &(dyn Fn() + Sync),
+        on_row: &(dyn Fn(usize, usize, &Row) -> Result<(), String> + Sync),
+    ) -> Result<Vec<SweepOutput>, String> {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        done.resize_with(self.specs.len(), Vec::new);
+        let mut jobs: Vec<Job> = Vec::new();
+        for (k, spec) in self.specs.iter().enumerate() {
+            done[k].resize_with(self.pts[k].len() * spec.seeds.len(), || None);
+            let mut slot = 0;
+            for (i, (_, cost)) in self.pts[k].iter().enumerate() {
+                for &seed in &spec.seeds {
+                    if done[k][slot].is_none() {
+                        jobs.push((*cost, k, i, seed, slot));
+                    }
+                    slot += 1;
+                }
+            }
+        }
+        let pts: Vec<Vec<Point>> = (0..self.specs.len()).map(|k| self.points(k)).collect();
+        let specs = &self.specs;
+        // Stable: equal costs keep the expansion order.
+        jobs.sort_by_key(|j| std::cmp::Reverse(j.0));
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let made: Vec<Vec<(usize, Result<Row, String>)>> = rayon::broadcast(|_| {
+            let mut mine = Vec::new();
+            while !failed.load(Ordering::Relaxed) {
+                let j = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(_, k, i, seed, slot)) = jobs.get(j) else {
+                    break;
+                };
+                let row = run_one(specs[k], &pts[k], i, seed)
+                    .and_then(|r| on_row(k, slot, &r).map(|()| r));
+                if row.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                on_run();
+                mine.push((j, row));
+            }
+            mine
+        });
+        // The first failure in batch order (the order runs were started).
+        let mut err: Option<(usize, String)> = None;
+        for (j, row) in made.into_iter().flatten() {
+            let (_, k, _, _, slot) = jobs[j];
+            match row {
+                Ok(r) => done[k][slot] = Some(r),
+                Err(e) if err.as_ref().is_none_or(|(f, _)| j < *f) => err = Some((j, e)),
+                Err(_) => {}
+            }
+        }
+        if let Some((_, e)) = err {
+            return Err(e);
+        }
+        Ok(pts
+            .into_iter()
+            .zip(done)
+            .map(|(p, rows)| {
+                let rows = rows
+                    .into_iter()
+                    .map(|r| r.expect("every run of a batch without failure has a row"))
+                    .collect();
+                (p, rows)
+            })
+            .collect())
+    }
 }
 
 /// Metric columns: the union over rows, in first-seen order.
@@ -326,41 +418,42 @@ pub fn to_csv(spec_axes: &[String], rows: &[Row]) -> String {
     o
 }
 
-/// `results.jsonl`: one object per run.
+/// `results.jsonl`: one object per run ([`jsonl_line`]).
 pub fn to_jsonl(rows: &[Row]) -> String {
-    let mut o = String::new();
-    for r in rows {
-        let mut obj = serde_json::Map::new();
-        obj.insert("file".into(), r.file.clone().into());
-        obj.insert("workload".into(), r.workload.clone().into());
-        obj.insert("vms".into(), r.vms.into());
-        let axes: serde_json::Map<String, serde_json::Value> = r
-            .labels
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone().into()))
-            .collect();
-        obj.insert("axes".into(), axes.into());
-        obj.insert("seed".into(), r.seed.into());
-        let m: serde_json::Map<String, serde_json::Value> = r
-            .metrics
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.clone(),
-                    serde_json::Number::from_f64(*v)
-                        .map(serde_json::Value::Number)
-                        .unwrap_or(serde_json::Value::Null),
-                )
-            })
-            .collect();
-        obj.insert("metrics".into(), m.into());
-        if r.op_latency.count() > 0 {
-            if let Ok(h) = serde_json::to_value(&r.op_latency) {
-                obj.insert("op_latency_ns".into(), h);
-            }
+    rows.iter().map(jsonl_line).collect()
+}
+
+/// One run's line of `results.jsonl`, with its newline.
+pub fn jsonl_line(r: &Row) -> String {
+    let mut obj = serde_json::Map::new();
+    obj.insert("file".into(), r.file.clone().into());
+    obj.insert("workload".into(), r.workload.clone().into());
+    obj.insert("vms".into(), r.vms.into());
+    let axes: serde_json::Map<String, serde_json::Value> = r
+        .labels
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().into()))
+        .collect();
+    obj.insert("axes".into(), axes.into());
+    obj.insert("seed".into(), r.seed.into());
+    let m: serde_json::Map<String, serde_json::Value> = r
+        .metrics
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                serde_json::Number::from_f64(*v)
+                    .map(serde_json::Value::Number)
+                    .unwrap_or(serde_json::Value::Null),
+            )
+        })
+        .collect();
+    obj.insert("metrics".into(), m.into());
+    if r.op_latency.count() > 0 {
+        if let Ok(h) = serde_json::to_value(&r.op_latency) {
+            obj.insert("op_latency_ns".into(), h);
         }
-        obj.insert("scenario".into(), r.scenario.clone());
-        let _ = writeln!(o, "{}", serde_json::Value::Object(obj));
     }
-    o
+    obj.insert("scenario".into(), r.scenario.clone());
+    format!("{}\n", serde_json::Value::Object(obj))
 }

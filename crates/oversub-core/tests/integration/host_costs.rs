@@ -7,7 +7,8 @@ fn run(src: &str) -> oversub::report::Report {
     let sc = Scenario::parse("costs.toml", src).unwrap();
     let mut sim = oversub::sim::Simulator::new(&sc);
     sim.set_check_invariants(true);
-    sim.run(sc.host.duration)
+    sim.run_polled(sc.host.duration, &mut |_| true)
+        .expect("the run finishes")
 }
 
 fn costs(tw: &str, idle: &str, cs: &str, remote: &str) -> String {
@@ -166,7 +167,9 @@ fn mutex_pair(remote: &str, gap_us: u32) -> [(u64, u64); 2] {
     sc.host.costs.remote_wakeup = oversub::scenario::parse_duration(remote).unwrap().0;
     let mut sim = oversub::sim::Simulator::new(&sc);
     sim.set_check_invariants(true);
-    let r = sim.run(sc.host.duration);
+    let r = sim
+        .run_polled(sc.host.duration, &mut |_| true)
+        .expect("the run finishes");
     let p = r.program.as_ref().unwrap();
     [0, 1].map(|i| (task(&r, &format!("t.{i}")).cpu_ns, p.threads[i].phase_loops))
 }

@@ -32,7 +32,7 @@ block_prob = 0
 fn run(sets: &[&str]) -> Report {
     let o: Vec<_> = sets.iter().map(|s| parse_override(s).unwrap()).collect();
     let sc = Scenario::parse_with("test.toml", BASE, &o).unwrap_or_else(|e| panic!("{e}"));
-    oversub::run_scenario(&sc, None, None)
+    oversub::run_scenario(&sc, None, None).expect("the run finishes")
 }
 
 fn a(r: &Report) -> &VmReport {

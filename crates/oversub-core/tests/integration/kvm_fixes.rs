@@ -8,7 +8,8 @@ fn run(src: &str) -> Report {
     let sc = Scenario::parse("test.toml", src).unwrap_or_else(|e| panic!("{e}"));
     let mut sim = oversub::sim::Simulator::new(&sc);
     sim.set_check_invariants(true);
-    sim.run(sc.host.duration)
+    sim.run_polled(sc.host.duration, &mut |_| true)
+        .expect("the run finishes")
 }
 
 fn vm<'a>(r: &'a Report, name: &str) -> &'a VmReport {

@@ -14,12 +14,13 @@ fn run(src: &str) -> Report {
     let sc = Scenario::parse("test.toml", src).unwrap_or_else(|e| panic!("{e}"));
     let mut sim = oversub::sim::Simulator::new(&sc);
     sim.set_check_invariants(true);
-    sim.run(sc.host.duration)
+    sim.run_polled(sc.host.duration, &mut |_| true)
+        .expect("the run finishes")
 }
 
 fn run_fast(src: &str) -> Report {
     let sc = Scenario::parse("test.toml", src).unwrap_or_else(|e| panic!("{e}"));
-    oversub::run_scenario(&sc, None, None)
+    oversub::run_scenario(&sc, None, None).expect("the run finishes")
 }
 
 fn vm<'a>(r: &'a Report, name: &str) -> &'a VmReport {
@@ -365,7 +366,11 @@ fn vm_scenario_errors_name_the_field_and_the_allowed_values() {
             &["kvm.ple_window", "65535"],
         ),
         ("[guest.pv]\nsteal = true\n", "", &["steal"]),
-        ("", "[[vm]]\nname = \"v\"\n", &["vm[1].name"]),
+        (
+            "",
+            "workload = \"phase:idle\"\n[[vm]]\nname = \"v\"\nworkload = \"phase:idle\"\n",
+            &["vm[1].name"],
+        ),
     ];
     for (before, after, names) in cases {
         let e = bad(&format!("{before}{base}{after}"));
@@ -385,7 +390,8 @@ fn overcommit_scenarios_parse_and_run() {
             let sc = Scenario::load(&p).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(sc.host.cpus, 16);
             assert!(sc.vms.iter().all(|v| v.vcpus == 16), "{}", p.display());
-            let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos::from_ms(5)));
+            let r = oversub::run_scenario(&sc, None, Some(oversub::engine::Nanos::from_ms(5)))
+                .expect("the run finishes");
             assert_eq!(r.vms.len(), sc.vms.len());
             n += 1;
         }
@@ -498,7 +504,7 @@ fn benchmark_two_dedup_vms_ten_seconds() {
         Scenario::load(&std::path::Path::new(ROOT).join("scenarios/overcommit/dedup-2x16.toml"))
             .unwrap();
     let t = std::time::Instant::now();
-    let r = oversub::run_scenario(&sc, None, None);
+    let r = oversub::run_scenario(&sc, None, None).expect("the run finishes");
     let wall = t.elapsed().as_secs_f64();
     assert_eq!(r.duration_ns, 10_000_000_000);
     assert!(wall < 10.0, "{wall:.2} s");

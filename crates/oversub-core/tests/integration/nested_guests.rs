@@ -19,7 +19,8 @@ fn run_toml(src: &str) -> Report {
     let sc = Scenario::parse(&file, src).unwrap_or_else(|e| panic!("{e}"));
     let mut sim = oversub::sim::Simulator::new(&sc);
     sim.set_check_invariants(true);
-    sim.run(sc.host.duration)
+    sim.run_polled(sc.host.duration, &mut |_| true)
+        .expect("the run finishes")
 }
 
 fn threads(r: &Report) -> &[GuestThreadReport] {
@@ -155,7 +156,8 @@ fn host_only(path: &str) -> Report {
     let src = src.replacen('{', "{\"oversub\": {\"cpus\": 2},", 1);
     let sc = oversub::scenario::rtapp::scenario(path, &src).unwrap_or_else(|e| panic!("{e}"));
     let mut sim = oversub::sim::Simulator::new(&sc);
-    sim.run(sc.host.duration)
+    sim.run_polled(sc.host.duration, &mut |_| true)
+        .expect("the run finishes")
 }
 
 #[test]
@@ -290,7 +292,9 @@ fn shipped_nested_scenarios_run() {
             let sc = Scenario::load(&p).unwrap_or_else(|e| panic!("{e}"));
             let mut sim = oversub::sim::Simulator::new(&sc);
             sim.set_check_invariants(true);
-            let r = sim.run(oversub::engine::Nanos::from_ms(200));
+            let r = sim
+                .run_polled(oversub::engine::Nanos::from_ms(200), &mut |_| true)
+                .expect("the run finishes");
             for v in &r.vms {
                 assert!(!v.threads.is_empty(), "{}: {}", p.display(), v.name);
                 assert!(

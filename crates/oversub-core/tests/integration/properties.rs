@@ -51,7 +51,7 @@ proptest! {
         let sc = Scenario::parse("prop.toml", &src).unwrap();
         let mut sim = oversub::sim::Simulator::new(&sc);
         sim.set_check_invariants(true);
-        let r = sim.run(sc.host.duration);
+        let r = sim.run_polled(sc.host.duration, &mut |_| true).expect("the run finishes");
         let tasks_ns: u64 = r.tasks.iter().map(|t| t.cpu_ns).sum();
         let busy: u64 = r.cpus.iter().map(|c| c.busy_ns).sum();
         prop_assert_eq!(tasks_ns, busy);

@@ -14,6 +14,7 @@ fn load(path: &str) -> Scenario {
 
 fn run(sc: &Scenario, seed: u64, ms: u64) -> Report {
     oversub::run_scenario(sc, Some(seed), Some(oversub::engine::Nanos(ms * 1_000_000)))
+        .expect("the run finishes")
 }
 
 fn parse_err(src: &str) -> String {

@@ -15,7 +15,7 @@ fn run(file: &str, sets: &[&str]) -> Report {
     let mut o = vec![parse_override("host.duration=2s").unwrap()];
     o.extend(sets.iter().map(|s| parse_override(s).unwrap()));
     let sc = Scenario::load_with(&path, &o).unwrap_or_else(|e| panic!("{e}"));
-    oversub::run_scenario(&sc, None, None)
+    oversub::run_scenario(&sc, None, None).expect("the run finishes")
 }
 
 fn share(r: &Report, task: &str) -> f64 {
