@@ -443,6 +443,11 @@ impl VmRt {
         TaskId(self.task_base + i as u32)
     }
 
+    /// The APIC-write exits so far (the tracer's `kvm_exit`s of ICR writes).
+    pub(super) fn ipi_exits(&self) -> u64 {
+        self.stats.ipi_exits
+    }
+
     /// Whether vCPU `j` spins on a sleeping lock's owner.
     fn owner_spinning(&self, j: usize) -> bool {
         matches!(
@@ -692,7 +697,7 @@ impl Simulator {
         let was_ready = v.ready;
         if v.kvm_vcpu_wake_up() {
             if self.sched.try_to_wake_up(task, 0, waker) {
-                self.trace_wakeup(task);
+                self.trace_wakeup_from(task, waker);
             } else {
                 self.vms[vi].vcpus[i].ready = was_ready;
             }
@@ -821,6 +826,7 @@ impl Simulator {
                 };
                 self.tasks[p.idx()].remaining = Some(g.plan_exit + work);
                 self.start_burst(cpu, p);
+                self.trace_entry(cpu, p);
             }
             Act::Sleep(timer) => {
                 vm.vcpus[i].cpl = Cpl::Kernel;
@@ -1244,6 +1250,12 @@ impl Simulator {
             return;
         }
         g.in_halt = false;
+        let (halted, waited) = (
+            (now - g.halt_start).0,
+            matches!(g.phase, Phase::Halted { .. }),
+        );
+        self.trace_vcpu_wakeup(vi, i, halted, waited);
+        let g = &mut self.vms[vi].g[i];
         let HaltPoll::Dynamic { max } = self.kvm.halt_poll else {
             return;
         };
