@@ -109,7 +109,8 @@ impl Latency {
         }
     }
 
-    /// The table, longest wakeup latency first (then by name), tasks that
+    /// The table, longest wakeup latency first (then most wakeups, then by
+    /// name), tasks that
     /// never ran left out; a TOTAL line at the end.
     pub fn table(&self) -> String {
         let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
@@ -119,9 +120,8 @@ impl Latency {
             .collect();
         rows.sort_by(|&a, &b| {
             let (x, y) = (&self.tasks[a], &self.tasks[b]);
-            y.lat
-                .max()
-                .cmp(&x.lat.max())
+            (y.lat.max(), y.lat.count())
+                .cmp(&(x.lat.max(), x.lat.count()))
                 .then_with(|| self.names[a].cmp(&self.names[b]))
         });
         let w = rows
