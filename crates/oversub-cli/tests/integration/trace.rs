@@ -370,27 +370,30 @@ fn yield_to_flow_targets_the_vcpu_that_ran_next() {
             "host.yield.yield_to=deboost-v1",
         ],
     );
-    let tps = instants(&v, "sched_yield_to_tp");
-    let switches = instants(&v, "sched_switch");
+    // sched_yield_to_tp by (ts, yielder's tid); switch-in times per pid.
+    let tps: std::collections::BTreeMap<(String, u64), u64> = instants(&v, "sched_yield_to_tp")
+        .iter()
+        .map(|e| {
+            let y = tid_of(&v, e["args"]["yielder_pid"].as_u64().unwrap());
+            (
+                (e["ts"].to_string(), y),
+                e["args"]["target_pid"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut ins: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+    for x in instants(&v, "sched_switch") {
+        let n = x["args"]["next_pid"].as_u64().unwrap();
+        ins.entry(n).or_default().push(x["ts"].as_f64().unwrap());
+    }
     let fl = flows(&v, "yield_to");
     assert!(fl.len() > 100, "{} yield_to flows", fl.len());
     for (s, f) in fl {
         let (a, b) = (s["ts"].as_f64().unwrap(), f["ts"].as_f64().unwrap());
-        let tp = tps
-            .iter()
-            .find(|e| {
-                e["ts"] == s["ts"]
-                    && tid_of(&v, e["args"]["yielder_pid"].as_u64().unwrap())
-                        == s["tid"].as_u64().unwrap()
-            })
-            .expect("a sched_yield_to_tp at the flow's start");
-        let target = tp["args"]["target_pid"].as_u64().unwrap();
+        let target = tps[&(s["ts"].to_string(), s["tid"].as_u64().unwrap())];
         assert_eq!(f["tid"].as_u64().unwrap(), tid_of(&v, target));
-        let next = switches
-            .iter()
-            .filter(|x| x["args"]["next_pid"].as_u64() == Some(target))
-            .map(|x| x["ts"].as_f64().unwrap())
-            .find(|&t| t >= a);
+        let times = &ins[&target];
+        let next = times.get(times.partition_point(|&t| t < a)).copied();
         assert_eq!(
             next,
             Some(b),
