@@ -16,6 +16,7 @@ mod sweep_files;
 use oversub::scenario::{check_cli_seed, parse_cli_duration, Scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
 #[derive(Parser)]
 #[command(
@@ -59,6 +60,16 @@ enum Cmd {
         /// Trace only this virtual-time window, e.g. 100ms..200ms.
         #[arg(long, value_name = "FROM..TO", requires = "trace")]
         trace_window: Option<String>,
+        /// Also print the per-task scheduling latency table (as `perf sched
+        /// latency`: run time, switches, preemptions, yield_to, wakeup
+        /// latency p50/p99/max); no trace file is needed.
+        #[arg(long, conflicts_with = "json")]
+        latency: bool,
+    },
+    /// Read traces written by `run --trace`.
+    Trace {
+        #[command(subcommand)]
+        cmd: TraceCmd,
     },
     /// Run a scenario over axes x seeds in parallel; write results.csv,
     /// results.jsonl, summary.csv and summary.md to DIR (docs/usage.md,
@@ -161,6 +172,13 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+}
+
+#[derive(Subcommand)]
+enum TraceCmd {
+    /// Print the per-task scheduling summary of a trace (the table of
+    /// `run --latency` for the same run).
+    Report { file: PathBuf },
 }
 
 fn load(file: &std::path::Path, sets: &[String]) -> Result<Scenario, String> {
@@ -400,6 +418,22 @@ fn command(cli: Cli) -> ExitCode {
                 Err(m) => failed(&m),
             }
         }
+        Cmd::Trace {
+            cmd: TraceCmd::Report { file },
+        } => {
+            let f = match std::fs::File::open(&file) {
+                Ok(f) => f,
+                Err(e) => return refuse(false, &format!("{}: cannot open: {e}", file.display())),
+            };
+            let r = std::io::BufReader::with_capacity(1 << 16, f);
+            match oversub::trace::report::read(&file.display().to_string(), r) {
+                Ok(l) => {
+                    out!("{}", l.table());
+                    ExitCode::SUCCESS
+                }
+                Err(m) => refuse(false, &m),
+            }
+        }
         Cmd::Check { file, sets } => match load(&file, &sets).map_err(|m| refuse(false, &m)) {
             Ok(sc) => {
                 notes(&file, &sc);
@@ -423,6 +457,7 @@ fn command(cli: Cli) -> ExitCode {
             sets,
             trace,
             trace_window,
+            latency,
         } => {
             let sc = match load(&file, &sets) {
                 Ok(s) => s,
@@ -439,20 +474,32 @@ fn command(cli: Cli) -> ExitCode {
                 Some(Ok(s)) => Some(s),
                 Some(Err(m)) => return refuse(json, &format!("--seed: {m}")),
             };
+            let d = dur.unwrap_or(sc.host.duration);
+            let names = if trace.is_some() || latency {
+                oversub::sim::Simulator::new(&sc).task_names()
+            } else {
+                Vec::new()
+            };
+            let lat = latency.then(|| {
+                Arc::new(Mutex::new(Some(oversub::trace::latency::Latency::new(
+                    names.clone(),
+                ))))
+            });
             if let Some(out) = trace {
                 let window = match trace_window.as_deref().map(oversub::trace::parse_window) {
                     None => (0, u64::MAX),
                     Some(Ok(w)) => w,
                     Some(Err(m)) => return refuse(json, &m),
                 };
-                // A traced run records its duration even when it is the
-                // scenario's own (as `oversub run --trace` always has).
-                let d = dur.unwrap_or(sc.host.duration);
-                let mut sc = sc.clone();
-                if let Some(s) = seed {
-                    sc.host.seed = s;
-                }
-                let report = match trace_run(&sc, d, window, &out, !json) {
+                let t = Traced {
+                    names,
+                    seed,
+                    d,
+                    check,
+                    window,
+                    latency: lat.clone(),
+                };
+                let report = match trace_run(&sc, &t, &out, !json) {
                     Ok(r) => r,
                     Err(m) => return failed(&format!("{}: {m}", file.display())),
                 };
@@ -467,15 +514,18 @@ fn command(cli: Cli) -> ExitCode {
                 } else {
                     out!("{}", report.to_table());
                 }
+                print_latency(lat, d);
                 return ExitCode::SUCCESS;
             }
-            let d = dur.unwrap_or(sc.host.duration);
             let mut progress = crate::progress::SimProgress::new(d, !json);
             let mut poll = |t| progress.poll(t);
-            let opts = RunOptions::default()
+            let mut opts = RunOptions::default()
                 .seed(seed)
                 .duration(dur)
                 .check_invariants(check);
+            if let Some(l) = &lat {
+                opts = opts.trace(Box::new(oversub::trace::SharedSink(Arc::clone(l))));
+            }
             let result = oversub::run(&sc, opts.poll(&mut poll));
             progress.finish();
             let report = match result {
@@ -498,9 +548,33 @@ fn command(cli: Cli) -> ExitCode {
             } else {
                 out!("{}", report.to_table());
             }
+            print_latency(lat, d);
             ExitCode::SUCCESS
         }
     }
+}
+
+type SharedLatency = Arc<Mutex<Option<oversub::trace::latency::Latency>>>;
+
+/// `run --latency`: the table after the run's own output.
+fn print_latency(lat: Option<SharedLatency>, d: oversub::engine::Nanos) {
+    if let Some(mut l) = lat.and_then(|l| l.lock().ok().and_then(|mut g| g.take())) {
+        l.finish(d.0);
+        outln!("");
+        out!("{}", l.table());
+    }
+}
+
+/// How `run --trace` runs.
+struct Traced {
+    /// The host tasks' names, by task id.
+    names: Vec<String>,
+    seed: Option<u64>,
+    d: oversub::engine::Nanos,
+    check: bool,
+    window: (u64, u64),
+    /// `--latency`'s summary, fed the same events.
+    latency: Option<SharedLatency>,
 }
 
 /// `run --trace`: the run with the Chrome/Perfetto JSON streamed to a
@@ -508,39 +582,69 @@ fn command(cli: Cli) -> ExitCode {
 /// path fails first), renamed into place when whole.
 fn trace_run(
     sc: &Scenario,
-    d: oversub::engine::Nanos,
-    window: (u64, u64),
+    t: &Traced,
     out: &std::path::Path,
     progress_bar: bool,
 ) -> Result<oversub::report::Report, String> {
+    use oversub::trace::{chrome::ChromeWriter, SharedSink, TraceSink};
     check_trace_path(out)?;
     let (file, f) = output::Streamed::create(out)?;
-    let mut progress = crate::progress::SimProgress::new(d, progress_bar);
-    let r = oversub::run_traced(
-        sc,
-        d,
-        window,
+    let d = t.d;
+    let vms = sc.vms.iter().map(|v| v.name.clone()).collect();
+    let writer = ChromeWriter::new(
         std::io::BufWriter::new(f),
-        &mut |t, bytes| {
-            progress.trace_size(t, bytes, out);
-            progress.poll(t)
-        },
-    );
-    progress.finish();
-    match r {
-        Ok(report) => {
-            file.commit()?;
-            Ok(report)
-        }
-        Err(oversub::TraceRunError::Stop(RunError::Interrupted { at })) => Err(format!(
-            "interrupted at {} of {d} simulated; no trace written",
-            oversub::engine::Nanos(at.0)
-        )),
-        Err(oversub::TraceRunError::Stop(e)) => Err(e.to_string()),
-        Err(oversub::TraceRunError::Write(e)) => {
-            Err(format!("--trace {}: cannot write: {e}", out.display()))
-        }
+        t.names.clone(),
+        sc.host.cpus,
+        t.window.0,
+        t.window.1,
+    )
+    .with_vm_names(vms);
+    let shared = Arc::new(Mutex::new(Some(writer)));
+    let mut sink: Box<dyn TraceSink> = Box::new(SharedSink(Arc::clone(&shared)));
+    if let Some(l) = &t.latency {
+        let lat = Box::new(SharedSink(Arc::clone(l)));
+        sink = Box::new(oversub::trace::Tee(vec![sink, lat]));
     }
+    let mut progress = crate::progress::SimProgress::new(d, progress_bar);
+    let mut poll = |now| {
+        let bytes = shared
+            .lock()
+            .ok()
+            .and_then(|g| g.as_ref().map(|w| w.bytes))
+            .unwrap_or(0);
+        progress.trace_size(now, bytes, out);
+        progress.poll(now)
+    };
+    // A traced run records its duration even when it is the scenario's
+    // own (as `oversub run --trace` always has).
+    let opts = RunOptions::default()
+        .seed(t.seed)
+        .duration(Some(d))
+        .check_invariants(t.check)
+        .trace(sink)
+        .poll(&mut poll);
+    let r = oversub::run(sc, opts);
+    progress.finish();
+    let report = match r {
+        Ok(report) => report,
+        Err(RunError::Interrupted { at }) => {
+            return Err(format!(
+                "interrupted at {} of {d} simulated; no trace written",
+                oversub::engine::Nanos(at.0)
+            ))
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let writer = shared
+        .lock()
+        .ok()
+        .and_then(|mut g| g.take())
+        .ok_or_else(|| format!("--trace {}: the trace writer was lost", out.display()))?;
+    writer
+        .finish(t.window.1.min(d.0))
+        .map_err(|e| format!("--trace {}: cannot write: {e}", out.display()))?;
+    file.commit()?;
+    Ok(report)
 }
 
 /// A run that ended without a report: one line naming the scenario and why.

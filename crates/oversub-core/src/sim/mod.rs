@@ -151,6 +151,8 @@ pub struct Simulator {
     trace_yield: crate::sched::yield_to::YieldStats,
     /// The guest thread last traced as current on each nested guest's vCPU.
     trace_guest: Vec<Vec<Option<u32>>>,
+    /// What the tracer last reported (migrations, counters, guest mode).
+    trace_st: tracing::TraceState,
     /// The CPUs the event budget counts: host CPUs plus vCPUs.
     budget_cpus: u64,
     /// The event budget's rate (per CPU per simulated second) and its
@@ -213,6 +215,7 @@ impl Simulator {
             trace: None,
             trace_yield: Default::default(),
             trace_guest: Vec::new(),
+            trace_st: Default::default(),
             budget_cpus: u64::from(sc.host.cpus)
                 + sc.vms.iter().map(|v| u64::from(v.vcpus)).sum::<u64>(),
             budget_rate: limits::MAX_EVENTS_PER_CPU_SECOND,
@@ -439,6 +442,7 @@ impl Simulator {
             self.sched.wake_up_new_task(TaskId(i as u32));
             self.serve_resched();
         }
+        self.trace_after_event();
         while let Some((t, ev)) = self.queue.pop_until(end) {
             self.set_now(t);
             self.events += 1;
@@ -474,6 +478,7 @@ impl Simulator {
             self.serve_resched();
             if self.trace.is_some() {
                 self.trace_yield_policy(ev_cpu(ev));
+                self.trace_after_event();
             }
             if self.until_done && self.world.program.as_ref().is_some_and(|p| p.all_done()) {
                 end = t;
@@ -630,7 +635,10 @@ impl Simulator {
             }
             Ev::GuestTimerWake(p, gen) => self.guest_timer(p, gen),
             Ev::ReschedIpi(cpu) => self.sched.scheduler_ipi(cpu),
-            Ev::TtwuPending(p, flags) => self.sched.sched_ttwu_pending(p, flags),
+            Ev::TtwuPending(p, flags) => {
+                self.sched.sched_ttwu_pending(p, flags);
+                self.trace_wakeup_pending(p);
+            }
             Ev::GuestTick(vm, idx) => self.guest_tick(vm, idx),
             Ev::GuestHrtimer(vm, t, gen) => self.guest_hrtimer(vm, t, gen),
             Ev::GuestHrtick(vm, i, gen) => self.guest_hrtick(vm, i, gen),
@@ -679,7 +687,7 @@ impl Simulator {
         };
         for w in step.wake {
             if self.sched.try_to_wake_up(w, step.wake_flags, Some(cpu)) {
-                self.trace_wakeup(w);
+                self.trace_wakeup_from(w, Some(cpu));
             }
         }
         match step.next {

@@ -5,14 +5,128 @@
 use super::Simulator;
 use crate::sched::core::Switch;
 use crate::sched::{CpuId, TaskId};
-use crate::trace::{TraceEvent, TraceSink};
+use crate::trace::{CounterTrack, TraceEvent, TraceSink};
+
+/// What the tracer last reported, to report changes only.
+#[derive(Default)]
+pub(super) struct TraceState {
+    /// Per task, the CPU last traced (empty until the tasks are placed:
+    /// placing a new task is not a migration).
+    cpu: Vec<u32>,
+    /// Per vCPU task: in guest mode since its last `kvm_entry`.
+    in_guest: Vec<bool>,
+    /// The counters' last values.
+    counters: std::collections::BTreeMap<CounterTrack, u64>,
+    /// Per VM, its APIC-write exits traced so far.
+    ipi_exits: Vec<u64>,
+}
 
 impl Simulator {
     /// Sends this run's events to `sink`.
     pub fn set_trace(&mut self, sink: Box<dyn TraceSink>) {
         self.trace_yield = self.sched.yield_stats.clone();
         self.trace_guest = self.vms.iter().map(|v| vec![None; v.n as usize]).collect();
+        self.trace_st = TraceState {
+            ipi_exits: self.vms.iter().map(|v| v.ipi_exits()).collect(),
+            in_guest: vec![false; self.sched.tasks.len()],
+            ..TraceState::default()
+        };
         self.trace = Some(sink);
+    }
+
+    fn prio(&self, p: u32) -> i32 {
+        120 + self.sched.tasks[p as usize].nice
+    }
+
+    /// After each event (and once after the tasks' first activation):
+    /// `sched_migrate_task` for tasks the load balancer moved, then the
+    /// counters that changed.
+    pub(super) fn trace_after_event(&mut self) {
+        if !self.tracing() {
+            return;
+        }
+        let t = self.now.0;
+        if self.trace_st.cpu.is_empty() {
+            self.trace_st.cpu = self.sched.tasks.iter().map(|x| x.cpu.0).collect();
+        }
+        for p in 0..self.sched.tasks.len() {
+            self.trace_migrate(p as u32);
+        }
+        let mut now = Vec::new();
+        for (c, rq) in self.sched.rqs.iter().enumerate() {
+            now.push((CounterTrack::NrRunning(c as u32), u64::from(rq.nr_running)));
+        }
+        for (vi, vm) in self.vms.iter().enumerate() {
+            let (mut run, mut wait) = (0, 0);
+            for i in 0..vm.n as usize {
+                let st = &self.sched.tasks[vm.task(i).idx()];
+                if st.on_cpu {
+                    run += 1;
+                } else if st.state == crate::sched::TaskState::Running {
+                    wait += 1;
+                }
+            }
+            now.push((CounterTrack::VcpusRunning(vi as u32), run));
+            now.push((CounterTrack::VcpusWaiting(vi as u32), wait));
+        }
+        for (track, value) in now {
+            if self.trace_st.counters.insert(track, value) != Some(value) {
+                self.tr(TraceEvent::Counter { t, track, value });
+            }
+        }
+    }
+
+    /// `sched_migrate_task` when task `p` is on another CPU than last traced.
+    fn trace_migrate(&mut self, p: u32) {
+        let Some(&was) = self.trace_st.cpu.get(p as usize) else {
+            return;
+        };
+        let cpu = self.sched.tasks[p as usize].cpu.0;
+        if cpu != was {
+            self.trace_st.cpu[p as usize] = cpu;
+            let (t, prio) = (self.now.0, self.prio(p));
+            self.tr(TraceEvent::SchedMigrateTask {
+                t,
+                pid: p,
+                prio,
+                orig_cpu: was,
+                dest_cpu: cpu,
+            });
+        }
+    }
+
+    /// `kvm_entry` of vCPU task `p` on `cpu` when it resumes guest
+    /// execution after a switch-in or an exit.
+    pub(super) fn trace_entry(&mut self, cpu: CpuId, p: TaskId) {
+        if !self.tracing() {
+            return;
+        }
+        if let Some(g) = self.trace_st.in_guest.get_mut(p.idx()) {
+            if !*g {
+                *g = true;
+                let t = self.now.0;
+                self.tr(TraceEvent::KvmEntry {
+                    t,
+                    cpu: cpu.0,
+                    pid: p.0,
+                });
+            }
+        }
+    }
+
+    /// `kvm_vcpu_wakeup` of vCPU `i` of VM `vi`, halted `ns`.
+    pub(super) fn trace_vcpu_wakeup(&mut self, vi: usize, i: usize, ns: u64, waited: bool) {
+        if self.tracing() {
+            let p = self.vms[vi].task(i);
+            let (t, cpu) = (self.now.0, self.sched.tasks[p.idx()].cpu.0);
+            self.tr(TraceEvent::KvmVcpuWakeup {
+                t,
+                cpu,
+                pid: p.0,
+                ns,
+                waited,
+            });
+        }
     }
 
     #[inline]
@@ -40,12 +154,22 @@ impl Simulator {
     ) {
         if self.tracing() {
             let (t, pid) = (self.now.0, self.vms[vi].task(from).0);
+            // One APIC-write exit per ICR write that exited (the VM's
+            // count moved since the last write traced).
+            let exited = self.trace_st.ipi_exits.get(vi).copied() < Some(self.vms[vi].ipi_exits());
+            if exited {
+                self.trace_st.ipi_exits[vi] += 1;
+                self.trace_exit(cpu, TaskId(pid), "APIC_WRITE");
+            }
+            let dest_pid = self.vms[vi].task(dest).0;
             self.tr(TraceEvent::KvmApicIpi {
                 t,
                 cpu: cpu.0,
                 pid,
                 dest: dest as u32,
+                dest_pid,
                 vector,
+                exited,
                 tracked,
             });
         }
@@ -54,29 +178,91 @@ impl Simulator {
     pub(super) fn trace_switch(&mut self, sw: &Switch) {
         if self.tracing() {
             let t = self.now.0;
+            if let Some(n) = sw.next {
+                // Switched in on another CPU than last traced: moved by the
+                // balancer in this event.
+                self.trace_migrate(n.0);
+            }
+            let prio = |p: Option<TaskId>| p.map_or(120, |p| self.prio(p.0));
+            let (prev_prio, next_prio) = (prio(sw.prev), prio(sw.next));
             self.tr(TraceEvent::SchedSwitch {
                 t,
                 cpu: sw.cpu.0,
                 prev: sw.prev.map(|p| p.0),
                 prev_runnable: sw.prev_runnable,
                 next: sw.next.map(|p| p.0),
+                prev_prio,
+                next_prio,
             });
+            if let Some(g) = sw
+                .prev
+                .and_then(|p| self.trace_st.in_guest.get_mut(p.idx()))
+            {
+                *g = false;
+            }
         }
     }
 
+    /// A successful `try_to_wake_up()` of `p` run on `waker_cpu` (None: on
+    /// `p`'s own CPU, a timer): `sched_waking` in the context of that
+    /// CPU's current task, `sched_migrate_task` if it moved, and
+    /// `sched_wakeup` unless the activation waits for the wakelist IPI
+    /// ([`Self::trace_wakeup_pending`]).
+    pub(super) fn trace_wakeup_from(&mut self, p: TaskId, waker_cpu: Option<CpuId>) {
+        if !self.tracing() {
+            return;
+        }
+        let t = self.now.0;
+        let task = &self.sched.tasks[p.idx()];
+        let (target_cpu, waking) = (task.cpu.0, task.waking);
+        let cpu = waker_cpu.unwrap_or(CpuId(
+            self.trace_st
+                .cpu
+                .get(p.idx())
+                .copied()
+                .unwrap_or(target_cpu),
+        ));
+        let waker = waker_cpu
+            .and_then(|c| self.sched.rqs[c.idx()].curr)
+            .map(|w| w.0);
+        let prio = self.prio(p.0);
+        self.tr(TraceEvent::SchedWaking {
+            t,
+            cpu: cpu.0,
+            pid: p.0,
+            prio,
+            target_cpu,
+            waker,
+        });
+        self.trace_migrate(p.0);
+        if !waking {
+            self.trace_wakeup_pending(p);
+        }
+    }
+
+    /// A wakeup by a timer on `p`'s CPU ([`Self::trace_wakeup_from`]).
     pub(super) fn trace_wakeup(&mut self, p: TaskId) {
+        self.trace_wakeup_from(p, None);
+    }
+
+    /// `sched_wakeup` of `p`: it is queued on its CPU now.
+    pub(super) fn trace_wakeup_pending(&mut self, p: TaskId) {
         if self.tracing() {
-            let t = self.now.0;
-            let cpu = self.sched.tasks[p.idx()].cpu.0;
+            let (t, prio) = (self.now.0, self.prio(p.0));
+            let target_cpu = self.sched.tasks[p.idx()].cpu.0;
             self.tr(TraceEvent::SchedWakeup {
                 t,
                 pid: p.0,
-                target_cpu: cpu,
+                prio,
+                target_cpu,
             });
         }
     }
 
     pub(super) fn trace_exit(&mut self, cpu: CpuId, p: TaskId, reason: &'static str) {
+        if let Some(g) = self.trace_st.in_guest.get_mut(p.idx()) {
+            *g = false;
+        }
         if self.tracing() {
             let t = self.now.0;
             self.tr(TraceEvent::KvmExit {

@@ -9,8 +9,18 @@
 //! sink): memory stays bounded whatever the duration, and the JSON is valid
 //! once [`ChromeWriter::finish`] has closed it.
 //!
-//! Thread ids are unique across the three processes and start at 1 (older
-//! Perfetto releases merge tid 0 with tid 1 in JSON traces).
+//! Arrows (the format's flow events, `ph` `s`/`f`, bound to the slices of
+//! the "tasks and vCPUs" tracks) join a waker to its wakee's next slice
+//! (`wakeup`), a `yield_to()` caller to its target's (`yield_to`) and an
+//! IPI's sender to the receiving vCPU's current or next slice (`ipi`).
+//! Counter tracks (`ph` `C`, written when the value changes) show each
+//! CPU's `nr_running` and, per VM, its vCPUs on a CPU and those waiting for
+//! one (accruing steal time).
+//!
+//! Thread ids are unique across the processes and start at 1 (older
+//! Perfetto releases merge tid 0 with tid 1 in JSON traces). In the events'
+//! fields a task's `pid` is its host task id + 1; pid 0 is the idle task
+//! (`swapper/N`), as in the kernel's tracepoints.
 
 use super::{TraceEvent, TraceSink};
 use serde_json::{json, Value};
@@ -20,6 +30,15 @@ use std::io::Write;
 const PID_CPUS: u32 = 1;
 const PID_TASKS: u32 = 2;
 const PID_GUEST: u32 = 3;
+const PID_VMS: u32 = 4;
+
+/// Flows waiting for their target task's next slice, per task, at most.
+const MAX_PENDING_FLOWS: usize = 64;
+
+/// The `pid` of host task `p` in the events' fields (0 is the idle task).
+pub fn field_pid(p: Option<u32>) -> u32 {
+    p.map_or(0, |p| p + 1)
+}
 
 fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
@@ -50,6 +69,14 @@ pub struct ChromeWriter<W: Write> {
     guest_open: BTreeMap<u32, (String, u64)>,
     /// vCPUs of nested guests given their track so far.
     guest_vcpus: std::collections::BTreeSet<u32>,
+    /// VM names by VM index (the counter tracks' names).
+    vms: Vec<String>,
+    /// The next flow id; flows that end at a task's next slice, per task.
+    flow_id: u64,
+    pending: BTreeMap<u32, Vec<(u64, &'static str)>>,
+    /// The CPU each task runs on (open slices), to end an IPI's flow at
+    /// the receiver's current slice.
+    running_on: BTreeMap<u32, u32>,
 }
 
 impl<W: Write> ChromeWriter<W> {
@@ -69,6 +96,10 @@ impl<W: Write> ChromeWriter<W> {
             guest_curr: BTreeMap::new(),
             guest_open: BTreeMap::new(),
             guest_vcpus: std::collections::BTreeSet::new(),
+            vms: Vec::new(),
+            flow_id: 0,
+            pending: BTreeMap::new(),
+            running_on: BTreeMap::new(),
         };
         c.raw("{\"traceEvents\":[\n");
         c.item(json!({"ph": "M", "name": "process_name", "pid": PID_CPUS, "args": {"name": "pCPUs (which task ran)"}}));
@@ -85,6 +116,51 @@ impl<W: Write> ChromeWriter<W> {
             c.item(json!({"ph": "M", "name": "thread_sort_index", "pid": PID_TASKS, "tid": c.task_tid(p as u32), "args": {"sort_index": p}}));
         }
         c
+    }
+
+    /// The VMs' names, by VM index, for their counter tracks (else
+    /// `vm0`, `vm1`, ...).
+    pub fn with_vm_names(mut self, vms: Vec<String>) -> Self {
+        self.vms = vms;
+        self
+    }
+
+    fn vm_name(&self, vm: u32) -> String {
+        self.vms
+            .get(vm as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("vm{vm}"))
+    }
+
+    /// `comm` of a task as the tracepoints print it (`swapper/CPU` for idle).
+    fn comm(&self, p: Option<u32>, cpu: u32) -> String {
+        match p {
+            Some(_) => self.name(p),
+            None => format!("swapper/{cpu}"),
+        }
+    }
+
+    /// Starts a flow `name` at task `from`'s current slice; it ends at
+    /// `to`'s current slice (`to_now`) or at its next one.
+    fn flow(&mut self, name: &'static str, t: u64, from: u32, to: u32, to_now: bool) {
+        let queued = self.pending.get(&to).map_or(0, Vec::len);
+        if from == to || (!to_now && queued >= MAX_PENDING_FLOWS) {
+            return;
+        }
+        self.flow_id += 1;
+        let id = self.flow_id;
+        let tid = self.task_tid(from);
+        self.item(json!({"ph": "s", "name": name, "cat": "flow", "id": id, "pid": PID_TASKS, "tid": tid, "ts": us(t)}));
+        if to_now {
+            self.flow_end(name, id, t, to);
+        } else {
+            self.pending.entry(to).or_default().push((id, name));
+        }
+    }
+
+    fn flow_end(&mut self, name: &str, id: u64, t: u64, to: u32) {
+        let tid = self.task_tid(to);
+        self.item(json!({"ph": "f", "bp": "e", "name": name, "cat": "flow", "id": id, "pid": PID_TASKS, "tid": tid, "ts": us(t)}));
     }
 
     fn name(&self, p: Option<u32>) -> String {
@@ -174,6 +250,8 @@ impl<W: Write> ChromeWriter<W> {
                 prev,
                 prev_runnable,
                 next,
+                prev_prio,
+                next_prio,
             } => {
                 let c = *cpu as usize;
                 if c >= self.open.len() {
@@ -193,21 +271,100 @@ impl<W: Write> ChromeWriter<W> {
                 }
                 if let Some(p) = prev {
                     self.close_guest(*p, *t);
+                    self.running_on.remove(p);
+                }
+                if let Some(n) = next {
+                    self.running_on.insert(*n, *cpu);
+                    for (id, name) in self.pending.remove(n).unwrap_or_default() {
+                        self.flow_end(name, id, *t, *n);
+                    }
                 }
                 if let Some(n) = next {
                     if let Some(th) = self.guest_curr.get(n).cloned() {
                         self.guest_open.insert(*n, (th, *t));
                     }
                 }
-                let (pc, nc, tid) = (self.name(*prev), self.name(*next), self.cpu_tid(*cpu));
+                let (pc, nc, tid) = (
+                    self.comm(*prev, *cpu),
+                    self.comm(*next, *cpu),
+                    self.cpu_tid(*cpu),
+                );
+                // The idle task's prev_state is R (TASK_RUNNING), as the
+                // kernel prints it.
+                let state = if *prev_runnable || prev.is_none() {
+                    "R"
+                } else {
+                    "S"
+                };
                 self.item(json!({"ph": "i", "s": "t", "name": "sched_switch", "cat": "sched", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
-                    "args": {"prev_comm": pc, "prev_pid": prev, "prev_state": if *prev_runnable { "R" } else { "S" },
-                             "next_comm": nc, "next_pid": next}}));
+                    "args": {"prev_comm": pc, "prev_pid": field_pid(*prev), "prev_prio": prev_prio, "prev_state": state,
+                             "next_comm": nc, "next_pid": field_pid(*next), "next_prio": next_prio}}));
             }
-            TraceEvent::SchedWakeup { t, pid, target_cpu } => {
+            TraceEvent::SchedWaking {
+                t,
+                cpu,
+                pid,
+                prio,
+                target_cpu,
+                waker,
+            } => {
+                let (n, tid) = (self.name(Some(*pid)), self.cpu_tid(*cpu));
+                self.item(json!({"ph": "i", "s": "t", "name": "sched_waking", "cat": "sched", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
+                    "args": {"comm": n, "pid": field_pid(Some(*pid)), "prio": prio, "target_cpu": target_cpu,
+                             "common_pid": field_pid(*waker)}}));
+                if let Some(w) = waker {
+                    self.flow("wakeup", *t, *w, *pid, false);
+                }
+            }
+            TraceEvent::SchedMigrateTask {
+                t,
+                pid,
+                prio,
+                orig_cpu,
+                dest_cpu,
+            } => {
+                let (n, tid) = (self.name(Some(*pid)), self.cpu_tid(*dest_cpu));
+                self.item(json!({"ph": "i", "s": "t", "name": "sched_migrate_task", "cat": "sched", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
+                    "args": {"comm": n, "pid": field_pid(Some(*pid)), "prio": prio, "orig_cpu": orig_cpu, "dest_cpu": dest_cpu}}));
+            }
+            TraceEvent::SchedWakeup {
+                t,
+                pid,
+                prio,
+                target_cpu,
+            } => {
                 let (n, tid) = (self.name(Some(*pid)), self.cpu_tid(*target_cpu));
                 self.item(json!({"ph": "i", "s": "t", "name": "sched_wakeup", "cat": "sched", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
-                    "args": {"comm": n, "pid": pid, "target_cpu": target_cpu}}));
+                    "args": {"comm": n, "pid": field_pid(Some(*pid)), "prio": prio, "target_cpu": target_cpu}}));
+            }
+            TraceEvent::KvmEntry { t, cpu, pid } => {
+                let (n, tid) = (self.name(Some(*pid)), self.cpu_tid(*cpu));
+                self.item(json!({"ph": "i", "s": "t", "name": "kvm_entry", "cat": "kvm", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
+                    "args": {"vcpu": n, "pid": field_pid(Some(*pid))}}));
+            }
+            TraceEvent::KvmVcpuWakeup {
+                t,
+                cpu,
+                pid,
+                ns,
+                waited,
+            } => {
+                let (n, tid) = (self.name(Some(*pid)), self.cpu_tid(*cpu));
+                self.item(json!({"ph": "i", "s": "t", "name": "kvm_vcpu_wakeup", "cat": "kvm", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
+                    "args": {"vcpu": n, "pid": field_pid(Some(*pid)), "ns": ns, "waited": waited, "valid": true}}));
+            }
+            TraceEvent::Counter { t, track, value } => {
+                use super::CounterTrack;
+                let (pid, name, key) = match track {
+                    CounterTrack::NrRunning(c) => (PID_CPUS, format!("cpu{c}"), "nr_running"),
+                    CounterTrack::VcpusRunning(v) => (PID_VMS, self.vm_name(*v), "vcpus running"),
+                    CounterTrack::VcpusWaiting(v) => {
+                        (PID_VMS, self.vm_name(*v), "vcpus waiting (steal)")
+                    }
+                };
+                let mut args = serde_json::Map::new();
+                args.insert(key.to_string(), json!(value));
+                self.item(json!({"ph": "C", "name": name, "cat": "counter", "pid": pid, "ts": us(*t), "args": args}));
             }
             TraceEvent::KvmExit {
                 t,
@@ -217,7 +374,7 @@ impl<W: Write> ChromeWriter<W> {
             } => {
                 let (n, tid) = (self.name(Some(*pid)), self.cpu_tid(*cpu));
                 self.item(json!({"ph": "i", "s": "t", "name": "kvm_exit", "cat": "kvm", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
-                    "args": {"reason": reason, "vcpu": n}}));
+                    "args": {"reason": reason, "vcpu": n, "pid": field_pid(Some(*pid))}}));
             }
             TraceEvent::KvmVcpuOnSpinTarget {
                 t,
@@ -233,19 +390,24 @@ impl<W: Write> ChromeWriter<W> {
                     self.cpu_tid(*cpu),
                 );
                 self.item(json!({"ph": "i", "s": "t", "name": "kvm_vcpu_on_spin_target", "cat": "kvm", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
-                    "args": {"vcpu": n, "target": tn, "tier": tier, "result": result}}));
+                    "args": {"vcpu": n, "pid": field_pid(Some(*pid)), "target": tn, "target_pid": field_pid(Some(*target)), "tier": tier, "result": result}}));
             }
             TraceEvent::KvmApicIpi {
                 t,
                 cpu,
                 pid,
                 dest,
+                dest_pid,
                 vector,
+                exited,
                 tracked,
             } => {
                 let (n, tid) = (self.name(Some(*pid)), self.cpu_tid(*cpu));
                 self.item(json!({"ph": "i", "s": "t", "name": "kvm_apic_ipi", "cat": "kvm", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
-                    "args": {"vcpu": n, "dest_vcpu": dest, "vector": vector, "tracked": tracked}}));
+                    "args": {"vcpu": n, "pid": field_pid(Some(*pid)), "dest_vcpu": dest, "dest_pid": field_pid(Some(*dest_pid)),
+                             "vector": vector, "exited": exited, "tracked": tracked}}));
+                let now = self.running_on.contains_key(dest_pid);
+                self.flow("ipi", *t, *pid, *dest_pid, now);
             }
             TraceEvent::YieldPolicy { t, cpu, name: n } => {
                 let tid = self.cpu_tid(*cpu);
@@ -264,7 +426,9 @@ impl<W: Write> ChromeWriter<W> {
                     self.cpu_tid(*cpu),
                 );
                 self.item(json!({"ph": "i", "s": "t", "name": "sched_yield_to_tp", "cat": "sched", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
-                    "args": {"yielder": y, "target": tn, "levels": levels}}));
+                    "args": {"yielder": y, "yielder_pid": field_pid(Some(*yielder)), "target": tn,
+                             "target_pid": field_pid(Some(*target)), "levels": levels}}));
+                self.flow("yield_to", *t, *yielder, *target, false);
             }
             TraceEvent::GuestSwitch {
                 t,
@@ -304,7 +468,15 @@ impl<W: Write> ChromeWriter<W> {
             self.close_guest(v, end);
         }
         self.guest_tracks();
-        self.raw("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"oversub\",\"clock\":\"virtual time of the simulated host\"}}\n");
+        if !self.vms.is_empty() {
+            self.item(json!({"ph": "M", "name": "process_name", "pid": PID_VMS, "args": {"name": "VMs (vCPUs running, waiting)"}}));
+            self.item(json!({"ph": "M", "name": "process_sort_index", "pid": PID_VMS, "args": {"sort_index": 0}}));
+        }
+        let other = json!({"producer": "oversub", "clock": "virtual time of the simulated host",
+            "cpus": self.cpus, "end_ns": end});
+        self.raw(&format!(
+            "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{other}}}\n"
+        ));
         if let Some(e) = self.error.take() {
             return Err(e);
         }

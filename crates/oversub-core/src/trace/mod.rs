@@ -4,14 +4,20 @@
 //! format of `oversub run --trace OUT.json` (opens in ui.perfetto.dev).
 //!
 //! This module knows task ids and names only; it never reads the simulator.
+//! [`latency`] summarises the events per task as `perf sched latency` does
+//! (`oversub run --latency`), [`report`] reads a trace this module wrote
+//! back into the same summary (`oversub trace report`).
 
 pub mod chrome;
+pub mod latency;
+pub mod report;
 
 /// One event. Times are virtual nanoseconds since the start of the run;
 /// tasks are host task ids (vCPU tasks included).
 #[derive(Clone, Debug, PartialEq)]
 pub enum TraceEvent {
-    /// `sched_switch`: `cpu` switched from `prev` to `next` (None = idle).
+    /// `sched_switch`: `cpu` switched from `prev` to `next` (None = idle),
+    /// with their `prio` (120 + nice for a fair task; the idle task's 120).
     SchedSwitch {
         t: u64,
         cpu: u32,
@@ -19,9 +25,58 @@ pub enum TraceEvent {
         /// prev left runnable (R) rather than sleeping (S).
         prev_runnable: bool,
         next: Option<u32>,
+        prev_prio: i32,
+        next_prio: i32,
     },
-    /// `sched_wakeup`: `pid` became runnable on `target_cpu`.
-    SchedWakeup { t: u64, pid: u32, target_cpu: u32 },
+    /// `sched_waking`: `try_to_wake_up()` of `pid` ran on `cpu` (the
+    /// tracepoint's context), in the context of task `waker` (None: a timer
+    /// interrupt, or nothing running there), and chose `target_cpu`.
+    SchedWaking {
+        t: u64,
+        cpu: u32,
+        pid: u32,
+        prio: i32,
+        target_cpu: u32,
+        waker: Option<u32>,
+    },
+    /// `sched_migrate_task`: `pid` moved from `orig_cpu` to `dest_cpu`
+    /// (`set_task_cpu()`: a wakeup placement or the load balancer).
+    SchedMigrateTask {
+        t: u64,
+        pid: u32,
+        prio: i32,
+        orig_cpu: u32,
+        dest_cpu: u32,
+    },
+    /// `sched_wakeup`: `pid` was activated (queued) on `target_cpu`: at
+    /// once, or when the wakelist IPI arrived (`sched_ttwu_pending()`).
+    SchedWakeup {
+        t: u64,
+        pid: u32,
+        prio: i32,
+        target_cpu: u32,
+    },
+    /// `kvm_entry`: vCPU task `pid` entered guest mode on `cpu` (after it
+    /// was switched in, or after an exit was handled).
+    KvmEntry { t: u64, cpu: u32, pid: u32 },
+    /// `kvm_vcpu_wakeup`: the halted vCPU task `pid` left
+    /// `kvm_vcpu_halt()` after `ns`; `waited`: it blocked (false: halt
+    /// polling saw the wakeup).
+    KvmVcpuWakeup {
+        t: u64,
+        cpu: u32,
+        pid: u32,
+        ns: u64,
+        waited: bool,
+    },
+    /// A counter track's new value (written only when it changed): the
+    /// runqueue's `nr_running` per CPU, a VM's vCPUs on a CPU and its
+    /// runnable vCPUs waiting for one (accruing steal time).
+    Counter {
+        t: u64,
+        track: CounterTrack,
+        value: u64,
+    },
     /// `kvm_exit` of a vCPU task on `cpu` with its exit reason as the
     /// kernel names it (`PAUSE_INSTRUCTION`, `HLT`, ...).
     KvmExit {
@@ -41,14 +96,18 @@ pub enum TraceEvent {
         tier: String,
         result: i32,
     },
-    /// `kvm_apic_ipi`: a guest IPI from `pid`'s vCPU to vCPU `dest`, and
-    /// whether the IPI tracker recorded it.
+    /// `kvm_apic_ipi`: a guest IPI from `pid`'s vCPU to vCPU `dest` (its
+    /// index in the VM; `dest_pid` its host task), whether the ICR write
+    /// exited (`APIC_WRITE`; not with IPI virtualization) and whether the
+    /// IPI tracker recorded it.
     KvmApicIpi {
         t: u64,
         cpu: u32,
         pid: u32,
         dest: u32,
+        dest_pid: u32,
         vector: u8,
+        exited: bool,
         tracked: bool,
     },
     /// The `[host.yield]` policy acted in `yield_to_task_fair()` on `cpu`:
@@ -88,7 +147,12 @@ impl TraceEvent {
     pub fn time(&self) -> u64 {
         match *self {
             TraceEvent::SchedSwitch { t, .. }
+            | TraceEvent::SchedWaking { t, .. }
+            | TraceEvent::SchedMigrateTask { t, .. }
             | TraceEvent::SchedWakeup { t, .. }
+            | TraceEvent::KvmEntry { t, .. }
+            | TraceEvent::KvmVcpuWakeup { t, .. }
+            | TraceEvent::Counter { t, .. }
             | TraceEvent::KvmExit { t, .. }
             | TraceEvent::KvmVcpuOnSpinTarget { t, .. }
             | TraceEvent::KvmApicIpi { t, .. }
@@ -97,6 +161,18 @@ impl TraceEvent {
             | TraceEvent::GuestSwitch { t, .. } => t,
         }
     }
+}
+
+/// The counter tracks of a trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CounterTrack {
+    /// `rq->nr_running` of a CPU (queued tasks, the running one included).
+    NrRunning(u32),
+    /// vCPUs of VM index `vm` on a CPU.
+    VcpusRunning(u32),
+    /// Runnable vCPUs of VM index `vm` waiting for a CPU: the rate at
+    /// which the VM accrues steal time (vCPUs).
+    VcpusWaiting(u32),
 }
 
 /// Where a run writes its events.
@@ -168,6 +244,21 @@ impl TraceSink for Shared {
     fn record(&mut self, ev: TraceEvent) {
         if let Ok(mut v) = self.0.lock() {
             v.record(ev);
+        }
+    }
+}
+
+/// Every event to each of several sinks, in order (`run --trace
+/// --latency`).
+pub struct Tee(pub Vec<Box<dyn TraceSink>>);
+
+impl TraceSink for Tee {
+    fn record(&mut self, ev: TraceEvent) {
+        if let Some((last, rest)) = self.0.split_last_mut() {
+            for s in rest {
+                s.record(ev.clone());
+            }
+            last.record(ev);
         }
     }
 }

@@ -56,6 +56,11 @@ impl Simulator {
     /// vCPU was halted (`kvm::halt_poll`).
     pub(super) fn halt_done(&mut self, vi: usize, i: usize) {
         let now = self.now;
+        let hp = self.vms[vi].vcpus[i].halt_poll;
+        if hp.in_halt {
+            let waited = matches!(self.vms[vi].g[i].phase, Phase::Halted { .. });
+            self.trace_vcpu_wakeup(vi, i, (now - hp.halt_start).0, waited);
+        }
         self.vms[vi].vcpus[i]
             .halt_poll
             .kvm_vcpu_halt_end(self.kvm.halt_poll, now);

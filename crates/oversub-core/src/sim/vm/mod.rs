@@ -182,6 +182,11 @@ impl VmRt {
         self.tasks.task(VcpuIdx(i as u32))
     }
 
+    /// The APIC-write exits so far (the tracer's `kvm_exit`s of ICR writes).
+    pub(super) fn ipi_exits(&self) -> u64 {
+        self.stats.ipi_exits
+    }
+
     /// Whether vCPU `j` spins on a sleeping lock's owner.
     fn owner_spinning(&self, j: usize) -> bool {
         matches!(

@@ -130,7 +130,7 @@ impl Simulator {
         let was_ready = v.ready;
         if v.kvm_vcpu_wake_up() {
             if self.sched.try_to_wake_up(task, 0, waker) {
-                self.trace_wakeup(task);
+                self.trace_wakeup_from(task, waker);
             } else {
                 self.vms[vi].vcpus[i].ready = was_ready;
             }

@@ -73,6 +73,7 @@ impl Simulator {
                 };
                 self.tasks[p.idx()].remaining = Some(g.plan_exit + work);
                 self.start_burst(cpu, p);
+                self.trace_entry(cpu, p);
             }
             Act::Sleep(timer) => {
                 vm.vcpus[i].cpl = Cpl::Kernel;
