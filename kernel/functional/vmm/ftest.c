@@ -1370,18 +1370,22 @@ static void mean_sd(const double *x, int n, double *m, double *sd)
 }
 
 /*
- * The borrow changes C's share outright (mean difference from off at |t| >= 3), a decided
- * failure, unlike "no power" or "not shown equal" (too few blocks to tell): a broken budget
- * stop or lag bound turns the borrow's time shift into a transfer, in either direction (C's
- * group may be paid back later), which is what make test-mutation wants the test to see.
+ * The borrow changes C's share by more than the margin (half the smaller measured transfer):
+ * the 90% confidence interval of the mean difference from off lies wholly outside
+ * (-margin, +margin).  A decided failure, unlike "no power" or "not shown equal" (too few
+ * blocks to tell): a broken budget stop or lag bound turns the borrow's time shift into a
+ * transfer as large as the arms', in either direction (C's group may be paid back later).
+ * A small offset inside the margin is not one: blocks of one boot share its placement, so
+ * a t statistic over them finds offsets that differ from boot to boot (seen: +0.0123 and
+ * -0.0143 unmutated at load ~12).
  */
-static void share_borrow_changes(struct result *r, double m, double sd, int n)
+static void share_borrow_changes(struct result *r, double m, double sd, int n, double margin)
 {
-	double t = sd > 0 ? m / (sd / sqrt(n)) : 0;
+	double se = sd / sqrt(n), lo = m - 1.645 * se, hi = m + 1.645 * se;
 
-	if (fabs(t) >= 3)
-		fail(r, "borrow changes C's share: mean difference %+.4f, t %.2f (|t| >= 3) after %d blocks",
-		     m, t, n);
+	if (margin > 0 && (hi <= -margin || lo >= margin))
+		fail(r, "borrow changes C's share beyond the margin: 90%% CI [%+.4f, %+.4f] outside +-%.4f after %d blocks",
+		     lo, hi, margin, n);
 }
 
 /*
@@ -1473,7 +1477,7 @@ static void t_deboost_sibling_share(struct result *r)
 		diag("after %d blocks: d_borrow %.4f (sd %.4f), d_penalty %.4f, d_lag_credit %.4f; margin %.4f; blocks needed %.1f",
 		     n, m[0], sd[0], m[1], m[2], margin, need);
 		if (need > SHARE_MAX) {
-			share_borrow_changes(r, m[0], sd[0], n);
+			share_borrow_changes(r, m[0], sd[0], n, margin);
 			share_arms_cost(r, arms, m, sd, n);
 			fail(r, "no power: %.1f blocks needed for a margin of %.4f (sd %.4f), at most %d run",
 			     need, margin, sd[0], SHARE_MAX);
@@ -1487,7 +1491,7 @@ static void t_deboost_sibling_share(struct result *r)
 	mean_sd(off, n, &m_off, &sd_off);
 	diag("%d blocks: C's share off %.3f (sd %.4f); differences from off: borrow %+.4f (sd %.4f), penalty %+.4f (sd %.4f), lag credit %+.4f (sd %.4f)",
 	     n, m_off, sd_off, m[0], sd[0], m[1], sd[1], m[2], sd[2]);
-	share_borrow_changes(r, m[0], sd[0], n);
+	share_borrow_changes(r, m[0], sd[0], n, margin);
 	share_arms_cost(r, arms, m, sd, n);
 	if (r->ok) {
 		double se = sd[0] / sqrt(n), lo = m[0] - 1.645 * se, hi = m[0] + 1.645 * se;
