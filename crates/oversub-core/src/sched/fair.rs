@@ -1049,6 +1049,25 @@ impl Scheduler {
         self.hrtick_start_fair(cpu, p);
     }
 
+    /// Kuba Piecuch's RFC (seed 003): with `yield_interval` set, a
+    /// `sched_yield()` within that interval of the task's last one is
+    /// throttled (counted, and the caller does not reschedule). Shared by the
+    /// EEVDF and CFS `yield_task_fair()`, after their `clear_buddies()`.
+    pub(super) fn yield_interval_throttled(&mut self, curr: TaskId) -> bool {
+        let interval = self.yield_cfg.yield_interval_ns;
+        if interval == 0 {
+            return false;
+        }
+        let now = self.now;
+        let t = &mut self.tasks[curr.idx()];
+        if now < t.last_yield.saturating_add(interval) {
+            self.yield_stats.yields_throttled += 1;
+            return true;
+        }
+        t.last_yield = now;
+        false
+    }
+
     /// `yield_task_fair()` (6.12.117): charge the yielder and, with FORFEIT_YIELD
     /// (79104becf42b), forfeit the rest of its request if it is eligible:
     /// v = deadline, then a new deadline. Without it (6.12.0) the yielder keeps
@@ -1074,15 +1093,8 @@ impl Scheduler {
         let se = self.tasks[curr.idx()].se;
         let cfs = self.cfs_rq_of(se);
         self.clear_buddies(cfs, se);
-        let interval = self.yield_cfg.yield_interval_ns;
-        if interval != 0 {
-            let now = self.now;
-            let t = &mut self.tasks[curr.idx()];
-            if now < t.last_yield.saturating_add(interval) {
-                self.yield_stats.yields_throttled += 1;
-                return false;
-            }
-            t.last_yield = now;
+        if self.yield_interval_throttled(curr) {
+            return false;
         }
         self.update_curr(cfs);
         let e = &self.ses[se.idx()];

@@ -71,14 +71,16 @@ impl HrtimerBases {
         hard
     }
 
-    /// Whether the clock event of `p`'s hard expiry at `now` is still the
-    /// timer's (not run earlier by another interrupt, not re-armed).
-    pub(super) fn is_current(&self, p: TaskId, now: Time) -> bool {
+    /// The CPU base of `p`'s timer if the clock event of its hard expiry at
+    /// `now` is still the timer's (not run earlier by another interrupt, not
+    /// re-armed).
+    pub(super) fn current_base(&self, p: TaskId, now: Time) -> Option<CpuId> {
         self.armed
             .get(p.idx())
             .copied()
             .flatten()
-            .is_some_and(|a| a.hard == now)
+            .filter(|a| a.hard == now)
+            .map(|a| a.cpu)
     }
 
     /// `__hrtimer_run_queues()` of `cpu` at `now`: removes every timer whose
@@ -94,24 +96,21 @@ impl HrtimerBases {
         if self.queued[cpu.idx()].is_empty() {
             return;
         }
-        let mut due: Vec<Armed> = Vec::new();
-        let mut tasks: Vec<TaskId> = Vec::new();
+        let start = out.len();
         let armed = &mut self.armed;
         self.queued[cpu.idx()].retain(|&p| {
             let a = armed[p.idx()].expect("a queued timer is armed");
             if a.soft <= now {
-                armed[p.idx()] = None;
-                due.push(a);
-                tasks.push(p);
-                false
-            } else {
-                true
+                out.push((p, a.soft));
             }
+            a.soft > now
         });
-        let mut order: Vec<usize> = (0..due.len()).collect();
         // Stable: equal hard expiries keep their arming order.
-        order.sort_by_key(|&i| due[i].hard);
-        out.extend(order.into_iter().map(|i| (tasks[i], due[i].soft)));
+        let due = &mut out[start..];
+        due.sort_by_key(|&(p, _)| armed[p.idx()].map(|a| a.hard));
+        for &(p, _) in due.iter() {
+            armed[p.idx()] = None;
+        }
     }
 }
 
@@ -129,7 +128,7 @@ mod tests {
         b.add_task(TaskId(0));
         let hard = b.hrtimer_start_range_ns(TaskId(0), CpuId(1), t(100), DEFAULT_TIMER_SLACK);
         assert_eq!(hard, t(150));
-        assert!(b.is_current(TaskId(0), t(150)));
+        assert_eq!(b.current_base(TaskId(0), t(150)), Some(CpuId(1)));
         let mut out = Vec::new();
         // Another CPU's interrupt, or one before the soft expiry: nothing.
         b.hrtimer_run_queues(CpuId(0), t(120), &mut out);
@@ -138,7 +137,7 @@ mod tests {
         // The tick of its CPU at 120 us runs it: its hard event is stale.
         b.hrtimer_run_queues(CpuId(1), t(120), &mut out);
         assert_eq!(out, vec![(TaskId(0), t(100))]);
-        assert!(!b.is_current(TaskId(0), t(150)));
+        assert_eq!(b.current_base(TaskId(0), t(150)), None);
     }
 
     #[test]
@@ -155,7 +154,7 @@ mod tests {
         assert_eq!(out, vec![(TaskId(1), t(110)), (TaskId(0), t(100))]);
         // Re-arming moves a timer: the old event is stale.
         b.hrtimer_start_range_ns(TaskId(2), CpuId(0), t(140), Nanos(1));
-        assert!(!b.is_current(TaskId(2), t(130) + Nanos(1)));
-        assert!(b.is_current(TaskId(2), t(140) + Nanos(1)));
+        assert_eq!(b.current_base(TaskId(2), t(130) + Nanos(1)), None);
+        assert!(b.current_base(TaskId(2), t(140) + Nanos(1)).is_some());
     }
 }

@@ -610,12 +610,11 @@ impl Simulator {
             Ev::Timer(p) => {
                 // The clock event of p's hard expiry, unless another
                 // interrupt of its CPU ran the timer after its soft expiry.
-                if !self.hrtimers.is_current(p, self.now) {
+                let Some(cpu) = self.hrtimers.current_base(p, self.now) else {
                     self.stale += 1;
                     return;
-                }
+                };
                 let d = self.timer_delay(p);
-                let cpu = self.sched.tasks[p.idx()].cpu;
                 self.hrtimer_interrupt(cpu, d);
             }
             Ev::TimerWake(p, expiry) => self.hrtimer_wakeup(p, expiry),

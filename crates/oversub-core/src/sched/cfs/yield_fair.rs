@@ -24,15 +24,8 @@ impl Cfs<'_> {
         let se = self.tasks[curr.idx()].se;
         let cfs = self.cfs_rq_of(se);
         self.clear_buddies(cfs, se);
-        let interval = self.yield_cfg.yield_interval_ns;
-        if interval != 0 {
-            let now = self.now;
-            let t = &mut self.tasks[curr.idx()];
-            if now < t.last_yield.saturating_add(interval) {
-                self.yield_stats.yields_throttled += 1;
-                return false;
-            }
-            t.last_yield = now;
+        if self.yield_interval_throttled(curr) {
+            return false;
         }
         self.update_curr(cfs);
         self.set_skip_buddy(se);
