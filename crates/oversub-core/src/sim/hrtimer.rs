@@ -52,7 +52,7 @@ impl HrtimerBases {
         }
     }
 
-    /// `hrtimer_start_range_ns()` of `p`'s sleep timer on `cpu`: soft
+    /// Linux 6.12: `hrtimer_start_range_ns()` of `p`'s sleep timer on `cpu`: soft
     /// expiry `soft`, hard expiry `soft + slack`. Returns the hard expiry
     /// (when the clock event fires if nothing runs the timer earlier).
     pub(super) fn hrtimer_start_range_ns(
@@ -83,7 +83,7 @@ impl HrtimerBases {
             .map(|a| a.cpu)
     }
 
-    /// `__hrtimer_run_queues()` of `cpu` at `now`: removes every timer whose
+    /// Linux 6.12: `__hrtimer_run_queues()` of `cpu` at `now`: removes every timer whose
     /// soft expiry has passed and appends (task, soft expiry) to `out`, in
     /// the order the kernel's timerqueue runs them (by hard expiry, ties in
     /// arming order).

@@ -644,7 +644,7 @@ impl Simulator {
         }
     }
 
-    /// `hrtimer_interrupt()` on `cpu` now: every host sleep timer of the CPU
+    /// Linux 6.12: `hrtimer_interrupt()` on `cpu` now: every host sleep timer of the CPU
     /// past its soft expiry runs (sim/hrtimer.rs); `hrtimer_wakeup()` of each
     /// follows after `delay` (the interrupt's entry, when this interrupt is
     /// the timer's own clock event; zero within the tick's).
@@ -662,7 +662,7 @@ impl Simulator {
         self.due_timers = due;
     }
 
-    /// `hrtimer_wakeup()` of a sleeper whose timer was asked for `expiry`
+    /// Linux 6.12: `hrtimer_wakeup()` of a sleeper whose timer was asked for `expiry`
     /// (its soft expiry).
     fn hrtimer_wakeup(&mut self, p: TaskId, expiry: Time) {
         if self.sched.try_to_wake_up(p, 0, None) {
