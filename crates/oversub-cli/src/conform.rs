@@ -37,7 +37,7 @@ impl Ui for Bar {
 }
 
 /// `oversub conform`: 0 all agreed or skipped, 1 a disagreement or error,
-/// 130 interrupted.
+/// 2 an input refused before anything ran, 130 interrupted.
 pub fn conform(
     files: Vec<std::path::PathBuf>,
     runs: u32,
@@ -58,6 +58,7 @@ pub fn conform(
         Outcome::Agreed => ExitCode::SUCCESS,
         Outcome::Disagreed | Outcome::Failed => ExitCode::from(1),
         Outcome::Interrupted => ExitCode::from(progress::EXIT_INTERRUPTED),
+        Outcome::BadInput => ExitCode::from(2),
     }
 }
 

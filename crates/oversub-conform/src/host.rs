@@ -59,12 +59,15 @@ pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
 
 /// The preset that approximates a running kernel: 6.19 from v6.19 on, 6.18
 /// for v6.17 and v6.18 (the run-to-parity rework of v6.17 and the delayed
-/// task's wakeup of v6.13), else 6.12.117 (forfeit on yield and PICK_BUDDY;
-/// v6.13..v6.16 also have TTWU_DEQUEUE_DELAYED, which this leaves out).
+/// task's wakeup of v6.13), 6.12.117 from v6.6 (EEVDF; forfeit on yield and
+/// PICK_BUDDY; v6.13..v6.16 also have TTWU_DEQUEUE_DELAYED, which this leaves
+/// out), and the CFS preset 6.1 before v6.6 (the last CFS kernels). An
+/// unreadable release is taken as 6.12.117, the project's base.
 pub fn preset_for(release: &str) -> KernelPreset {
     match kernel_version(release) {
         Some(v) if v >= (6, 19) => KernelPreset::V6_19,
         Some(v) if v >= (6, 17) => KernelPreset::V6_18,
+        Some(v) if v < (6, 6) => KernelPreset::V6_1,
         _ => KernelPreset::V6_12_117,
     }
 }
@@ -310,6 +313,9 @@ mod tests {
         assert_eq!(preset_for("6.17.0"), KernelPreset::V6_18);
         assert_eq!(preset_for("6.16.9"), KernelPreset::V6_12_117);
         assert_eq!(preset_for("6.12.117"), KernelPreset::V6_12_117);
+        assert_eq!(preset_for("6.6.0"), KernelPreset::V6_12_117);
+        assert_eq!(preset_for("6.5.13"), KernelPreset::V6_1);
+        assert_eq!(preset_for("5.15.0-91-generic"), KernelPreset::V6_1);
         assert_eq!(preset_for("6.19.0"), KernelPreset::V6_19);
         assert_eq!(preset_for("7.0"), KernelPreset::V6_19);
         assert_eq!(

@@ -51,6 +51,47 @@ pub enum Outcome {
     Failed,
     /// Stopped by [`Options::stop`].
     Interrupted,
+    /// An input was refused before anything ran (a file that does not load
+    /// or is not host-only, a `--kernel` that cannot be judged here); the
+    /// one line saying which is on stderr.
+    BadInput,
+}
+
+/// Every input checked before the machine is touched: each file loads and
+/// is host-only on `cpus` CPUs, and a `--kernel` preset schedules with the
+/// same fair class as the running kernel (`running`): the rows judge the
+/// model of one kernel against that kernel, and a CFS model judged against
+/// an EEVDF kernel (or the reverse) would judge one scheduler by another.
+/// Returns the one line naming the file or option, the value and what is
+/// allowed.
+pub fn validate(
+    opts: &Options,
+    cpus: u32,
+    running: oversub::sched::KernelPreset,
+) -> Result<(), String> {
+    if let Some(k) = opts.kernel {
+        if k.is_cfs() != running.is_cfs() {
+            let class = |p: oversub::sched::KernelPreset| if p.is_cfs() { "CFS" } else { "EEVDF" };
+            let allowed: Vec<&str> = oversub::sched::KernelPreset::ALL
+                .iter()
+                .filter(|p| p.is_cfs() == running.is_cfs())
+                .map(|p| p.name())
+                .collect();
+            return Err(format!(
+                "--kernel {}: a {} preset cannot be judged against the running kernel (preset {}, {}); allowed: {} (simulate other kernels with `oversub run --set host.kernel=...`)",
+                k.name(),
+                class(k),
+                running.name(),
+                class(running),
+                allowed.join(", ")
+            ));
+        }
+    }
+    for f in &opts.files {
+        let sc = Scenario::load(f).map_err(|e| e.to_string())?;
+        host_only_check(&sc, cpus).map_err(|e| format!("{}: {e}", f.display()))?;
+    }
+    Ok(())
 }
 
 /// Runs `oversub conform`: the header, each scenario's result and table,
@@ -59,6 +100,10 @@ pub enum Outcome {
 pub fn run(opts: &Options, ui: &mut dyn Ui) -> Outcome {
     let stop = &opts.stop;
     let mut h = HostInfo::detect();
+    if let Err(e) = validate(opts, h.cpus, h.preset) {
+        eprintln!("oversub conform: {e}");
+        return Outcome::BadInput;
+    }
     let chosen = match opts.kernel {
         Some(k) => {
             h.preset = k;
