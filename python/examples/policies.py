@@ -2,19 +2,17 @@
 two 16-vCPU VMs on 16 pCPUs, five seeds each; mean and 95% CI per policy with
 pandas; a bar chart with error bars saved to docs/python-policies.png.
 
-    .venv/bin/python python/examples/policies.py [--backend ray]
+    .venv/bin/python python/examples/policies.py [--backend ray] [--table-only]
+
+--table-only prints the table and draws nothing (no matplotlib needed):
+python/tests checks that docs/python.md shows exactly what it prints.
 """
 
 import argparse
 import math
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-import oversub  # noqa: E402
+import oversub
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,6 +30,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", default="local", choices=["local", "ray"])
     ap.add_argument("--out", default=str(ROOT / "docs" / "python-policies.png"))
+    ap.add_argument("--table-only", action="store_true", help="print the table, draw nothing")
     args = ap.parse_args()
 
     df = oversub.sweep(
@@ -50,6 +49,13 @@ def main():
     metrics = ["throughput", "steal_pct", "yields_per_op"]
     table = df.groupby("policy", sort=False)[metrics].agg(["mean", ci95])
     print(table.round(3).to_string())
+    if args.table_only:
+        return
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(metrics), figsize=(11, 3.2))
     for ax, m in zip(axes, metrics):

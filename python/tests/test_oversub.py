@@ -4,6 +4,7 @@ one-line errors; a sweep's frame columns; the local and Ray backends agree."""
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -269,3 +270,22 @@ def test_seed_out_of_range_is_the_cli_line():
 def test_every_input_error_is_a_scenario_error(call, match):
     with pytest.raises(oversub.ScenarioError, match=match):
         call()
+
+
+def test_docs_python_example_prints_what_the_docs_show():
+    """docs/python.md's worked analysis: the table its script prints is the
+    one the page shows (the simulator is deterministic, so exactly)."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "python" / "examples" / "policies.py"), "--table-only"],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr
+    doc = (ROOT / "docs" / "python.md").read_text()
+    fence = "```console norun: checked by python/tests (test_docs_python_example_prints_what_the_docs_show)"
+    assert fence in doc, "docs/python.md lost the example's output block"
+    shown = [x.rstrip() for x in doc.split(fence, 1)[1].split("```", 1)[0].strip("\n").splitlines()]
+    printed = [x.rstrip() for x in out.stdout.strip("\n").splitlines()]
+    assert printed == shown, (
+        "docs/python.md shows another table than `.venv/bin/python python/examples/policies.py "
+        "--table-only` prints; paste its output into the block:\n" + out.stdout
+    )
