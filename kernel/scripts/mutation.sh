@@ -15,12 +15,14 @@
 #                                                                  -> deboost_switches_to_target
 #  budget_stop    the stop removed: neither update_curr()'s check nor the hrtick; the target
 #                 runs on to its group entity's deadline
-#                                      -> deboost_sibling_share ("borrow changes C's share")
+#                          -> kunit:sched_yield_to_fair (yt_fair_budget_stop_test)
 #  lag_bound      yield_borrow_allowed() not consulted: every level borrows whatever its lag
 #                                      -> deboost_sibling_share ("borrow changes C's share")
 # Scheduler (comparison series):
-#  h3_clamp       the penalty no longer clamped to yield_lag_room()  -> deboost_sibling_share
-#  m4_skip        yielder and target in one cfs_rq penalised too     -> deboost_sibling_share
+#  h3_clamp       the penalty no longer clamped to yield_lag_room()
+#                          -> kunit:sched_yield_to_fair (yt_fair_push_clamped_test)
+#  m4_skip        yielder and target in one cfs_rq penalised too
+#                          -> kunit:sched_yield_to_fair (yt_fair_level_same_cfs_rq_test)
 #  lag_credit     the credit computed but not applied                -> deboost_sibling_share
 #  token          a cross-CPU yield_to() takes the rate-limit token of every cfs_rq of the
 #                 yielder's CPU                                      -> deboost_cross_cpu_token
@@ -95,7 +97,7 @@ mutate() {
 			die "budget_stop: update_curr() site not found in $f"
 		replace_once "$f" $'\tif (hrtick_enabled(rq))\n\t\thrtick_start(rq, rq->yield_borrow_ns);\n' "" ||
 			die "budget_stop: hrtick site not found in $f"
-		echo "deboost_sibling_share"
+		echo "kunit:sched_yield_to_fair"
 		;;
 	lag_bound)
 		replace_once "$f" $'\t\tif (!yield_borrow_allowed(se->vruntime, avg_vruntime(cfs_rq),\n' \
@@ -106,12 +108,12 @@ mutate() {
 	h3_clamp)
 		replace_once "$f" $'\tpenalty = min(penalty, room);\n' $'\t(void)room;\n' ||
 			die "h3_clamp: site not found in $f"
-		echo "deboost_sibling_share"
+		echo "kunit:sched_yield_to_fair"
 		;;
 	m4_skip)
-		replace_once "$f" $'\tfind_matching_se(&se_y, &se_t);\n\tif (se_y == &curr->se)\n\t\treturn 0;\n' \
+		replace_once "$f" $'\tfind_matching_se(&se_y, &se_t);\n\tif (se_y == *se_yp)\n\t\treturn NULL;\n' \
 			$'\tfind_matching_se(&se_y, &se_t);\n' || die "m4_skip: site not found in $f"
-		echo "deboost_sibling_share"
+		echo "kunit:sched_yield_to_fair"
 		;;
 	lag_credit)
 		replace_once "$f" $'\t\t\tse->vruntime -= credit;\n\t\t\tse->deadline -= credit;\n' \
