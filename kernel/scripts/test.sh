@@ -273,8 +273,8 @@ if ((vectors_ok)) && [[ -n $img ]]; then
 		</dev/null >"$kout" 2>&1 || krc=$?
 	{ grep -E '^\[ *[0-9.]+\] +(not )?ok [0-9]+ (yt_|sched_yield_to)' "$kout" || true; } | sed 's/^\[ *[0-9.]*\] */[kernel] KUnit: /'
 	reported=1
-	for s in $KUNIT_SCHED_SUITES; do
-		grep -qE "^\[ *[0-9.]+\] +(not )?ok [0-9]+ $s[[:space:]]*\$" "$kout" || reported=0
+	for suite in $KUNIT_SCHED_SUITES; do
+		grep -qE "^\[ *[0-9.]+\] +(not )?ok [0-9]+ $suite[[:space:]]*\$" "$kout" || reported=0
 	done
 	read -r kp kf kt < <(grep -oE '# Totals: pass:[0-9]+ fail:[0-9]+ skip:[0-9]+ total:[0-9]+' "$kout" |
 		awk -F'[: ]+' '{ p += $4; f += $6 + $8; t += $10 } END { print p + 0, f + 0, t + 0 }')
