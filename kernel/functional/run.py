@@ -65,6 +65,7 @@ FUNCTIONAL = [
     "deboost_cross_cpu_token",
     "on_spin_prefers_ipi_receiver",
     "on_spin_after_eoi",
+    "on_spin_after_init",
     "on_spin_cpl3_receiver",
     "on_spin_untracked_ipi_keeps_upstream_boost",
     "ipi_hint_default_window",

@@ -35,9 +35,7 @@
 #                                         -> on_spin_after_eoi, kunit:kvm_x86_ipi_hint
 #  window         the freshness check skipped                        -> ipi_hint_default_window
 #  receiver_first the receiver is not tried before the scan         -> on_spin_prefers_ipi_receiver
-#  init           a sender's hint survives its INIT/reset: no test reaches it (the guest of
-#                 ftest.c cannot be restarted after INIT); listed so that it shows as
-#                 surviving                                          -> on_spin_prefers_ipi_receiver
+#  init           a sender's hint survives its INIT/reset            -> on_spin_after_init
 #  seq            a later message of the recorded vector (another sender's) no longer drops
 #                 the hint: "owed" per vector again (review item N7) -> kunit:kvm_x86_ipi_hint
 #  cpl3           an owed IPI no longer counts as a pending interrupt for a receiver
@@ -161,7 +159,7 @@ mutate() {
 	init)
 		replace_once "$x86" $'\tkvm_lapic_reset(vcpu, init_event);\n\tWRITE_ONCE(vcpu->arch.ipi_hint, 0);\n' \
 			$'\tkvm_lapic_reset(vcpu, init_event);\n' || die "init: site not found in $x86"
-		echo "on_spin_prefers_ipi_receiver"
+		echo "on_spin_after_init"
 		;;
 	cpl3)
 		replace_once "$kvm_main" $'yield_to_kernel_mode && !owes_ipi &&\n' \
