@@ -55,7 +55,7 @@ NOT_UNDER_TCG = [
 BOTH_OK = {"vmm_selfcheck"}
 # KUnit suites built into the patched kernel (kernel/config/functional.config): they run at
 # boot and report through the kernel log, which init.sh dumps; absent from the unpatched one.
-KUNIT_SUITES = ["kvm_x86_ipi_hint", "sched_yield_to"]
+KUNIT_SUITES = ["kvm_x86_ipi_hint", "sched_yield_to", "sched_yield_to_fair"]
 # Effect tests (who runs next, CPU shares, KVM stats): ok on patched, not ok on unpatched.
 FUNCTIONAL = [
     "vmm_selfcheck",
@@ -65,6 +65,7 @@ FUNCTIONAL = [
     "deboost_cross_cpu_token",
     "on_spin_prefers_ipi_receiver",
     "on_spin_after_eoi",
+    "on_spin_after_init",
     "on_spin_cpl3_receiver",
     "on_spin_untracked_ipi_keeps_upstream_boost",
     "ipi_hint_default_window",

@@ -15,12 +15,14 @@
 #                                                                  -> deboost_switches_to_target
 #  budget_stop    the stop removed: neither update_curr()'s check nor the hrtick; the target
 #                 runs on to its group entity's deadline
-#                                      -> deboost_sibling_share ("borrow changes C's share")
+#                          -> kunit:sched_yield_to_fair (yt_fair_budget_stop_test)
 #  lag_bound      yield_borrow_allowed() not consulted: every level borrows whatever its lag
 #                                      -> deboost_sibling_share ("borrow changes C's share")
 # Scheduler (comparison series):
-#  h3_clamp       the penalty no longer clamped to yield_lag_room()  -> deboost_sibling_share
-#  m4_skip        yielder and target in one cfs_rq penalised too     -> deboost_sibling_share
+#  h3_clamp       the penalty no longer clamped to yield_lag_room()
+#                          -> kunit:sched_yield_to_fair (yt_fair_push_clamped_test)
+#  m4_skip        yielder and target in one cfs_rq penalised too
+#                          -> kunit:sched_yield_to_fair (yt_fair_level_same_cfs_rq_test)
 #  lag_credit     the credit computed but not applied                -> deboost_sibling_share
 #  token          a cross-CPU yield_to() takes the rate-limit token of every cfs_rq of the
 #                 yielder's CPU                                      -> deboost_cross_cpu_token
@@ -33,9 +35,7 @@
 #                                         -> on_spin_after_eoi, kunit:kvm_x86_ipi_hint
 #  window         the freshness check skipped                        -> ipi_hint_default_window
 #  receiver_first the receiver is not tried before the scan         -> on_spin_prefers_ipi_receiver
-#  init           a sender's hint survives its INIT/reset: no test reaches it (the guest of
-#                 ftest.c cannot be restarted after INIT); listed so that it shows as
-#                 surviving                                          -> on_spin_prefers_ipi_receiver
+#  init           a sender's hint survives its INIT/reset            -> on_spin_after_init
 #  seq            a later message of the recorded vector (another sender's) no longer drops
 #                 the hint: "owed" per vector again (review item N7) -> kunit:kvm_x86_ipi_hint
 #  cpl3           an owed IPI no longer counts as a pending interrupt for a receiver
@@ -95,7 +95,7 @@ mutate() {
 			die "budget_stop: update_curr() site not found in $f"
 		replace_once "$f" $'\tif (hrtick_enabled(rq))\n\t\thrtick_start(rq, rq->yield_borrow_ns);\n' "" ||
 			die "budget_stop: hrtick site not found in $f"
-		echo "deboost_sibling_share"
+		echo "kunit:sched_yield_to_fair"
 		;;
 	lag_bound)
 		replace_once "$f" $'\t\tif (!yield_borrow_allowed(se->vruntime, avg_vruntime(cfs_rq),\n' \
@@ -106,12 +106,12 @@ mutate() {
 	h3_clamp)
 		replace_once "$f" $'\tpenalty = min(penalty, room);\n' $'\t(void)room;\n' ||
 			die "h3_clamp: site not found in $f"
-		echo "deboost_sibling_share"
+		echo "kunit:sched_yield_to_fair"
 		;;
 	m4_skip)
-		replace_once "$f" $'\tfind_matching_se(&se_y, &se_t);\n\tif (se_y == &curr->se)\n\t\treturn 0;\n' \
+		replace_once "$f" $'\tfind_matching_se(&se_y, &se_t);\n\tif (se_y == *se_yp)\n\t\treturn NULL;\n' \
 			$'\tfind_matching_se(&se_y, &se_t);\n' || die "m4_skip: site not found in $f"
-		echo "deboost_sibling_share"
+		echo "kunit:sched_yield_to_fair"
 		;;
 	lag_credit)
 		replace_once "$f" $'\t\t\tse->vruntime -= credit;\n\t\t\tse->deadline -= credit;\n' \
@@ -159,7 +159,7 @@ mutate() {
 	init)
 		replace_once "$x86" $'\tkvm_lapic_reset(vcpu, init_event);\n\tWRITE_ONCE(vcpu->arch.ipi_hint, 0);\n' \
 			$'\tkvm_lapic_reset(vcpu, init_event);\n' || die "init: site not found in $x86"
-		echo "on_spin_prefers_ipi_receiver"
+		echo "on_spin_after_init"
 		;;
 	cpl3)
 		replace_once "$kvm_main" $'yield_to_kernel_mode && !owes_ipi &&\n' \

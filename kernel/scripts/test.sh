@@ -256,32 +256,36 @@ else
 	fi
 fi
 
-stage "KUnit: sched_yield_to in the patched bzImage, booted under QEMU TCG"
-# The suite is built into the bzImage of step 3 (CONFIG_SCHED_YIELD_TO_KUNIT_TEST in
+stage "KUnit: sched_yield_to and sched_yield_to_fair in the patched bzImage, booted under QEMU TCG"
+# The suites are built into the bzImage of step 3 (CONFIG_SCHED_YIELD_TO_KUNIT_TEST in
 # kernel/config/functional.config), so KUnit needs no kernel build of its own: boot it
 # without a root file system, let KUnit run at init, and read its KTAP from the console.
 # The kernel then panics for want of a root fs and QEMU exits (-no-reboot, panic=-1).
-# A timeout only guards against a hang; it is not a threshold.
+# A timeout only guards against a hang; it is not a threshold.  Each suite prints its
+# own "# Totals" line; they are summed.
 kout=$BUILD/kunit-boot.log
+KUNIT_SCHED_SUITES="sched_yield_to sched_yield_to_fair"
 if ((vectors_ok)) && [[ -n $img ]]; then
 	krc=0
 	timeout "${KUNIT_BOOT_TIMEOUT:-600}" nice -n "${OVERSUB_NICE:-0}" qemu-system-x86_64 -accel tcg -cpu EPYC \
 		-smp 1 -m 512 -nographic -no-reboot -monitor none -serial stdio -kernel "$img" \
-		-append "console=ttyS0 ignore_loglevel panic=-1 kunit.filter_glob=sched_yield_to" \
+		-append "console=ttyS0 ignore_loglevel panic=-1 kunit.filter_glob=sched_yield_to*" \
 		</dev/null >"$kout" 2>&1 || krc=$?
 	{ grep -E '^\[ *[0-9.]+\] +(not )?ok [0-9]+ (yt_|sched_yield_to)' "$kout" || true; } | sed 's/^\[ *[0-9.]*\] */[kernel] KUnit: /'
-	totals=$(grep -E '# Totals: pass:[0-9]+ fail:[0-9]+ skip:[0-9]+ total:[0-9]+' "$kout" | tail -1 || true)
-	if [[ $totals =~ pass:([0-9]+)\ fail:([0-9]+)\ skip:([0-9]+)\ total:([0-9]+) ]] &&
-		grep -qE '^\[ *[0-9.]+\] +(not )?ok [0-9]+ sched_yield_to[[:space:]]*$' "$kout"; then
-		kp=${BASH_REMATCH[1]}
-		kf=$((BASH_REMATCH[2] + BASH_REMATCH[3]))
+	reported=1
+	for suite in $KUNIT_SCHED_SUITES; do
+		grep -qE "^\[ *[0-9.]+\] +(not )?ok [0-9]+ $suite[[:space:]]*\$" "$kout" || reported=0
+	done
+	read -r kp kf kt < <(grep -oE '# Totals: pass:[0-9]+ fail:[0-9]+ skip:[0-9]+ total:[0-9]+' "$kout" |
+		awk -F'[: ]+' '{ p += $4; f += $6 + $8; t += $10 } END { print p + 0, f + 0, t + 0 }')
+	if ((reported)) && ((kt > 0)); then
 		PASS=$((PASS + kp))
 		FAIL=$((FAIL + kf))
-		echo "[kernel] KUnit: ${totals##*# } (sched_yield_to, boot-time, QEMU exit $krc)"
-		((kf == 0)) || FAILED+=("KUnit: ${totals##*# }")
+		echo "[kernel] KUnit: pass:$kp fail-or-skip:$kf total:$kt ($KUNIT_SCHED_SUITES, boot-time, QEMU exit $krc)"
+		((kf == 0)) || FAILED+=("KUnit: pass:$kp fail-or-skip:$kf total:$kt")
 	else
 		tail -40 "$kout"
-		fail "KUnit sched_yield_to did not report (QEMU exit $krc, console in $kout)"
+		fail "KUnit $KUNIT_SCHED_SUITES did not all report (QEMU exit $krc, console in $kout)"
 	fi
 else
 	fail "KUnit not run (no vectors header or no bzImage)"

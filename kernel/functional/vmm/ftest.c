@@ -67,6 +67,9 @@ extern const char guest_code_start[], guest_code_end[], guest_irq_handler[], gue
 				 * set in the mask arg1 (2..7), then to APIC ID 1 */
 #define OP_HLT_YIELD	17	/* sti; hlt; cli; KVM_HC_SCHED_YIELD(arg0) at once; EOI */
 #define OP_HLT_IPI	18	/* sti; hlt; cli; IPI (arg0=ICR hi, arg1=ICR lo) at once; EOI */
+#define OP_IPI_INIT	19	/* IPI (arg0=ICR hi, arg1=ICR lo), then OUT to INIT_PORT: the VMM INITs
+				 * the vCPU and restarts it with one HvCallNotifyLongSpinWait next */
+#define INIT_PORT	0xf1
 
 /* ICR bits */
 #define ICR_FIXED	0x000
@@ -396,20 +399,17 @@ static void setup_cpuid(struct vm *vm, int vfd)
 	free(c);
 }
 
-static void vcpu_setup(struct vm *vm, struct vcpu *v)
+/*
+ * The state a vCPU starts the guest code in: flat protected mode at guest_code_start (the
+ * CPL3 loop for a cpl3 vCPU), its mailbox in ESI, runnable.  Also what vcpu_init_event()
+ * restores after an INIT.
+ */
+static void vcpu_set_state(struct vm *vm, struct vcpu *v)
 {
 	struct kvm_sregs sr;
 	struct kvm_regs r;
 	struct kvm_mp_state mp = { .mp_state = KVM_MP_STATE_RUNNABLE };
-	int sz;
 
-	v->fd = ioctl(vm->fd, KVM_CREATE_VCPU, v->id);
-	CHECK(v->fd);
-	sz = ioctl(vm->kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
-	v->run = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
-	if (v->run == MAP_FAILED)
-		CHECK(-1);
-	setup_cpuid(vm, v->fd);
 	CHECK(ioctl(v->fd, KVM_GET_SREGS, &sr));
 	set_seg(&sr.cs, v->cpl3 ? 0x1b : 0x08, 1, v->cpl3 ? 3 : 0);
 	set_seg(&sr.ds, v->cpl3 ? 0x23 : 0x10, 0, v->cpl3 ? 3 : 0);
@@ -454,6 +454,42 @@ static void vcpu_setup(struct vm *vm, struct vcpu *v)
 	CHECK(ioctl(v->fd, KVM_SET_MP_STATE, &mp));
 }
 
+static void vcpu_setup(struct vm *vm, struct vcpu *v)
+{
+	int sz;
+
+	v->fd = ioctl(vm->fd, KVM_CREATE_VCPU, v->id);
+	CHECK(v->fd);
+	sz = ioctl(vm->kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+	v->run = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
+	if (v->run == MAP_FAILED)
+		CHECK(-1);
+	setup_cpuid(vm, v->fd);
+	vcpu_set_state(vm, v);
+}
+
+/*
+ * INIT this vCPU as KVM does for an INIT IPI: latch an INIT (KVM_SET_VCPU_EVENTS,
+ * smi.latched_init), then KVM_GET_MP_STATE, which runs kvm_apic_accept_events() and so
+ * kvm_vcpu_reset(vcpu, true), without entering the guest; then restart the guest code
+ * (vcpu_set_state(): the guest's mailbox, in guest memory, is kept).  Called by the vCPU's
+ * own thread, outside KVM_RUN.
+ */
+static void vcpu_init_event(struct vcpu *v)
+{
+	struct kvm_vcpu_events ev;
+	struct kvm_mp_state mp;
+
+	CHECK(ioctl(v->fd, KVM_GET_VCPU_EVENTS, &ev));
+	ev.flags |= KVM_VCPUEVENT_VALID_SMM;
+	ev.smi.latched_init = 1;
+	CHECK(ioctl(v->fd, KVM_SET_VCPU_EVENTS, &ev));
+	CHECK(ioctl(v->fd, KVM_GET_MP_STATE, &mp));
+	if (mp.mp_state != KVM_MP_STATE_RUNNABLE && mp.mp_state != KVM_MP_STATE_INIT_RECEIVED)
+		diag("vcpu%d: mp_state %u after INIT", v->id, mp.mp_state);
+	vcpu_set_state(v->vm, v);
+}
+
 static void sigusr1(int s) { (void)s; }
 
 static void *vcpu_thread(void *arg)
@@ -492,6 +528,18 @@ static void *vcpu_thread(void *arg)
 		}
 		if (v->run->exit_reason == KVM_EXIT_HLT)
 			continue;
+		if (v->run->exit_reason == KVM_EXIT_IO && v->run->io.port == INIT_PORT) {
+			/* OP_IPI_INIT: INIT, then the spin as the command of the same seq */
+			struct mbox *m = &v->vm->mb[v->id];
+
+			vcpu_init_event(v);
+			m->op = OP_HV_SPIN;
+			m->arg0 = 1;
+			m->arg1 = 0;
+			m->arg2 = 0;
+			__sync_synchronize();
+			continue;
+		}
 		diag("vcpu%d: unexpected exit %d (hw reason 0x%llx) rip?", v->id, v->run->exit_reason,
 		     (unsigned long long)v->run->hw.hardware_exit_reason);
 		break;
@@ -1738,6 +1786,38 @@ static void t_on_spin_after_eoi(struct result *r)
 }
 
 /*
+ * on_spin_after_init: vCPU0 sends vCPU2 (IF=0: the vector stays in its IRR, owed) a fixed
+ * IPI, is INITed at once by its own thread (OP_IPI_INIT, vcpu_init_event(): KVM's
+ * kvm_vcpu_reset(vcpu, true)), restarted, and spins as its first command.  The INIT must
+ * have cleared vCPU0's hint: no receiver boost, upstream's round-robin (vCPU1).  Judged
+ * only within the hint's window of the IPI, where a kept hint would still boost vCPU2.
+ */
+static int sc_spin_after_init(struct vm *vm, void *arg)
+{
+	int i;
+
+	(void)arg;
+	for (i = 0; i < vm->nr; i++)
+		shm->tid[i] = vm->vcpu[i].tid;
+	usleep(50000);
+	mark("ft-spin");
+	cmd_post(vm, 0, OP_IPI_INIT, 2 << 24, ICR_FIXED | ICR_ASSERT | 0x40);
+	if (cmd_wait(vm, 0, 20000))
+		return 6;
+	if (vm->mb[0].result != 0)
+		diag("HvCallNotifyLongSpinWait status 0x%x", vm->mb[0].result);
+	spin_stats();
+	return 0;
+}
+
+static void t_on_spin_after_init(struct result *r)
+{
+	struct vm_opts o = { .nr = 4, .hyperv = 1, .pin_cpu = SPIN_CPU };
+
+	spin_check(r, &o, sc_spin_after_init, NULL, 1, SPIN_NO_BOOST_FRESH, "ft-spin");
+}
+
+/*
  * on_spin_untracked_ipi_keeps_upstream_boost: vCPU1 halts with IF=1; vCPU0 first sends a
  * unicast IPI to vCPU2 (IF=0: it stays in vCPU2's IRR), then wakes vCPU1 with a logical
  * multicast IPI (vCPU1 + vCPU2), which the hint does not record, and spins.  The multicast
@@ -1914,6 +1994,7 @@ static const struct test {
 	{ "deboost_cross_cpu_token", t_deboost_cross_cpu_token },
 	{ "on_spin_prefers_ipi_receiver", t_on_spin_prefers_ipi_receiver },
 	{ "on_spin_after_eoi", t_on_spin_after_eoi },
+	{ "on_spin_after_init", t_on_spin_after_init },
 	{ "on_spin_cpl3_receiver", t_on_spin_cpl3_receiver },
 	{ "on_spin_untracked_ipi_keeps_upstream_boost", t_on_spin_untracked_ipi_keeps_upstream_boost },
 	{ "ipi_hint_default_window", t_ipi_hint_default_window },

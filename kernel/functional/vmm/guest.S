@@ -70,6 +70,8 @@ loop:
 	je op_hlt_yield
 	cmpl $18, %eax
 	je op_hlt_ipi
+	cmpl $19, %eax
+	je op_ipi_init
 	jmp done
 op_write:				/* *(u32 *)arg0 = arg1 */
 	movl 12(%esi), %edx
@@ -89,6 +91,14 @@ op_ipi:					/* ICR_HI = arg0, ICR_LO = arg1 */
 	jmp done
 op_eoi:
 	movl $0, APIC+APIC_EOI
+	jmp done
+op_ipi_init:				/* ICR_HI = arg0, ICR_LO = arg1, then OUT to port 0xf1: */
+	movl 12(%esi), %eax		/* the VMM INITs this vCPU and restarts it at */
+	movl %eax, APIC+APIC_ICR_HI	/* guest_code_start with the next command in */
+	movl 16(%esi), %eax		/* the mailbox (vcpu_thread()) */
+	movl %eax, APIC+APIC_ICR_LO
+	movw $0xf1, %dx
+	outb %al, %dx
 	jmp done
 op_sti:
 	sti
