@@ -74,6 +74,13 @@ pub enum OnSpinVariant {
 /// candidate in user mode which is delivering interrupt", 2021).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum HistoricForm {
+    /// 2011, Linux 3.0-3.5: "KVM: use yield_to instead of sleep in
+    /// kvm_vcpu_on_spin" (Rik van Riel), the form the 2012 rework replaced:
+    /// the same two passes, but pass 0 starts *at* `last_boosted_vcpu`
+    /// (`i < last_boosted_vcpu` is skipped), no `in_spin_loop` /
+    /// `dy_eligible`; halted vCPUs and vCPUs running the guest (`PF_VCPU`)
+    /// skipped; `yield_to(task, 1)` as a bool, no budget.
+    Y2011YieldTo,
     /// 2012, Linux 3.6: "KVM: Note down when cpu relax intercepted or pause
     /// loop exited" + "KVM: Choose better candidate for directed yield"
     /// (Raghavendra K T; `in_spin_loop` / `dy_eligible`). Candidates: any
@@ -113,7 +120,8 @@ pub enum HistoricForm {
 
 impl HistoricForm {
     /// Every form, oldest first.
-    pub const ALL: [HistoricForm; 6] = [
+    pub const ALL: [HistoricForm; 7] = [
+        HistoricForm::Y2011YieldTo,
         HistoricForm::Y2012DyEligible,
         HistoricForm::Y2013TryBudget,
         HistoricForm::Y2014Preempted,
@@ -125,6 +133,7 @@ impl HistoricForm {
     /// The `kvm.on_spin` name.
     pub fn name(self) -> &'static str {
         match self {
+            HistoricForm::Y2011YieldTo => "2011-yield-to",
             HistoricForm::Y2012DyEligible => "2012-dy-eligible",
             HistoricForm::Y2013TryBudget => "2013-try-budget",
             HistoricForm::Y2014Preempted => "2014-preempted",
@@ -145,6 +154,11 @@ impl HistoricForm {
         self >= HistoricForm::Y2013TryBudget
     }
 
+    /// Whether the form has `kvm_vcpu_eligible_for_directed_yield` (2012 on).
+    fn has_dy_eligible(self) -> bool {
+        self >= HistoricForm::Y2012DyEligible
+    }
+
     /// The form's filter for one candidate `v` (already known not to be
     /// `me`), before `kvm_vcpu_eligible_for_directed_yield`. `None`: skip.
     /// `Some((tier, true))`: the candidate runs the guest right now, which
@@ -153,7 +167,7 @@ impl HistoricForm {
     fn filter(self, v: &VcpuState, ytkm: bool) -> Option<(Tier, bool)> {
         use HistoricForm as H;
         match self {
-            H::Y2012DyEligible | H::Y2013TryBudget => {
+            H::Y2011YieldTo | H::Y2012DyEligible | H::Y2013TryBudget => {
                 // waitqueue_active: halted and not yet woken, whatever is
                 // pending (kvm_vcpu_block's DEFINE_WAIT entry is removed by
                 // the wakeup, so a woken vCPU is no longer on the queue).
@@ -180,7 +194,7 @@ impl HistoricForm {
         }
         let in_kernel = v.preempted_in_kernel;
         let kernel_filter = match self {
-            H::Y2012DyEligible | H::Y2013TryBudget | H::Y2014Preempted => false,
+            H::Y2011YieldTo | H::Y2012DyEligible | H::Y2013TryBudget | H::Y2014Preempted => false,
             H::Y2017KernelMode | H::Y2019Ready => ytkm,
             H::Y2019PreemptedInKernel => ytkm && v.preempted,
         };
@@ -330,6 +344,12 @@ impl<F: FnMut(VcpuIdx) -> i32> Ctx<'_, F> {
                 return None;
             }
             let (tier, pf_vcpu) = form.filter(v, self.ytkm)?;
+            if !form.has_dy_eligible() {
+                if pf_vcpu {
+                    return Some(0);
+                }
+                return self.call_yield_to(idx, tier, round);
+            }
             if pf_vcpu {
                 // kvm_vcpu_eligible_for_directed_yield runs (and toggles
                 // dy_eligible), then kvm_vcpu_yield_to refuses a running
@@ -372,7 +392,6 @@ impl<F: FnMut(VcpuIdx) -> i32> Ctx<'_, F> {
 
     /// `kvm_vcpu_eligible_for_directed_yield`, then `kvm_vcpu_yield_to`.
     fn attempt(&mut self, idx: usize, tier: Tier, round: Round) -> Option<i32> {
-        let target = self.vcpus.get(idx)?.idx;
         if !self
             .vcpus
             .get_mut(idx)?
@@ -380,6 +399,12 @@ impl<F: FnMut(VcpuIdx) -> i32> Ctx<'_, F> {
         {
             return None;
         }
+        self.call_yield_to(idx, tier, round)
+    }
+
+    /// `kvm_vcpu_yield_to`: the scheduler's `yield_to`, recorded.
+    fn call_yield_to(&mut self, idx: usize, tier: Tier, round: Round) -> Option<i32> {
+        let target = self.vcpus.get(idx)?.idx;
         let result = (self.yield_to)(target);
         self.attempts.push(Attempt {
             target,
@@ -398,11 +423,13 @@ impl<F: FnMut(VcpuIdx) -> i32> Ctx<'_, F> {
             Filter::Historic(form) => form.has_try_budget(),
             _ => true,
         };
+        // 2011: pass 0 starts at last_boosted_vcpu itself.
+        let from_last = filter == Filter::Historic(HistoricForm::Y2011YieldTo);
         let mut pass = 0;
         while pass < 2 && yielded == 0 && self.tries != 0 {
             for i in 0..n {
                 let ii = i as i64;
-                if pass == 0 && ii <= last {
+                if pass == 0 && (ii < last || (ii == last && !from_last)) {
                     continue;
                 } else if pass == 1 && ii > last {
                     break;
@@ -524,7 +551,8 @@ pub fn kvm_vcpu_on_spin<F: FnMut(VcpuIdx) -> i32>(
             yielded = ctx.two_pass(last, Filter::Upstream, Round::Strict, 0);
         }
         OnSpinVariant::Historic(form) => {
-            ctx.vcpus[me_i].in_spin_loop = true;
+            // kvm_vcpu_set_in_spin_loop() came with dy_eligible (2012).
+            ctx.vcpus[me_i].in_spin_loop = form.has_dy_eligible();
             let last = vm.last_boosted_vcpu;
             yielded = ctx.two_pass(last, Filter::Historic(form), Round::Strict, 0);
         }
@@ -995,6 +1023,39 @@ mod tests {
     }
 
     #[test]
+    fn historic_2011_starts_at_last_boosted_and_ignores_dy_eligible() {
+        let mut v = vm(4);
+        v[2].in_spin_loop = true; // a spinner: 2012 skips it on first look
+        let mut s = SpinVm {
+            last_boosted_vcpu: 2,
+        };
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            hist(HistoricForm::Y2011YieldTo),
+            None,
+            |_| 0,
+        );
+        // pass 0: 2, 3; pass 1: 1, 2 (me = 0 skipped).
+        assert_eq!(targets(&d), vec![2, 3, 1, 2]);
+        let mut s = SpinVm {
+            last_boosted_vcpu: 2,
+        };
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            hist(HistoricForm::Y2012DyEligible),
+            None,
+            |_| 0,
+        );
+        // pass 0: 3; pass 1: 1, then 2 (its first look: ineligible).
+        assert_eq!(targets(&d), vec![3, 1]);
+        assert!(!v[0].in_spin_loop);
+    }
+
+    #[test]
     fn historic_2012_has_no_try_budget_2013_stops_after_three_esrch() {
         let mut v = vm(6);
         let mut s = SpinVm::default();
@@ -1114,6 +1175,9 @@ mod tests {
     fn historic_forms_keep_the_round_robin_and_dy_eligible() {
         for f in HistoricForm::ALL {
             assert_eq!(HistoricForm::from_name(f.name()), Some(f));
+            if f == HistoricForm::Y2011YieldTo {
+                continue; // its own test
+            }
             let mut v = vm(4);
             let mut s = SpinVm {
                 last_boosted_vcpu: 1,

@@ -148,7 +148,7 @@ pub enum OnSpinSpec {
 }
 
 pub const ON_SPIN_NAMES: &str =
-    "6.12, 6.13, 6.19, 2012-dy-eligible, 2013-try-budget, 2014-preempted, 2017-kernel-mode, 2019-ready, 2019-preempted-in-kernel, ipi_aware, ipi_v1, ipi_v3, ipi_series, ipi_hint, off";
+    "6.12, 6.13, 6.19, 2011-yield-to, 2012-dy-eligible, 2013-try-budget, 2014-preempted, 2017-kernel-mode, 2019-ready, 2019-preempted-in-kernel, ipi_aware, ipi_v1, ipi_v3, ipi_series, ipi_hint, off";
 
 /// `[kvm]`, validated.
 #[derive(Clone, Debug)]

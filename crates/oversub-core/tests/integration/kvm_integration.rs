@@ -153,6 +153,7 @@ fn every_on_spin_form_runs_and_yields() {
         "6.13",
         "6.19",
         "ipi_aware",
+        "2011-yield-to",
         "2012-dy-eligible",
         "2013-try-budget",
         "2014-preempted",
