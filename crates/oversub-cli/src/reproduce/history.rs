@@ -68,7 +68,7 @@ impl Metric {
 
     /// The simulated throughput (or yields) change `g` (%) in the published
     /// metric's terms.
-    fn from_gain(self, g: f64) -> f64 {
+    fn of_gain(self, g: f64) -> f64 {
         match self {
             Metric::ElapsedTime => 100.0 * (1.0 - 1.0 / (1.0 + g / 100.0)),
             _ => g,
@@ -259,10 +259,10 @@ pub fn run(
             .and_then(|c| c.delta)
             .filter(|d| d.pct.mean.is_finite())
             .map(|d| {
-                let mean = r.metric.from_gain(d.pct.mean);
+                let mean = r.metric.of_gain(d.pct.mean);
                 let half = if d.pct.half.is_finite() {
-                    let hi = r.metric.from_gain(d.pct.mean + d.pct.half);
-                    let lo = r.metric.from_gain(d.pct.mean - d.pct.half);
+                    let hi = r.metric.of_gain(d.pct.mean + d.pct.half);
+                    let lo = r.metric.of_gain(d.pct.mean - d.pct.half);
                     (hi - lo) / 2.0
                 } else {
                     f64::NAN
@@ -427,8 +427,8 @@ mod tests {
     #[test]
     fn elapsed_time_is_converted_from_the_throughput_gain() {
         // Twice the throughput halves the elapsed time.
-        assert!((Metric::ElapsedTime.from_gain(100.0) - 50.0).abs() < 1e-9);
-        assert!((Metric::ElapsedTime.from_gain(-50.0) + 100.0).abs() < 1e-9);
-        assert_eq!(Metric::Throughput.from_gain(12.5), 12.5);
+        assert!((Metric::ElapsedTime.of_gain(100.0) - 50.0).abs() < 1e-9);
+        assert!((Metric::ElapsedTime.of_gain(-50.0) + 100.0).abs() < 1e-9);
+        assert_eq!(Metric::Throughput.of_gain(12.5), 12.5);
     }
 }
