@@ -345,7 +345,7 @@ pub fn run(
             format!("{:+.1}", m - l.p.published_pct)
         });
         let commit = if l.p.commit.is_empty() {
-            "(unverified)".to_string()
+            "-".to_string()
         } else {
             format!("`{}`", l.p.commit)
         };
