@@ -8,6 +8,7 @@
 //! reproduction follows the model as it changes.
 
 pub mod eevdf_latency;
+pub mod history;
 pub mod html;
 pub mod plot;
 pub mod verdict;
@@ -34,6 +35,8 @@ struct Manifest {
     eevdf_latency: Option<eevdf_latency::Config>,
     /// The sched_yield() throttle RFC (seed 003).
     yield_throttle: Option<yield_throttle::Config>,
+    /// KVM's published history (issue 25).
+    history: Option<history::Config>,
 }
 
 /// The seeds 003/004 figures of `data/published.toml` (optional tables).
@@ -41,6 +44,7 @@ struct Manifest {
 struct PublishedExtra {
     eevdf_latency: Option<eevdf_latency::Published>,
     yield_throttle: Option<yield_throttle::Published>,
+    history: Option<history::Published>,
 }
 
 #[derive(Deserialize)]
@@ -135,7 +139,7 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     check_sections(
         &mf,
         &m.section,
-        m.eevdf_latency.is_some() || m.yield_throttle.is_some(),
+        m.eevdf_latency.is_some() || m.yield_throttle.is_some() || m.history.is_some(),
     )?;
     let dir = manifest.parent().unwrap_or(Path::new("."));
     let pf = dir.join(&m.published);
@@ -207,6 +211,13 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     }
     if let Some(c) = &m.yield_throttle {
         extra_md += &yield_throttle::run(c, dir, extra.yield_throttle.as_ref(), quick, costs)?;
+    }
+    let mut history_runs = None;
+    if let Some(c) = &m.history {
+        let o = history::run(c, dir, extra.history.as_ref(), out, quick, progress)?;
+        extra_md += &o.markdown;
+        files.extend(o.files);
+        history_runs = Some(o.runs);
     }
     let wall_s = wall.elapsed().as_secs_f64();
     let mut w = |name: &str, text: &str| -> Result<(), String> {
@@ -293,6 +304,13 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
             out.join("summary.md").display()
         );
     }
+    if let Some(n) = history_runs {
+        let _ = writeln!(
+            text,
+            "history: {n} runs, KVM's published before/after beside the simulated deltas: {}",
+            out.join("history").join("summary.csv").display()
+        );
+    }
     if judged_fail {
         return Err(format!(
             "{text}eevdf-latency: a real latency median disagrees with the simulated one beyond the tolerance (above; {})",
@@ -307,7 +325,7 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
 fn check_sections(mf: &str, sections: &[RawSection], others: bool) -> Result<(), String> {
     if sections.is_empty() && !others {
         return Err(format!(
-            "{mf}: section: empty: allowed one or more [[section]] tables (or [eevdf_latency] / [yield_throttle])"
+            "{mf}: section: empty: allowed one or more [[section]] tables (or [eevdf_latency] / [yield_throttle] / [history])"
         ));
     }
     let mut seen = std::collections::BTreeSet::new();

@@ -92,6 +92,26 @@ fn bad_input_exits_2_with_one_line_naming_file_and_field() {
 }
 
 #[test]
+fn check_accepts_every_history_scenario() {
+    let dir = std::path::Path::new(ROOT).join("scenarios/history");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "toml") {
+            let out = oversub(&["check", p.to_str().unwrap()]);
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                p.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            n += 1;
+        }
+    }
+    assert_eq!(n, 11);
+}
+
+#[test]
 fn check_accepts_every_shipped_scenario() {
     for entry in std::fs::read_dir(std::path::Path::new(ROOT).join("scenarios")).unwrap() {
         let p = entry.unwrap().path();

@@ -547,3 +547,65 @@ fn resume_refuses_runs_of_another_sweep() {
     assert_eq!(code, 0, "{err}");
     let _ = std::fs::remove_dir_all(&base);
 }
+
+#[test]
+fn reproduce_history_section_sets_published_beside_simulated() {
+    let dir = std::env::temp_dir().join(format!("oversub-hist-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = oversub_cmd()
+        .args([
+            "reproduce",
+            "--quick",
+            "--manifest",
+            "crates/oversub-cli/tests/data/tiny-history.toml",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(dir.join("history/summary.csv")).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for c in [
+        "commit",
+        "change",
+        "workload",
+        "vms",
+        "published_pct",
+        "simulated_pct",
+        "ci95",
+    ] {
+        assert!(head.contains(&c), "{c} in {head:?}");
+    }
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 12, "{csv}");
+    for r in &rows {
+        let commit = r.split(',').next().unwrap();
+        assert!(
+            commit.is_empty()
+                || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+            "{r}"
+        );
+    }
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("858a43aae236,") && r.contains(",2,78.00,")),
+        "{csv}"
+    );
+    // The small s390 case runs enough at 5 ms to have a simulated delta.
+    let s390 = rows.iter().find(|r| r.contains("s390-pingpong")).unwrap();
+    assert!(
+        s390.contains(",901.50,") && !s390.contains(",901.50,,"),
+        "{s390}"
+    );
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("# Section history") && md.contains("266e85a5ec91"));
+    // Each change's sweep outputs are kept.
+    assert!(dir.join("history/pv-tlb-flush/summary.csv").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -9,7 +9,10 @@
 //! * `V613SingleLoop`: 6.13+ single loop (commit 7e513617da71) with the
 //!   `last_boosted_vcpu = i` (loop offset) bug, or the `= idx` fix (6.19-rc1);
 //! * `IpiAware`: the seed series' candidate selection (v1 patches 9/10 and
-//!   10/10, semantics.md 2.4/2.5) on top of the 6.12 two-pass loop.
+//!   10/10, semantics.md 2.4/2.5) on top of the 6.12 two-pass loop;
+//! * `Historic(HistoricForm)`: the two-pass loop with the candidate filters
+//!   of an earlier upstream kernel (2012 .. 2019, see [`HistoricForm`]);
+//!   6.12's own filter is the last step of that line.
 
 use super::vcpu::VcpuState;
 use super::VcpuIdx;
@@ -53,12 +56,160 @@ pub enum OnSpinVariant {
     /// the sender's IPI (passed as `receiver`) is tried first through
     /// upstream's own filter; then 6.12.117's two-pass loop, unchanged.
     IpiHint,
+    /// An earlier upstream form of the two-pass loop (see [`HistoricForm`]).
+    Historic(HistoricForm),
     /// The seed series' candidate selection on top of `base`'s loop.
     IpiAware {
         enable_relaxed_boost: bool,
         order: IpiOrder,
         base: IpiBase,
     },
+}
+
+/// The upstream forms of `kvm_vcpu_on_spin()`'s two-pass loop before
+/// 6.12, each named after the commit that made it (virt/kvm/kvm_main.c of
+/// that era; docs/kvm-model.md section 3b). Each form is the previous one plus
+/// its commit; the next step after the last one is 6.12's filter
+/// ([`OnSpinVariant::V612TwoPass`], which adds 52acd22faa1a "KVM: Boost vCPU
+/// candidate in user mode which is delivering interrupt", 2021).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum HistoricForm {
+    /// 2011, Linux 3.0-3.5: "KVM: use yield_to instead of sleep in
+    /// kvm_vcpu_on_spin" (Rik van Riel), the form the 2012 rework replaced:
+    /// the same two passes, but pass 0 starts *at* `last_boosted_vcpu`
+    /// (`i < last_boosted_vcpu` is skipped), no `in_spin_loop` /
+    /// `dy_eligible`; halted vCPUs and vCPUs running the guest (`PF_VCPU`)
+    /// skipped; `yield_to(task, 1)` as a bool, no budget.
+    Y2011YieldTo,
+    /// 2012, Linux 3.6: "KVM: Note down when cpu relax intercepted or pause
+    /// loop exited" + "KVM: Choose better candidate for directed yield"
+    /// (Raghavendra K T; `in_spin_loop` / `dy_eligible`). Candidates: any
+    /// other vCPU that is not halted (`waitqueue_active(&vcpu->wq)`, whatever
+    /// is pending) and not running in guest mode (`task->flags & PF_VCPU` in
+    /// `kvm_vcpu_yield_to`), then the `dy_eligible` check. `yield_to()`
+    /// returned a bool: no `try` budget, every candidate is tried until one
+    /// is boosted (a host -ESRCH counts as a plain failure).
+    Y2012DyEligible,
+    /// 2013, Linux 3.9: "kvm: Handle yield_to failure return code for
+    /// potential undercommit case" (with the scheduler's -ESRCH when both
+    /// runqueues have one task): `try = 3`, decremented on `yielded < 0`.
+    Y2013TryBudget,
+    /// 2014: only `vcpu->preempted` vCPUs (scheduled out while runnable, set
+    /// by the `kvm_sched_out` preempt notifier) are candidates, and a halted
+    /// vCPU is skipped only if `!kvm_arch_vcpu_runnable` ("KVM: add
+    /// kvm_arch_vcpu_runnable() test to kvm_vcpu_on_spin() loop"): a kicked
+    /// or interrupted halted vCPU may be boosted.
+    Y2014Preempted,
+    /// 2017, Linux 4.14: "KVM: add spinlock optimization framework"
+    /// (`yield_to_kernel_mode`): a candidate not in guest kernel mode
+    /// (`kvm_arch_vcpu_in_kernel`, the CPL cached at sched-out) is skipped.
+    Y2017KernelMode,
+    /// 2019, Linux 5.3: d73eb57b80b "KVM: Boost vCPUs that are delivering
+    /// interrupts": `vcpu->ready` replaces `vcpu->preempted` as the first
+    /// filter, so a vCPU woken from halt (by an IPI or a PV kick) and not yet
+    /// running is a candidate; with 17e433b54393 ("KVM: Fix leak vCPU's VMCS
+    /// value into other pCPU") the halted test is `kvm_vcpu_dy_runnable`. The
+    /// kernel-mode filter still applies to every candidate and reads the CPL
+    /// cached at the vCPU's last preemption (stale for a woken vCPU).
+    Y2019Ready,
+    /// 2019, Linux 5.3: "KVM: Check preempted_in_kernel for involuntary
+    /// preemption": the kernel-mode filter applies only to `preempted`
+    /// vCPUs; a woken vCPU always passes it.
+    Y2019PreemptedInKernel,
+}
+
+impl HistoricForm {
+    /// Every form, oldest first.
+    pub const ALL: [HistoricForm; 7] = [
+        HistoricForm::Y2011YieldTo,
+        HistoricForm::Y2012DyEligible,
+        HistoricForm::Y2013TryBudget,
+        HistoricForm::Y2014Preempted,
+        HistoricForm::Y2017KernelMode,
+        HistoricForm::Y2019Ready,
+        HistoricForm::Y2019PreemptedInKernel,
+    ];
+
+    /// The `kvm.on_spin` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            HistoricForm::Y2011YieldTo => "2011-yield-to",
+            HistoricForm::Y2012DyEligible => "2012-dy-eligible",
+            HistoricForm::Y2013TryBudget => "2013-try-budget",
+            HistoricForm::Y2014Preempted => "2014-preempted",
+            HistoricForm::Y2017KernelMode => "2017-kernel-mode",
+            HistoricForm::Y2019Ready => "2019-ready",
+            HistoricForm::Y2019PreemptedInKernel => "2019-preempted-in-kernel",
+        }
+    }
+
+    /// The form named `name`, if any.
+    pub fn from_name(name: &str) -> Option<HistoricForm> {
+        HistoricForm::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// Whether `kvm_vcpu_yield_to`'s negative result is counted against a
+    /// `try` budget of 3 (from 2013 on).
+    fn has_try_budget(self) -> bool {
+        self >= HistoricForm::Y2013TryBudget
+    }
+
+    /// Whether the form has `kvm_vcpu_eligible_for_directed_yield` (2012 on).
+    fn has_dy_eligible(self) -> bool {
+        self >= HistoricForm::Y2012DyEligible
+    }
+
+    /// The form's filter for one candidate `v` (already known not to be
+    /// `me`), before `kvm_vcpu_eligible_for_directed_yield`. `None`: skip.
+    /// `Some((tier, true))`: the candidate runs the guest right now, which
+    /// 2012/2013's `kvm_vcpu_yield_to` refuses (`PF_VCPU`) after the
+    /// eligibility check, without calling the scheduler.
+    fn filter(self, v: &VcpuState, ytkm: bool) -> Option<(Tier, bool)> {
+        use HistoricForm as H;
+        match self {
+            H::Y2011YieldTo | H::Y2012DyEligible | H::Y2013TryBudget => {
+                // waitqueue_active: halted and not yet woken, whatever is
+                // pending (kvm_vcpu_block's DEFINE_WAIT entry is removed by
+                // the wakeup, so a woken vCPU is no longer on the queue).
+                if v.blocking && !v.ready {
+                    return None;
+                }
+            }
+            H::Y2014Preempted | H::Y2017KernelMode => {
+                if !v.preempted {
+                    return None;
+                }
+                if v.blocking && !v.vcpu_dy_runnable() {
+                    return None;
+                }
+            }
+            H::Y2019Ready | H::Y2019PreemptedInKernel => {
+                if !v.ready {
+                    return None;
+                }
+                if v.blocking && !v.vcpu_dy_runnable() {
+                    return None;
+                }
+            }
+        }
+        let in_kernel = v.preempted_in_kernel;
+        let kernel_filter = match self {
+            H::Y2011YieldTo | H::Y2012DyEligible | H::Y2013TryBudget | H::Y2014Preempted => false,
+            H::Y2017KernelMode | H::Y2019Ready => ytkm,
+            H::Y2019PreemptedInKernel => ytkm && v.preempted,
+        };
+        if kernel_filter && !in_kernel {
+            return None;
+        }
+        // PF_VCPU: on a CPU, running the guest (neither preempted nor woken).
+        let pf_vcpu = !v.preempted && !v.ready;
+        let tier = if !v.preempted {
+            Tier::ReadyNotPreempted
+        } else {
+            Tier::Preempted
+        };
+        Some((tier, pf_vcpu))
+    }
 }
 
 /// The loop the IPI-aware selection is applied to.
@@ -167,6 +318,7 @@ enum Filter {
     HintUpstream,
     Strict,
     Relaxed,
+    Historic(HistoricForm),
 }
 
 struct Ctx<'a, F: FnMut(VcpuIdx) -> i32> {
@@ -185,6 +337,31 @@ impl<F: FnMut(VcpuIdx) -> i32> Ctx<'_, F> {
     /// `kvm_vcpu_yield_to` was called.
     fn candidate(&mut self, idx: usize, filter: Filter, round: Round) -> Option<i32> {
         let v = self.vcpus.get(idx)?;
+        if let Filter::Historic(form) = filter {
+            // Each form has its own first filters (`preempted`, `ready`, or
+            // neither) and halted test.
+            if idx == self.me {
+                return None;
+            }
+            let (tier, pf_vcpu) = form.filter(v, self.ytkm)?;
+            if !form.has_dy_eligible() {
+                if pf_vcpu {
+                    return Some(0);
+                }
+                return self.call_yield_to(idx, tier, round);
+            }
+            if pf_vcpu {
+                // kvm_vcpu_eligible_for_directed_yield runs (and toggles
+                // dy_eligible), then kvm_vcpu_yield_to refuses a running
+                // vCPU: no scheduler call, a plain failure.
+                let eligible = self
+                    .vcpus
+                    .get_mut(idx)?
+                    .kvm_vcpu_eligible_for_directed_yield();
+                return eligible.then_some(0);
+            }
+            return self.attempt(idx, tier, round);
+        }
         if !v.ready || idx == self.me {
             return None;
         }
@@ -208,8 +385,13 @@ impl<F: FnMut(VcpuIdx) -> i32> Ctx<'_, F> {
                 }
                 Tier::Relaxed
             }
+            Filter::Historic(_) => return None,
         };
-        let target = v.idx;
+        self.attempt(idx, tier, round)
+    }
+
+    /// `kvm_vcpu_eligible_for_directed_yield`, then `kvm_vcpu_yield_to`.
+    fn attempt(&mut self, idx: usize, tier: Tier, round: Round) -> Option<i32> {
         if !self
             .vcpus
             .get_mut(idx)?
@@ -217,6 +399,12 @@ impl<F: FnMut(VcpuIdx) -> i32> Ctx<'_, F> {
         {
             return None;
         }
+        self.call_yield_to(idx, tier, round)
+    }
+
+    /// `kvm_vcpu_yield_to`: the scheduler's `yield_to`, recorded.
+    fn call_yield_to(&mut self, idx: usize, tier: Tier, round: Round) -> Option<i32> {
+        let target = self.vcpus.get(idx)?.idx;
         let result = (self.yield_to)(target);
         self.attempts.push(Attempt {
             target,
@@ -231,16 +419,30 @@ impl<F: FnMut(VcpuIdx) -> i32> Ctx<'_, F> {
     /// as its running value. Returns the final `yielded`.
     fn two_pass(&mut self, last: i64, filter: Filter, round: Round, mut yielded: i32) -> i32 {
         let n = self.vcpus.len();
+        let budget = match filter {
+            Filter::Historic(form) => form.has_try_budget(),
+            _ => true,
+        };
+        // 2011: pass 0 starts at last_boosted_vcpu itself.
+        let from_last = filter == Filter::Historic(HistoricForm::Y2011YieldTo);
         let mut pass = 0;
         while pass < 2 && yielded == 0 && self.tries != 0 {
             for i in 0..n {
                 let ii = i as i64;
-                if pass == 0 && ii <= last {
+                if pass == 0 && (ii < last || (ii == last && !from_last)) {
                     continue;
                 } else if pass == 1 && ii > last {
                     break;
                 }
                 if let Some(y) = self.candidate(i, filter, round) {
+                    if !budget {
+                        // 2012: `if (kvm_vcpu_yield_to(vcpu))` on a bool;
+                        // a failure of any kind moves on.
+                        if y > 0 {
+                            return y;
+                        }
+                        continue;
+                    }
                     yielded = y;
                     if y > 0 {
                         return y;
@@ -348,6 +550,12 @@ pub fn kvm_vcpu_on_spin<F: FnMut(VcpuIdx) -> i32>(
             let last = vm.last_boosted_vcpu;
             yielded = ctx.two_pass(last, Filter::Upstream, Round::Strict, 0);
         }
+        OnSpinVariant::Historic(form) => {
+            // kvm_vcpu_set_in_spin_loop() came with dy_eligible (2012).
+            ctx.vcpus[me_i].in_spin_loop = form.has_dy_eligible();
+            let last = vm.last_boosted_vcpu;
+            yielded = ctx.two_pass(last, Filter::Historic(form), Round::Strict, 0);
+        }
         OnSpinVariant::IpiHint => {
             ctx.vcpus[me_i].in_spin_loop = true;
             if let Some(r) = receiver {
@@ -408,7 +616,10 @@ pub fn kvm_vcpu_on_spin<F: FnMut(VcpuIdx) -> i32>(
     };
     if let (
         Some(w),
-        OnSpinVariant::V612TwoPass | OnSpinVariant::IpiAware { .. } | OnSpinVariant::IpiHint,
+        OnSpinVariant::V612TwoPass
+        | OnSpinVariant::Historic(_)
+        | OnSpinVariant::IpiAware { .. }
+        | OnSpinVariant::IpiHint,
     ) = (winner, variant)
     {
         // 6.12: `last_boosted_vcpu = i`, and i is the vCPU index there; the
@@ -738,6 +949,256 @@ mod tests {
         );
         assert_eq!(d.target, Some(VcpuIdx(2)));
         assert_eq!(s.last_boosted_vcpu, 2);
+    }
+
+    fn hist(f: HistoricForm) -> OnSpinVariant {
+        OnSpinVariant::Historic(f)
+    }
+
+    /// vCPU woken from halt (IPI / kick) and not yet running: `ready`, not
+    /// `preempted`; its cached `preempted_in_kernel` is from its last
+    /// preemption, at `last_cpl`.
+    fn woken(v: &mut VcpuState, last_cpl: Cpl) {
+        v.cpl = last_cpl;
+        v.kvm_sched_out(true, false);
+        v.kvm_sched_in();
+        v.cpl = Cpl::Kernel;
+        v.kvm_vcpu_block();
+        v.kvm_vcpu_wake_up();
+        v.pending_request = true;
+    }
+
+    #[test]
+    fn historic_2012_skips_halted_and_running_without_a_scheduler_call() {
+        let mut v = vm(4);
+        v[1].kvm_sched_in(); // running the guest: PF_VCPU
+        v[1].in_spin_loop = true; // ... and spinning itself
+        v[2].kvm_sched_in();
+        v[2].kvm_vcpu_block();
+        v[2].pv_unhalted = true; // kicked but not woken: still on the queue
+        v[3].cpl = Cpl::User; // preempted in user mode
+        v[3].kvm_sched_out(true, false);
+        let mut s = SpinVm::default();
+        let mut calls = Vec::new();
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            hist(HistoricForm::Y2012DyEligible),
+            None,
+            |t| {
+                calls.push(t.0);
+                1
+            },
+        );
+        // No kernel-mode filter: the user-mode vCPU is boosted; the running
+        // one never reached the scheduler.
+        assert_eq!(calls, vec![3]);
+        assert_eq!(d.target, Some(VcpuIdx(3)));
+        // The running vCPU went through the dy_eligible check (toggled).
+        assert!(v[1].dy_eligible);
+        // 2014: the kicked halted vCPU is runnable (kvm_arch_vcpu_runnable)
+        // but not preempted: still skipped; the user-mode one is boosted.
+        let mut s = SpinVm::default();
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            hist(HistoricForm::Y2014Preempted),
+            None,
+            |_| 1,
+        );
+        assert_eq!(targets(&d), vec![3]);
+        assert!(v[1].dy_eligible, "filtered before the eligibility check");
+        // 2017: yield_to_kernel_mode rejects it: nobody.
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            hist(HistoricForm::Y2017KernelMode),
+            None,
+            |_| 1,
+        );
+        assert!(d.attempts.is_empty());
+    }
+
+    #[test]
+    fn historic_2011_starts_at_last_boosted_and_ignores_dy_eligible() {
+        let mut v = vm(4);
+        v[2].in_spin_loop = true; // a spinner: 2012 skips it on first look
+        let mut s = SpinVm {
+            last_boosted_vcpu: 2,
+        };
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            hist(HistoricForm::Y2011YieldTo),
+            None,
+            |_| 0,
+        );
+        // pass 0: 2, 3; pass 1: 1, 2 (me = 0 skipped).
+        assert_eq!(targets(&d), vec![2, 3, 1, 2]);
+        let mut s = SpinVm {
+            last_boosted_vcpu: 2,
+        };
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            hist(HistoricForm::Y2012DyEligible),
+            None,
+            |_| 0,
+        );
+        // pass 0: 3; pass 1: 1, then 2 (its first look: ineligible).
+        assert_eq!(targets(&d), vec![3, 1]);
+        assert!(!v[0].in_spin_loop);
+    }
+
+    #[test]
+    fn historic_2012_has_no_try_budget_2013_stops_after_three_esrch() {
+        let mut v = vm(6);
+        let mut s = SpinVm::default();
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            hist(HistoricForm::Y2012DyEligible),
+            None,
+            |_| -ESRCH,
+        );
+        assert_eq!(targets(&d), vec![1, 2, 3, 4, 5]);
+        assert_eq!(d.yielded, 0);
+        let mut s = SpinVm::default();
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            hist(HistoricForm::Y2013TryBudget),
+            None,
+            |_| -ESRCH,
+        );
+        assert_eq!(targets(&d), vec![1, 2, 3]);
+        assert_eq!(d.tries_left, 0);
+    }
+
+    #[test]
+    fn historic_2012_boosts_a_woken_vcpu_2014_does_not() {
+        let mut v = vm(3);
+        woken(&mut v[1], Cpl::Kernel);
+        v[2].kvm_sched_in(); // running
+        let mut s = SpinVm::default();
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            hist(HistoricForm::Y2012DyEligible),
+            None,
+            |_| 1,
+        );
+        assert_eq!(d.target, Some(VcpuIdx(1)));
+        let mut s = SpinVm::default();
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            hist(HistoricForm::Y2014Preempted),
+            None,
+            |_| 1,
+        );
+        assert!(d.attempts.is_empty(), "not preempted: no candidate");
+    }
+
+    #[test]
+    fn historic_2019_ready_boosts_woken_vcpus_the_kernel_filter_reads_a_stale_cpl() {
+        let mut v = vm(3);
+        woken(&mut v[1], Cpl::Kernel);
+        woken(&mut v[2], Cpl::User);
+        let mut s = SpinVm::default();
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            hist(HistoricForm::Y2017KernelMode),
+            None,
+            |_| 0,
+        );
+        assert!(d.attempts.is_empty(), "2017: preempted only");
+        // 2019 `ready`: woken vCPUs are candidates, but the one last
+        // preempted in user mode fails the (stale) kernel-mode filter.
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            hist(HistoricForm::Y2019Ready),
+            None,
+            |_| 0,
+        );
+        assert_eq!(targets(&d), vec![1]);
+        // "Check preempted_in_kernel for involuntary preemption": only
+        // preempted vCPUs are filtered by mode: both are tried.
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            hist(HistoricForm::Y2019PreemptedInKernel),
+            None,
+            |_| 0,
+        );
+        assert_eq!(targets(&d), vec![1, 2]);
+        assert!(d.attempts.iter().all(|a| a.tier == Tier::ReadyNotPreempted));
+    }
+
+    #[test]
+    fn historic_2019_rejects_user_mode_vcpu_with_pending_interrupt_6_12_boosts_it() {
+        let mut v = vm(2);
+        v[1].cpl = Cpl::User;
+        v[1].kvm_sched_out(true, false);
+        v[1].apicv_active = true;
+        v[1].pi_pending = true;
+        let mut s = SpinVm::default();
+        let d = run(
+            &mut s,
+            &mut v,
+            0,
+            hist(HistoricForm::Y2019PreemptedInKernel),
+            None,
+            |_| 1,
+        );
+        assert!(d.attempts.is_empty());
+        let d = run(&mut s, &mut v, 0, V612, None, |_| 1);
+        assert_eq!(d.target, Some(VcpuIdx(1)));
+        assert_eq!(d.tier, Some(Tier::PendingInterrupt));
+    }
+
+    #[test]
+    fn historic_forms_keep_the_round_robin_and_dy_eligible() {
+        for f in HistoricForm::ALL {
+            assert_eq!(HistoricForm::from_name(f.name()), Some(f));
+            if f == HistoricForm::Y2011YieldTo {
+                continue; // its own test
+            }
+            let mut v = vm(4);
+            let mut s = SpinVm {
+                last_boosted_vcpu: 1,
+            };
+            let d = run(&mut s, &mut v, 3, hist(f), None, |_| 0);
+            assert_eq!(targets(&d), vec![2, 0, 1], "{f:?}");
+            let d = run(&mut s, &mut v, 3, hist(f), None, |t| i32::from(t.0 == 0));
+            assert_eq!(
+                (d.target, s.last_boosted_vcpu),
+                (Some(VcpuIdx(0)), 0),
+                "{f:?}"
+            );
+            let mut v = vm(2);
+            v[1].in_spin_loop = true;
+            let mut s = SpinVm::default();
+            let d = run(&mut s, &mut v, 0, hist(f), None, |_| 1);
+            assert!(d.attempts.is_empty(), "{f:?}: spinner skipped once");
+            let d = run(&mut s, &mut v, 0, hist(f), None, |_| 1);
+            assert_eq!(d.target, Some(VcpuIdx(1)), "{f:?}");
+        }
+        assert_eq!(HistoricForm::from_name("6.12"), None);
     }
 
     #[test]

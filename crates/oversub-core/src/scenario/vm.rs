@@ -21,7 +21,7 @@ const PHASE_IDLE: &str = "phase:idle";
 pub const OPS_LOCK_SECTIONS: &str = "lock-sections";
 pub use crate::kvm::halt_poll::HaltPoll;
 use crate::kvm::lapic::EoiClear;
-use crate::kvm::on_spin::{IpiBase, IpiOrder, OnSpinVariant};
+use crate::kvm::on_spin::{HistoricForm, IpiBase, IpiOrder, OnSpinVariant};
 use crate::kvm::ple::{PleKind, PleParams};
 use serde::Deserialize;
 
@@ -76,6 +76,7 @@ pub(super) struct RawKvm {
     guest_tsc_khz: Option<i64>,
     pause_cycles: Option<i64>,
     guest_hz: Option<i64>,
+    kick_yield: Option<bool>,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -147,7 +148,7 @@ pub enum OnSpinSpec {
 }
 
 pub const ON_SPIN_NAMES: &str =
-    "6.12, 6.13, 6.19, ipi_aware, ipi_v1, ipi_v3, ipi_series, ipi_hint, off";
+    "6.12, 6.13, 6.19, 2011-yield-to, 2012-dy-eligible, 2013-try-budget, 2014-preempted, 2017-kernel-mode, 2019-ready, 2019-preempted-in-kernel, ipi_aware, ipi_v1, ipi_v3, ipi_series, ipi_hint, off";
 
 /// `[kvm]`, validated.
 #[derive(Clone, Debug)]
@@ -178,6 +179,10 @@ pub struct KvmSpec {
     /// The guest's periodic tick on a running vCPU (CONFIG_HZ; NO_HZ_IDLE:
     /// no tick while halted). 0 = no guest tick.
     pub guest_hz: u32,
+    /// KVM_HC_KICK_CPU is followed by `kvm_sched_yield` towards the kicked
+    /// vCPU (266e85a5ec9 "KVM: X86: Boost queue head vCPU to mitigate lock
+    /// waiter preemption", 2019, Linux 5.3); false: the kick only wakes.
+    pub kick_yield: bool,
 }
 
 impl KvmSpec {
@@ -206,6 +211,7 @@ impl Default for KvmSpec {
             ipi_eoi: EoiClear::MatchingVector,
             ipi_window: Nanos::from_ms(50),
             guest_hz: 250,
+            kick_yield: true,
         }
     }
 }
@@ -375,12 +381,15 @@ pub(super) fn kvm(cx: &Ctx, k: RawKvm) -> Result<KvmSpec, ScenarioError> {
         }
         "ipi_hint" => OnSpinSpec::Variant(OnSpinVariant::IpiHint),
         "off" => OnSpinSpec::Off,
-        o => {
-            return Err(cx.err(
-                "kvm.on_spin",
-                format!("unknown form \"{o}\": allowed {ON_SPIN_NAMES}"),
-            ))
-        }
+        o => match HistoricForm::from_name(o) {
+            Some(f) => OnSpinSpec::Variant(OnSpinVariant::Historic(f)),
+            None => {
+                return Err(cx.err(
+                    "kvm.on_spin",
+                    format!("unknown form \"{o}\": allowed {ON_SPIN_NAMES}"),
+                ))
+            }
+        },
     };
     let aware = matches!(
         s.on_spin,
@@ -401,6 +410,9 @@ pub(super) fn kvm(cx: &Ctx, k: RawKvm) -> Result<KvmSpec, ScenarioError> {
                 "only meaningful with on_spin = \"ipi_aware\" (or ipi_v1, ipi_v3, ipi_series; ipi_window also with ipi_hint)",
             ));
         }
+    }
+    if let Some(b) = k.kick_yield {
+        s.kick_yield = b;
     }
     if let Some(hz) = k.guest_hz {
         if ![0, 100, 250, 300, 1000].contains(&hz) {

@@ -148,7 +148,19 @@ fn directed_yield_beats_no_directed_yield_under_lock_holder_preemption() {
 
 #[test]
 fn every_on_spin_form_runs_and_yields() {
-    for form in ["6.12", "6.13", "6.19", "ipi_aware"] {
+    for form in [
+        "6.12",
+        "6.13",
+        "6.19",
+        "ipi_aware",
+        "2011-yield-to",
+        "2012-dy-eligible",
+        "2013-try-budget",
+        "2014-preempted",
+        "2017-kernel-mode",
+        "2019-ready",
+        "2019-preempted-in-kernel",
+    ] {
         let r = run_fast(&lhp("native_qspinlock", form));
         let v = vm(&r, "a");
         assert!(v.on_spin_calls > 0 && v.yield_to_successes > 0, "{form}");
@@ -240,6 +252,17 @@ fn pv_spinlock_halts_and_kicks_with_counted_hypercall_yields() {
         "KVM_HC_KICK_CPU calls kvm_sched_yield"
     );
     assert!(v.directed_yield_successful <= v.directed_yield_attempted);
+}
+
+#[test]
+fn without_kick_yield_the_kick_only_wakes() {
+    // KVM before 266e85a5ec9 ("Boost queue head vCPU"): KVM_HC_KICK_CPU
+    // wakes the queue head but the releaser does not yield to it.
+    let s = lhp("pv_qspinlock", "6.12").replace("cs_ns = 2000", "cs_ns = 20000");
+    let r = run_fast(&s.replacen("[kvm]", "[kvm]\nkick_yield = false", 1));
+    let v = vm(&r, "a");
+    assert!(v.halts > 0 && v.pv_kicks > 0, "{v:?}");
+    assert_eq!(v.directed_yield_attempted, 0, "{v:?}");
 }
 
 #[test]

@@ -278,7 +278,8 @@ impl Simulator {
             vm.turn = other as u32;
             self.poke(vi, other);
         }
-        if let Some(c) = kicked {
+        // KVM_HC_KICK_CPU's kvm_sched_yield (266e85a5ec9; `[kvm] kick_yield`).
+        if let Some(c) = kicked.filter(|_| self.kvm.kick_yield) {
             if let Some(sw) = self.pv_sched_yield(cpu, vi, i, c) {
                 return Some(Act::Switched(sw));
             }
