@@ -4,11 +4,14 @@
 #
 #   scripts/measure-real.sh [--duration S] [--perf] [NAME...]
 #
-# Default: records each program with the project's recorder,
-#   target/release/oversub record --out recordings/NAME --duration S -- CMD
-# and appends the program's op count to recordings/NAME/ops.txt
-# ("program op markers" in docs/workloads.md). Fails with one line if the
-# built oversub has no `record` subcommand yet.
+# Default: records each program with the project's recorder ($OVERSUB_BIN,
+# default target/release/oversub),
+#   oversub record --out recordings/NAME --duration L --buffer-kb 262144 -- CMD
+# (the program runs about S seconds by its own options; L, 6 S within
+# 300..600 s, only bounds it) and appends the program's op count to
+# recordings/NAME/ops.txt ("program op markers" in docs/workloads.md); then
+# `oversub derive recordings/NAME` gives a Debian program's derived workload
+# those ops. Fails with one line if the oversub has no `record` subcommand.
 # --perf: instead runs each program once under `perf stat` and /usr/bin/time
 # and prints one markdown row per program (the table in docs/workloads.md).
 # --run NAME: runs one program in its configuration (what is recorded).
