@@ -10,8 +10,9 @@
 # (the program runs about S seconds by its own options; L, 6 S within
 # 300..600 s, only bounds it) and appends the program's op count to
 # recordings/NAME/ops.txt ("program op markers" in docs/workloads.md); then
-# `oversub derive recordings/NAME` gives a Debian program's derived workload
-# those ops. Fails with one line if the oversub has no `record` subcommand.
+# `oversub derive recordings/NAME` gives the derived workload those ops (a
+# Debian program has no markers). Fails with one line if the oversub has no
+# `record` subcommand.
 # --perf: instead runs each program once under `perf stat` and /usr/bin/time
 # and prints one markdown row per program (the table in docs/workloads.md).
 # --run NAME: runs one program in its configuration (what is recorded).
@@ -219,6 +220,9 @@ if [[ $MODE == record ]]; then
 		mv "$new.ops" "$new/ops.txt"
 		rm -rf "$here/recordings/$n"
 		mv "$new" "$here/recordings/$n"
+		# Debian's programs have no op markers: their derived workload
+		# takes its ops from ops.txt.
+		"$oversub" derive "$here/recordings/$n" >&2 || die "oversub derive recordings/$n failed"
 	done
 	exit 0
 fi
