@@ -233,13 +233,57 @@ def throughput(profile):
     return profile["per_op"]["ops"] / (profile["wall_ns"] / 1e9)
 
 
+def named(oversub, top):
+    """Part A for every recordings/NAME of `make measure` (profile.json,
+    workload.json, ops.txt): recorded per-op figures against the derived
+    program host-only and as the guest of a VM of this machine's size.
+    Printed, not judged: these recordings carry no known gaps or op counts
+    checked by a person yet."""
+    cpus = os.cpu_count()
+    out = ["| recording | ops | load at start | side | CPU us/op | switches/op | wakeups/op | resched IPIs/op |",
+           "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
+    with tempfile.TemporaryDirectory(prefix="oversub-named-") as tmp:
+        for name in sorted(os.listdir(top)):
+            d = os.path.join(top, name)
+            if not os.path.isfile(os.path.join(d, "workload.json")):
+                continue
+            with open(os.path.join(d, "profile.json")) as f:
+                prof = json.load(f)
+            wl = os.path.join(d, "workload.json")
+            w = load_ordered(wl)
+            ops = w["provenance"].get("ops")
+            opl = w["provenance"]["derivation"]["ops_per_phase_loop"]
+            if not ops or opl is None:
+                print(f"# {name}: no op count, skipped")
+                continue
+            t = prof["totals"]
+            ipis = t.get("ipis", {})
+            real = {"cpu_ns": t["cpu_ns"] / ops, "switches": t["switches"] / ops,
+                    "wakeups": t["wakeups"] / ops, "ipis_reschedule": ipis.get("reschedule", 0) / ops}
+            load = " ".join(prof["provenance"]["machine"].get("load_average_at_start", "?").split()[:3])
+            rows = [("real", real), ("sim host-only", sim_per_op(sim_host(oversub, wl, cpus, 0, tmp), opl)),
+                    (f"sim guest of {cpus}-vCPU VM", sim_per_op(sim_vm(oversub, wl, cpus, tmp), opl))]
+            for side, r in rows:
+                ipi = r.get("ipis_reschedule")
+                out.append(f"| {name} | {ops} | {load} | {side} | {r['cpu_ns'] / 1000:.4g} | {r['switches']:.4g} | "
+                           f"{r['wakeups']:.4g} | {'-' if ipi is None else f'{ipi:.3g}'} |")
+    print("\n".join(out))
+    print(f"\n{cpus} CPUs, {os.uname().release}")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--oversub", default="target/release/oversub")
     ap.add_argument("--dir", default="recordings/check")
     ap.add_argument("--only", action="append")
     ap.add_argument("--no-real", action="store_true", help="part A only (no root needed)")
+    ap.add_argument("--named", action="store_true",
+                    help="part A for the named workloads' recordings (recordings/NAME, make measure): "
+                         "shown, not judged (they have no check.json)")
     a = ap.parse_args()
+    if a.named:
+        return named(a.oversub, "recordings" if a.dir == "recordings/check" else a.dir)
     cpus = os.cpu_count()
     j = Judge()
     names = sorted(d for d in os.listdir(a.dir) if os.path.isfile(os.path.join(a.dir, d, "check.json")))

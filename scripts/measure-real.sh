@@ -4,11 +4,15 @@
 #
 #   scripts/measure-real.sh [--duration S] [--perf] [NAME...]
 #
-# Default: records each program with the project's recorder,
-#   target/release/oversub record --out recordings/NAME --duration S -- CMD
-# and appends the program's op count to recordings/NAME/ops.txt
-# ("program op markers" in docs/workloads.md). Fails with one line if the
-# built oversub has no `record` subcommand yet.
+# Default: records each program with the project's recorder ($OVERSUB_BIN,
+# default target/release/oversub),
+#   oversub record --out recordings/NAME --duration L --buffer-kb 262144 -- CMD
+# (the program runs about S seconds by its own options; L, 6 S within
+# 300..600 s, only bounds it) and appends the program's op count to
+# recordings/NAME/ops.txt ("program op markers" in docs/workloads.md); then
+# `oversub derive recordings/NAME` gives the derived workload those ops (a
+# Debian program has no markers). Fails with one line if the oversub has no
+# `record` subcommand.
 # --perf: instead runs each program once under `perf stat` and /usr/bin/time
 # and prints one markdown row per program (the table in docs/workloads.md).
 # --run NAME: runs one program in its configuration (what is recorded).
@@ -185,7 +189,7 @@ if [[ $MODE == run ]]; then
 	exit 0
 fi
 
-oversub=$here/target/release/oversub
+oversub=${OVERSUB_BIN:-$here/target/release/oversub}
 if [[ $MODE == record ]]; then
 	[[ -x $oversub ]] || die "$oversub is not built (cargo build --release --locked)"
 	"$oversub" record --help >/dev/null 2>&1 ||
@@ -199,16 +203,26 @@ if [[ $MODE == record ]]; then
 	for n in "${names[@]}"; do
 		new=$here/recordings/$n.new
 		rm -rf "$new" "$new.ops"
-		echo "measure: recording $n (${DURATION} s)" >&2
+		# The program's own options set its length; the recorder's limit is
+		# only a bound (dbench adds warm-up and clean-up, dedup, vips and
+		# kernbench do fixed work): a run it cuts short writes no op count.
+		limit=$((DURATION * 6 > 600 ? 600 : (DURATION * 6 < 300 ? 300 : DURATION * 6)))
+		echo "measure: recording $n (${DURATION} s, at most ${limit} s; $(uptime | sed 's/.*load/load/'))" >&2
 		# The recorder creates --out itself; the op count joins it after.
+		# 256 MiB of ring buffer per CPU: hackbench, sysbench threads and
+		# dbench make about a million trace events a second, more than a
+		# reader sharing a loaded machine keeps up with in 32 MiB.
 		OVERSUB_OPS_FILE=$new.ops OVERSUB_OP_MARK=1 \
-			"$oversub" record --out "$new" --duration "${DURATION}s" -- \
+			"$oversub" record --out "$new" --duration "${limit}s" --buffer-kb 262144 -- \
 			"$here/scripts/measure-real.sh" --duration "$DURATION" --run "$n" ||
 			{ rm -rf "$new" "$new.ops"; die "recording $n failed"; }
 		[[ -s $new.ops ]] || { rm -rf "$new" "$new.ops"; die "$n wrote no op count (OVERSUB_OPS_FILE)"; }
 		mv "$new.ops" "$new/ops.txt"
 		rm -rf "$here/recordings/$n"
 		mv "$new" "$here/recordings/$n"
+		# Debian's programs have no op markers: their derived workload
+		# takes its ops from ops.txt.
+		"$oversub" derive "$here/recordings/$n" >&2 || die "oversub derive recordings/$n failed"
 	done
 	exit 0
 fi

@@ -159,6 +159,15 @@ enum Cmd {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// Re-derive DIR/workload.json from DIR/profile.json (an `oversub
+    /// record` directory) with this version's derivation; no re-recording.
+    Derive {
+        dir: PathBuf,
+        /// Operations the recorded run did (default: the recording's, else
+        /// DIR/ops.txt's).
+        #[arg(long)]
+        ops: Option<u64>,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell),
     /// e.g. `oversub completions bash > /etc/bash_completion.d/oversub`.
     Completions { shell: clap_complete::Shell },
@@ -344,6 +353,16 @@ fn command(cli: Cli) -> ExitCode {
                 }
             }
         }
+        Cmd::Derive { dir, ops } => match oversub_record::derive_dir(&dir, ops) {
+            Ok(text) => {
+                outln!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(f) => {
+                eprintln!("{}", f.message);
+                ExitCode::from(f.code)
+            }
+        },
         Cmd::Worker { args } => conform::worker(&args),
         Cmd::Conform {
             files,

@@ -379,6 +379,7 @@ mod tests {
             cpus: None,
             delay: oversub::engine::Nanos(0),
             loops: None,
+            timer_slack: None,
             phases: Vec::new(),
         }
     }

@@ -31,6 +31,10 @@
 //! wall time, a bound for runs slowed by a condition the recording did not
 //! see.
 //!
+//! Every sleep of a derived thread replays a measured blocked time, so the
+//! threads carry a timer slack of 1 ns (the rt-app `oversub` task
+//! extension): the real slack, if any, is already in the measured time.
+//!
 //! What this does not capture is listed in `provenance.not_captured`.
 
 use crate::profile::{Profile, ThreadAcc, Waker};
@@ -72,6 +76,9 @@ pub const YIELDS_PER_SLOT: u64 = 64;
 pub const GUARD_MIN_US: u64 = 1000;
 /// A thread below this share of the program's CPU time is left out.
 pub const MIN_CPU_SHARE: f64 = 0.005;
+/// The timer slack (us) of derived threads: 1 ns, the least there is
+/// (the rt-app `oversub` task extension, docs/workloads.md).
+pub const STAND_IN_TIMER_SLACK_US: f64 = 0.001;
 
 #[derive(Clone, Debug, PartialEq)]
 enum Block {
@@ -130,7 +137,7 @@ struct Plan {
 
 /// The derived program and the derivation record for its provenance.
 pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value) {
-    let total: u64 = p.threads.values().map(|t| t.cpu_ns).sum();
+    let total: u64 = p.threads.values().map(|t| t.cpu_ns).sum::<u64>() + p.folded_cpu_ns;
     let mut chosen: Vec<&ThreadAcc> = p
         .threads
         .values()
@@ -356,6 +363,7 @@ pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value
         "ops_per_phase_loop": ops_per_loop,
         "ops_tasks": "t*: the phase loops of the derived threads (not the guard_ tasks); one phase loop is one slot (a run burst and what follows it)",
         "phase_loops_recorded": all_slots,
+        "timer_slack": "every t* task has \"oversub\": {\"timer_slack\": 0.001} (1 ns): its sleeps replay measured blocked times (irq-, timer- or kernel-thread-ended waits), which already include the real kernel's timer slack where there was one, so the simulator's hrtimer adds none; guard tasks keep the default 50 us (they are not the program)",
         "not_captured": [
             "lost wakeups: a signal to a thread that is not waiting is lost (rt-app 1.0 condition semantics), where the real wakeup may have been queued (a pipe's data, a futex word); the guard task (guard_NAME, nice 19) then ends the wait within its period (the longest of the p99 of the thread's waits on threads, its mean interval between them, and 1 ms); its wakeups are not the program's",
             "page faults, TLB shootdowns, IPIs and kernel lock contention (recorded in profile.json; host-only programs have no kernel-work events)",
@@ -434,6 +442,14 @@ fn task_json(pl: &Plan) -> Ordered {
     Ordered::O(vec![
         ("delay".into(), Ordered::V(json!(pl.delay_us))),
         ("loop".into(), Ordered::V(json!(pl.passes))),
+        // Every sleep of a derived thread stands in for a measured blocked
+        // time, which already holds whatever slack the real kernel gave
+        // (a nanosleep's) or none (a wait on I/O or a kernel thread): the
+        // simulator adds none of its own.
+        (
+            "oversub".into(),
+            Ordered::V(json!({ "timer_slack": STAND_IN_TIMER_SLACK_US })),
+        ),
         ("phases".into(), Ordered::O(ph)),
     ])
 }

@@ -71,6 +71,15 @@ impl Dist {
         self.max = self.max.max(v);
     }
 
+    /// Adds `n` samples of 0 (a count read back without its values).
+    pub fn add_zeros(&mut self, n: u64) {
+        if n > 0 {
+            self.buckets[0] += n;
+            self.count += n;
+            self.min = 0;
+        }
+    }
+
     /// Adds every sample of `o`.
     pub fn merge(&mut self, o: &Dist) {
         for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
@@ -115,6 +124,59 @@ impl Dist {
         self.max
     }
 
+    /// The distribution a [`DistSummary`] as profile.json holds it
+    /// describes (its buckets, count, sum, min and max are exact, so
+    /// percentiles and means read back as they were written); `at` names
+    /// the field in errors.
+    pub fn from_json(v: &serde_json::Value, at: &str) -> Result<Dist, String> {
+        let num = |k: &str| {
+            v.get(k)
+                .and_then(serde_json::Value::as_u64)
+                .ok_or_else(|| format!("{at}.{k}: expected an integer"))
+        };
+        let mut d = Dist {
+            count: num("count")?,
+            sum: num("sum_ns")? as u128,
+            ..Dist::default()
+        };
+        if d.count > 0 {
+            d.min = num("min_ns")?;
+            d.max = num("max_ns")?;
+        }
+        // An empty distribution's summary has no buckets.
+        let none = Vec::new();
+        let hist = match v.get("hist") {
+            None => &none,
+            Some(h) => h.as_array().ok_or_else(|| {
+                format!("{at}.hist: expected an array of [upper bound ns, count]")
+            })?,
+        };
+        let mut n = 0u64;
+        for (j, b) in hist.iter().enumerate() {
+            let pair = b
+                .as_array()
+                .filter(|a| a.len() == 2)
+                .and_then(|a| Some((a[0].as_u64()?, a[1].as_u64()?)));
+            let Some((up, c)) = pair else {
+                return Err(format!("{at}.hist[{j}]: expected [upper bound ns, count]"));
+            };
+            let Some(i) = (0..BUCKETS).find(|&i| upper(i) == up) else {
+                return Err(format!(
+                    "{at}.hist[{j}]: {up} is not a bucket's upper bound"
+                ));
+            };
+            d.buckets[i] = d.buckets[i].saturating_add(c);
+            n = n.saturating_add(c);
+        }
+        if n != d.count {
+            return Err(format!(
+                "{at}.hist: its buckets hold {n} samples, count says {}",
+                d.count
+            ));
+        }
+        Ok(d)
+    }
+
     /// The serialisable summary: exact count/sum/min/max/mean, bucketed
     /// percentiles and the non-empty buckets as `[upper bound ns, count]`.
     pub fn summary(&self) -> DistSummary {
@@ -138,6 +200,14 @@ impl Dist {
     }
 }
 
+impl DistSummary {
+    /// Without the buckets (the percentiles stay).
+    pub fn brief(mut self) -> DistSummary {
+        self.hist = Vec::new();
+        self
+    }
+}
+
 /// A distribution as written to profile.json.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct DistSummary {
@@ -149,7 +219,9 @@ pub struct DistSummary {
     pub p90_ns: u64,
     pub p99_ns: u64,
     pub max_ns: u64,
-    /// Non-empty buckets: `[upper bound ns, samples]`, 8 per power of two.
+    /// Non-empty buckets: `[upper bound ns, samples]`, 8 per power of two
+    /// (left out of the brief summaries of syscalls).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hist: Vec<[u64; 2]>,
 }
 
@@ -181,6 +253,30 @@ mod tests {
         for i in 1..BUCKETS - 1 {
             assert!(upper(i) <= upper(i + 1));
         }
+    }
+
+    #[test]
+    fn a_summary_reads_back_as_the_same_distribution() {
+        let mut d = Dist::default();
+        for v in [0u64, 1, 3, 900, 901, 12_345, 1 << 33, (1 << 41) + 7] {
+            d.add(v);
+        }
+        let j = serde_json::to_value(d.summary()).unwrap();
+        let e = Dist::from_json(&j, "x").unwrap();
+        assert_eq!(e.summary(), d.summary());
+        for p in [1.0, 50.0, 99.0, 100.0] {
+            assert_eq!(e.percentile(p), d.percentile(p));
+        }
+        let empty = serde_json::to_value(Dist::default().summary()).unwrap();
+        assert_eq!(Dist::from_json(&empty, "x").unwrap().count(), 0);
+        let mut bad = j.clone();
+        bad["count"] = serde_json::json!(3);
+        assert!(Dist::from_json(&bad, "x").unwrap_err().contains("x.hist"));
+        bad = j;
+        bad["hist"][0][0] = serde_json::json!(1_000_000_001u64);
+        assert!(Dist::from_json(&bad, "x")
+            .unwrap_err()
+            .starts_with("x.hist[0]: 1000000001 is not"));
     }
 
     #[test]

@@ -113,6 +113,128 @@ fn write_whole(path: &Path, text: &str) -> Result<(), Failure> {
     Ok(())
 }
 
+/// workload.json: the program derived from `prof` with its provenance
+/// (the recording's, plus the derivation record).
+fn workload_text(
+    prof: &profile::Profile,
+    ops: Option<u64>,
+    wall_s: f64,
+    provenance: Value,
+) -> Result<String, Failure> {
+    let secs = (3.0 * wall_s)
+        .ceil()
+        .clamp(1.0, 3.0 * MAX_DURATION.as_secs_f64()) as u64;
+    let (program, derivation) = derive::derive(prof, ops, secs);
+    let mut prov = provenance;
+    if let Value::Object(m) = &mut prov {
+        m.insert("profile".into(), json!("profile.json (same directory)"));
+        m.insert("derivation".into(), derivation);
+    }
+    let workload = match program {
+        derive::Ordered::O(mut kv) => {
+            kv.insert(0, ("provenance".into(), derive::Ordered::V(prov)));
+            derive::Ordered::O(kv)
+        }
+        v => v,
+    };
+    Ok(serde_json::to_string(&workload).map_err(|e| fail(e.to_string()))? + "\n")
+}
+
+/// The largest profile.json `oversub derive` reads.
+pub const MAX_PROFILE_BYTES: u64 = 256 << 20;
+
+/// The op count of a recording directory's `ops.txt` (`make measure`:
+/// lines `program=NAME unit=UNIT ops=N seconds=S`, the last one counts).
+fn ops_txt(dir: &Path) -> Result<Option<u64>, Failure> {
+    let path = dir.join("ops.txt");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) else {
+        return Ok(None);
+    };
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("ops="))
+        .and_then(|n| n.parse().ok())
+        .map(Some)
+        .ok_or_else(|| {
+            fail(format!(
+                "{}: {line:?} has no ops=N: allowed program=NAME unit=UNIT ops=N seconds=S",
+                path.display()
+            ))
+        })
+}
+
+/// `oversub derive DIR`: re-derives DIR/workload.json from DIR/profile.json
+/// (after a change to the derivation; no re-recording). The op count is
+/// `ops` if given, else the recording's (`provenance.ops`), else the last
+/// line of DIR/ops.txt. The profile is left as it is.
+pub fn derive_dir(dir: &Path, ops: Option<u64>) -> Result<String, Failure> {
+    let ppath = dir.join("profile.json");
+    let size = std::fs::metadata(&ppath)
+        .map_err(|e| fail(format!("{}: cannot read: {e}", ppath.display())))?
+        .len();
+    if size > MAX_PROFILE_BYTES {
+        return Err(fail(format!(
+            "{}: {size} bytes: allowed at most {MAX_PROFILE_BYTES}",
+            ppath.display()
+        )));
+    }
+    let text = std::fs::read_to_string(&ppath)
+        .map_err(|e| fail(format!("{}: cannot read: {e}", ppath.display())))?;
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| fail(format!("{}: not JSON: {e}", ppath.display())))?;
+    if v.get("schema").and_then(Value::as_str) != Some("oversub-profile/1") {
+        return Err(fail(format!(
+            "{}: schema: allowed \"oversub-profile/1\" (oversub record's profile.json)",
+            ppath.display()
+        )));
+    }
+    let prof =
+        profile::Profile::from_json(&v).map_err(|m| fail(format!("{}: {m}", ppath.display())))?;
+    let mut provenance = v.get("provenance").cloned().unwrap_or_else(|| json!({}));
+    let wall_s = provenance
+        .get("wall_s")
+        .and_then(Value::as_f64)
+        .filter(|w| w.is_finite() && *w >= 0.0)
+        .unwrap_or(prof.wall_ns() as f64 / 1e9);
+    let recorded = provenance.get("ops").and_then(Value::as_u64);
+    let (ops, source) = match (ops, recorded) {
+        (Some(n), _) => (Some(n), "oversub derive --ops".to_string()),
+        (None, Some(n)) => (Some(n), String::new()),
+        (None, None) => match ops_txt(dir)? {
+            Some(n) => (
+                Some(n),
+                "ops.txt (same directory): the program's whole-run count (make measure)".into(),
+            ),
+            None => (None, String::new()),
+        },
+    };
+    if let Value::Object(m) = &mut provenance {
+        if !source.is_empty() {
+            m.insert("ops".into(), json!(ops));
+            m.insert("ops_source".into(), json!(source));
+        }
+        m.insert(
+            "derived_by".into(),
+            json!(format!(
+                "oversub derive (oversub {}), from profile.json (same directory)",
+                env!("CARGO_PKG_VERSION")
+            )),
+        );
+    }
+    let wtext = workload_text(&prof, ops, wall_s, provenance)?;
+    let out = dir.join("workload.json");
+    write_whole(&out, &wtext)?;
+    Ok(format!(
+        "derived {} from {} ({} threads{})",
+        out.display(),
+        ppath.display(),
+        prof.threads.len(),
+        ops.map(|n| format!(", {n} ops")).unwrap_or_default()
+    ))
+}
+
 fn sh(args: &[&str]) -> String {
     Command::new(args[0])
         .args(&args[1..])
@@ -436,24 +558,8 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
         m.insert("schema".into(), json!("oversub-profile/1"));
         m.insert("provenance".into(), provenance.clone());
     }
-    let secs = (3.0 * wall.as_secs_f64())
-        .ceil()
-        .clamp(1.0, 3.0 * MAX_DURATION.as_secs_f64()) as u64;
-    let (program, derivation) = derive::derive(&prof, ops, secs);
-    let mut prov = provenance;
-    if let Value::Object(m) = &mut prov {
-        m.insert("profile".into(), json!("profile.json (same directory)"));
-        m.insert("derivation".into(), derivation);
-    }
-    let workload = match program {
-        derive::Ordered::O(mut kv) => {
-            kv.insert(0, ("provenance".into(), derive::Ordered::V(prov)));
-            derive::Ordered::O(kv)
-        }
-        v => v,
-    };
     let ptext = serde_json::to_string(&profile).map_err(|e| fail(e.to_string()))? + "\n";
-    let wtext = serde_json::to_string(&workload).map_err(|e| fail(e.to_string()))? + "\n";
+    let wtext = workload_text(&prof, ops, wall.as_secs_f64(), provenance)?;
     write_whole(&opts.out.join("profile.json"), &ptext)?;
     write_whole(&opts.out.join("workload.json"), &wtext)?;
     let t = prof.totals();

@@ -13,6 +13,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 pub const MAX_THREADS: usize = 4096;
 /// Most distinct futex words (per process) a recording keeps.
 pub const MAX_FUTEXES: usize = 65536;
+/// Most threads listed one by one in profile.json (beyond those the
+/// derivation could use); the rest are folded by comm.
+pub const MAX_LISTED_THREADS: usize = 128;
 /// Most waiters/wakers listed per futex word.
 const MAX_LISTED: usize = 64;
 
@@ -33,6 +36,21 @@ impl Waker {
             Waker::Thread(t) => format!("thread:{t}"),
             Waker::Task(c) => format!("task:{c}"),
             Waker::Irq => "irq".into(),
+        }
+    }
+}
+
+impl Waker {
+    /// The waker a [`Waker::label`] names.
+    pub fn parse(label: &str) -> Option<Waker> {
+        if label == "irq" {
+            Some(Waker::Irq)
+        } else if let Some(t) = label.strip_prefix("thread:") {
+            t.parse().ok().map(Waker::Thread)
+        } else {
+            label
+                .strip_prefix("task:")
+                .map(|c| Waker::Task(c.to_string()))
         }
     }
 }
@@ -163,6 +181,9 @@ pub struct Profile {
     pub events: u64,
     pub first_ns: Option<u64>,
     pub last_ns: u64,
+    /// CPU time of threads a profile.json folded by comm (read back by
+    /// `from_json`; 0 while recording, when every thread is listed).
+    pub folded_cpu_ns: u64,
 }
 
 /// An IPI's type from its callback: none is a reschedule IPI
@@ -187,6 +208,7 @@ impl Profile {
             events: 0,
             first_ns: None,
             last_ns: 0,
+            folded_cpu_ns: 0,
         }
     }
 
@@ -482,6 +504,129 @@ impl Profile {
         }
     }
 
+    /// The profile a profile.json describes, as far as the derivation
+    /// (derive.rs) reads it: per thread its identity, lifetime, CPU time,
+    /// run bursts, blocks by waker, wakeups done and syscall counts. So a
+    /// change to the derivation re-derives committed recordings without
+    /// re-recording them (`oversub derive`). Errors name the field.
+    pub fn from_json(v: &Value) -> Result<Profile, String> {
+        let u = |o: &Value, k: &str, at: &str| {
+            o.get(k)
+                .and_then(Value::as_u64)
+                .ok_or_else(|| format!("{at}.{k}: expected a non-negative integer"))
+        };
+        let threads = v
+            .get("threads")
+            .and_then(Value::as_array)
+            .ok_or("threads: expected an array")?;
+        if threads.len() > MAX_THREADS {
+            return Err(format!(
+                "threads: {} threads: allowed at most {MAX_THREADS}",
+                threads.len()
+            ));
+        }
+        let root = threads
+            .first()
+            .map_or(Ok(0), |t| u(t, "tid", "threads[0]"))?;
+        let mut p = Profile::new(root as u32);
+        for (i, t) in threads.iter().enumerate() {
+            let at = format!("threads[{i}]");
+            let tid = u(t, "tid", &at)?;
+            let tid = u32::try_from(tid).map_err(|_| format!("{at}.tid: {tid} is not a tid"))?;
+            let mut a = ThreadAcc {
+                tid,
+                tgid: u(t, "tgid", &at)? as u32,
+                comm: t
+                    .get("comm")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("{at}.comm: expected a string"))?
+                    .to_string(),
+                first_ns: u(t, "first_ns", &at)?,
+                last_ns: u(t, "last_ns", &at)?,
+                cpu_ns: u(t, "cpu_ns", &at)?,
+                kernel_ns: u(t, "kernel_ns", &at)?,
+                exited: t.get("exited").and_then(Value::as_bool).unwrap_or(false),
+                ..ThreadAcc::default()
+            };
+            let rb = t
+                .get("run_bursts_ns")
+                .ok_or(format!("{at}.run_bursts_ns: missing"))?;
+            a.bursts = Dist::from_json(rb, &format!("{at}.run_bursts_ns"))?;
+            let wb = t
+                .get("woken_by")
+                .and_then(Value::as_array)
+                .ok_or_else(|| format!("{at}.woken_by: expected an array"))?;
+            for (j, w) in wb.iter().enumerate() {
+                let wat = format!("{at}.woken_by[{j}]");
+                let label = w
+                    .get("waker")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("{wat}.waker: expected a string"))?;
+                let waker = Waker::parse(label).ok_or_else(|| {
+                    format!("{wat}.waker: {label:?}: allowed thread:TID, task:COMM, irq")
+                })?;
+                let d = w
+                    .get("blocked_ns")
+                    .ok_or_else(|| format!("{wat}.blocked_ns: missing"))?;
+                a.woken_by
+                    .insert(waker, Dist::from_json(d, &format!("{wat}.blocked_ns"))?);
+            }
+            let wk = t
+                .get("wakes")
+                .and_then(Value::as_array)
+                .ok_or_else(|| format!("{at}.wakes: expected an array"))?;
+            for (j, w) in wk.iter().enumerate() {
+                let wat = format!("{at}.wakes[{j}]");
+                let wakee = u(w, "wakee", &wat)?;
+                a.wakes.insert(wakee as u32, u(w, "count", &wat)?);
+            }
+            if let Some(sc) = t.get("syscalls").and_then(Value::as_object) {
+                // The derivation reads their counts only (the summaries are
+                // brief: no buckets).
+                for (name, x) in sc {
+                    let n = u(x, "count", &format!("{at}.syscalls.{name}"))?;
+                    let mut kernel = Dist::default();
+                    kernel.add_zeros(n);
+                    a.syscalls.insert(
+                        name.clone(),
+                        Sys {
+                            kernel,
+                            wall: Dist::default(),
+                        },
+                    );
+                }
+            }
+            if let Some(sw) = t.get("switches") {
+                a.switches_blocked = u(sw, "blocked", &format!("{at}.switches"))?;
+                a.switches_preempted = u(sw, "preempted", &format!("{at}.switches"))?;
+            }
+            if p.threads.insert(tid, a).is_some() {
+                return Err(format!("{at}.tid: {tid} appears twice"));
+            }
+        }
+        let first = p.threads.values().map(|t| t.first_ns).min();
+        p.last_ns = match v.get("last_ns") {
+            Some(x) => x.as_u64().ok_or("last_ns: expected an integer")?,
+            None => p.threads.values().map(|t| t.last_ns).max().unwrap_or(0),
+        };
+        // Profiles written before first_ns was: the trace's first event is
+        // wall_ns before its last (taken as the last thread event).
+        p.first_ns = match v.get("first_ns") {
+            Some(x) => Some(x.as_u64().ok_or("first_ns: expected an integer")?),
+            None => match v.get("wall_ns").and_then(Value::as_u64) {
+                Some(w) => Some(p.last_ns.saturating_sub(w)),
+                None => first,
+            },
+        };
+        p.events = v.get("events").and_then(Value::as_u64).unwrap_or(0);
+        if let Some(f) = v.get("threads_folded").and_then(Value::as_array) {
+            for (i, x) in f.iter().enumerate() {
+                p.folded_cpu_ns += u(x, "cpu_ns", &format!("threads_folded[{i}]"))?;
+            }
+        }
+        Ok(p)
+    }
+
     pub fn wall_ns(&self) -> u64 {
         self.last_ns
             .saturating_sub(self.first_ns.unwrap_or(self.last_ns))
@@ -517,9 +662,44 @@ impl Profile {
         s
     }
 
-    /// profile.json's `threads[]`, `futexes[]` and `totals`.
+    /// profile.json's `threads[]`, `threads_folded[]`, `futexes[]` and
+    /// `totals`. At most [`MAX_LISTED_THREADS`] threads are listed (the most
+    /// CPU first, and every one the derivation could use); the rest are
+    /// folded by comm into counts (`threads_folded`), so that a build's
+    /// hundreds of short-lived processes keep the file small. `totals` and
+    /// `per_op` cover every thread.
     pub fn to_json(&self, ops: Option<u64>) -> Value {
-        let threads: Vec<Value> = self.threads.values().map(thread_json).collect();
+        let mut by_cpu: Vec<&ThreadAcc> = self.threads.values().collect();
+        by_cpu.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.tid.cmp(&b.tid)));
+        let total: u64 = by_cpu.iter().map(|t| t.cpu_ns).sum();
+        let derivable = by_cpu
+            .iter()
+            .filter(|t| {
+                t.cpu_ns > 0 && t.cpu_ns as f64 >= crate::derive::MIN_CPU_SHARE * total as f64
+            })
+            .count();
+        let keep = MAX_LISTED_THREADS.max(derivable);
+        let mut listed: Vec<&ThreadAcc> = by_cpu.iter().take(keep).copied().collect();
+        listed.sort_by_key(|t| t.tid);
+        let threads: Vec<Value> = listed.into_iter().map(thread_json).collect();
+        let mut folded: BTreeMap<&str, [u64; 7]> = BTreeMap::new();
+        for t in by_cpu.iter().skip(keep) {
+            let f = folded.entry(t.comm.as_str()).or_default();
+            f[0] += 1;
+            f[1] += t.cpu_ns;
+            f[2] += t.kernel_ns;
+            f[3] += t.switches_blocked;
+            f[4] += t.switches_preempted;
+            f[5] += t.woken_by.values().map(|d| d.count()).sum::<u64>();
+            f[6] += t.faults_user + t.faults_kernel;
+        }
+        let folded: Vec<Value> = folded
+            .iter()
+            .map(|(c, f)| {
+                json!({"comm": c, "threads": f[0], "cpu_ns": f[1], "kernel_ns": f[2],
+                       "switches": {"blocked": f[3], "preempted": f[4]}, "wakeups": f[5], "page_faults": f[6]})
+            })
+            .collect();
         let futexes: Vec<Value> = self
             .futexes
             .iter()
@@ -539,12 +719,15 @@ impl Profile {
         let t = self.totals();
         let mut o = Map::new();
         o.insert("wall_ns".into(), json!(self.wall_ns()));
+        o.insert("first_ns".into(), json!(self.first_ns.unwrap_or(0)));
+        o.insert("last_ns".into(), json!(self.last_ns));
         o.insert("events".into(), json!(self.events));
         o.insert("totals".into(), t.to_json());
         if let Some(n) = ops.filter(|&n| n > 0) {
             o.insert("per_op".into(), t.per_op(n));
         }
         o.insert("threads".into(), Value::Array(threads));
+        o.insert("threads_folded".into(), Value::Array(folded));
         o.insert("futexes".into(), Value::Array(futexes));
         Value::Object(o)
     }
@@ -636,7 +819,7 @@ fn thread_json(t: &ThreadAcc) -> Value {
         .map(|(n, s)| {
             (
                 n.clone(),
-                json!({"count": s.kernel.count(), "kernel_ns": s.kernel.summary(), "wall_ns": s.wall.summary()}),
+                json!({"count": s.kernel.count(), "kernel_ns": s.kernel.summary().brief(), "wall_ns": s.wall.summary().brief()}),
             )
         })
         .collect();
@@ -742,6 +925,58 @@ mod tests {
         let t = p.totals();
         assert_eq!(t.wakeups_by_program, 1);
         assert_eq!(t.futex_waits, 1);
+    }
+
+    #[test]
+    fn a_profile_json_derives_the_program_its_recording_did() {
+        let mut p = Profile::new(10);
+        feed(
+            &mut p,
+            &[
+                "sh-10 (10) [000] ..... 1.000000: sched_process_fork: comm=sh pid=10 child_comm=w child_pid=11",
+                "sh-10 (10) [000] ..... 1.000010: sys_futex(uaddr: 1000, op: 80, val: 0, utime: 0, uaddr2: 0, val3: 0)",
+                "sh-10 (10) [000] d..2. 1.000020: sched_switch: prev_comm=sh prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=w next_pid=11 next_prio=120",
+                "w-11 (10) [000] ..... 1.000100: sys_futex(uaddr: 1000, op: 81, val: 1, utime: 0, uaddr2: 0, val3: 0)",
+                "w-11 (10) [000] d..3. 1.000110: sched_waking: comm=sh pid=10 prio=120 target_cpu=000",
+                "w-11 (10) [000] ..... 1.000120: sys_sched_yield()",
+                "w-11 (10) [000] ..... 1.000130: sys_sched_yield -> 0x0",
+                "w-11 (10) [000] d..2. 1.000200: sched_switch: prev_comm=w prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=sh next_pid=10 next_prio=120",
+                "sh-10 (10) [000] ..... 1.000210: sys_futex -> 0x0",
+                "sh-10 (10) [000] d.h2. 1.000900: sched_waking: comm=w pid=11 prio=120 target_cpu=000",
+                "sh-10 (10) [000] d..2. 1.001000: sched_switch: prev_comm=sh prev_pid=10 prev_prio=120 prev_state=R ==> next_comm=w next_pid=11 next_prio=120",
+            ],
+        );
+        let j = p.to_json(Some(4));
+        let q = Profile::from_json(&j).unwrap();
+        assert_eq!(q.first_ns, p.first_ns);
+        assert_eq!(q.threads[&11].syscall_count("sched_yield"), 1);
+        let a = crate::derive::derive(&p, Some(4), 3);
+        let b = crate::derive::derive(&q, Some(4), 3);
+        assert_eq!(
+            serde_json::to_value(&a.0).unwrap(),
+            serde_json::to_value(&b.0).unwrap()
+        );
+        assert_eq!(a.1, b.1);
+        // Every derived thread sleeps with 1 ns of slack (its sleeps replay
+        // measured blocked times), and the program parses as rt-app.
+        let text = serde_json::to_string(&a.0).unwrap();
+        let prog = oversub::workload::rtapp::parse(&text).unwrap().program;
+        assert!(!prog.threads.is_empty());
+        for t in prog
+            .threads
+            .iter()
+            .filter(|t| !t.name.starts_with("guard_"))
+        {
+            assert_eq!(t.timer_slack, Some(oversub::engine::Nanos(1)), "{}", t.name);
+        }
+        // A broken file names its field.
+        let mut bad = j.clone();
+        bad["threads"][1]["woken_by"][0]["waker"] = json!("cpu:3");
+        let e = Profile::from_json(&bad).err().unwrap();
+        assert!(
+            e.starts_with("threads[1].woken_by[0].waker: \"cpu:3\""),
+            "{e}"
+        );
     }
 
     #[test]

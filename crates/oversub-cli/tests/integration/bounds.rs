@@ -550,3 +550,32 @@ fn every_flag_names_what_is_allowed() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// `oversub derive DIR`: a directory without a readable profile, a file
+/// that is not one, and a profile with a broken field are each exit 2 with
+/// one line naming the file and field; nothing is written.
+#[test]
+fn derive_refuses_what_is_not_a_profile() {
+    let dir = std::env::temp_dir().join(format!("oversub-derive-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    refused(&["derive", d], &["profile.json", "cannot read"]);
+    std::fs::write(dir.join("profile.json"), "{\"schema\": \"x\"}").unwrap();
+    refused(
+        &["derive", d],
+        &["profile.json", "schema", "oversub-profile/1"],
+    );
+    std::fs::write(
+        dir.join("profile.json"),
+        r#"{"schema": "oversub-profile/1", "threads": [{"tid": 1, "tgid": 1, "comm": "a",
+            "first_ns": 0, "last_ns": 5, "cpu_ns": "x"}]}"#,
+    )
+    .unwrap();
+    refused(
+        &["derive", d],
+        &["threads[0].cpu_ns", "expected a non-negative integer"],
+    );
+    assert!(!dir.join("workload.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

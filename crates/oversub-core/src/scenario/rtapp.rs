@@ -99,8 +99,9 @@ pub fn scenario(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
             cpus: t.cpus.clone(),
             count: 1,
             slice: None,
-            // rt-app leaves the slack alone.
-            timer_slack: crate::task::DEFAULT_TIMER_SLACK,
+            // rt-app leaves the slack alone; the `oversub` task extension
+            // sets it.
+            timer_slack: t.timer_slack.unwrap_or(crate::task::DEFAULT_TIMER_SLACK),
             kind: TaskKind::Program { thread: i as u32 },
         });
     }

@@ -185,6 +185,9 @@ pub struct Thread {
     pub delay: Nanos,
     /// Passes over the phase list (None = until the end of the run).
     pub loops: Option<u64>,
+    /// `timer_slack_ns` of its sleeps (`prctl(PR_SET_TIMERSLACK)`; None:
+    /// the default, `task::DEFAULT_TIMER_SLACK`).
+    pub timer_slack: Option<Nanos>,
     pub phases: Vec<Phase>,
 }
 

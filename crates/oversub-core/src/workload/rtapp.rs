@@ -66,7 +66,7 @@ const GLOBAL_KEYS: [&str; 13] = [
     "mem_buffer_size",
     "cumulative_slack",
 ];
-const TASK_KEYS: [&str; 11] = [
+const TASK_KEYS: [&str; 12] = [
     "instance",
     "policy",
     "priority",
@@ -78,6 +78,7 @@ const TASK_KEYS: [&str; 11] = [
     "dl-period",
     "dl-deadline",
     "period",
+    "oversub",
 ];
 const POLICIES: &str = "SCHED_OTHER (the model has the fair class only)";
 
@@ -721,6 +722,10 @@ impl Builder {
             Some(x) => us(int(x, &format!("{at}.delay"), 0, 3_600_000_000, " us")?),
             None => Nanos::ZERO,
         };
+        let timer_slack = match get("oversub") {
+            Some(x) => task_extension(x, &format!("{at}.oversub"))?,
+            None => None,
+        };
         // One cap on threads however they are spelled (instances of many
         // tasks included), checked before any is built.
         let total = out.len() as u64 + u64::from(instances);
@@ -806,11 +811,49 @@ impl Builder {
                 cpus: tcpus.clone(),
                 delay,
                 loops,
+                timer_slack,
                 phases,
             });
         }
         Ok(())
     }
+}
+
+/// The longest `timer_slack` (us): the scenario TOML's bound.
+const MAX_TIMER_SLACK_US: f64 = 1_000_000.0;
+
+/// A task's `oversub` object (extension; rt-app ignores the key, which no
+/// event name is a prefix of): `timer_slack`, the thread's
+/// `prctl(PR_SET_TIMERSLACK)` in us, 0.001 (1 ns) ..= 1 s. `oversub record`
+/// sets it to 1 ns on derived threads, whose sleeps replay measured blocked
+/// times that already include the real kernel's slack.
+fn task_extension(v: &Json, at: &str) -> Result<Option<Nanos>, InputError> {
+    let kv = obj(v, at)?;
+    no_dups(kv, at)?;
+    let mut slack = None;
+    for (k, x) in kv {
+        let a = format!("{at}.{k}");
+        if k != "timer_slack" {
+            return Err(InputError::new(a, "unknown key: allowed timer_slack"));
+        }
+        let range = "allowed 0.001 ..= 1000000 us (1 ns ..= 1 s; prctl(PR_SET_TIMERSLACK, 0) would restore the default)";
+        let f = match x {
+            Json::Int(i) => *i as f64,
+            Json::Float(f) => *f,
+            o => {
+                return Err(InputError::new(
+                    a,
+                    format!("expected a number of us, found {}: {range}", o.kind()),
+                ))
+            }
+        };
+        let ns = (f * 1000.0).round();
+        if !(f.is_finite() && (1.0..=MAX_TIMER_SLACK_US * 1000.0).contains(&ns)) {
+            return Err(InputError::new(a, format!("{f} is out of range: {range}")));
+        }
+        slack = Some(Nanos(ns as u64));
+    }
+    Ok(slack)
 }
 
 /// Parses rt-app JSON text into a validated program.
@@ -1108,6 +1151,56 @@ mod tests {
             let e = err(src);
             assert!(e.contains(want), "{e} (wanted {want})");
             assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+
+    #[test]
+    fn task_timer_slack_extension_parses_and_bad_values_name_the_field() {
+        let p = prog(
+            r#"{"global": {"duration": 1}, "tasks": {
+                "a": {"oversub": {"timer_slack": 0.001}, "loop": 1, "phases": {"p": {"run": 1, "sleep": 5}}},
+                "b": {"oversub": {"timer_slack": 300}, "run": 1, "sleep": 5},
+                "c": {"run": 1, "sleep": 5}}}"#,
+        );
+        let slack: Vec<_> = p.threads.iter().map(|t| t.timer_slack).collect();
+        assert_eq!(slack, vec![Some(Nanos(1)), Some(Nanos(300_000)), None]);
+        for (ext, want) in [
+            (
+                r#"{"timer_slack": 0}"#,
+                "tasks.t.oversub.timer_slack: 0 is out of range: allowed 0.001 ..= 1000000 us",
+            ),
+            (
+                r#"{"timer_slack": 0.0004}"#,
+                "tasks.t.oversub.timer_slack: 0.0004 is out of range",
+            ),
+            (
+                r#"{"timer_slack": 1000001}"#,
+                "tasks.t.oversub.timer_slack: 1000001 is out of range",
+            ),
+            (
+                r#"{"timer_slack": "1ns"}"#,
+                "tasks.t.oversub.timer_slack: expected a number of us",
+            ),
+            (
+                r#"{"slack": 1}"#,
+                "tasks.t.oversub.slack: unknown key: allowed timer_slack",
+            ),
+            (
+                r#"{"timer_slack": 1, "timer_slack": 2}"#,
+                "tasks.t.oversub.timer_slack: repeated key",
+            ),
+            ("3", "tasks.t.oversub"),
+        ] {
+            for t in [
+                format!(r#"{{"oversub": {ext}, "run": 1}}"#),
+                format!(r#"{{"oversub": {ext}, "loop": 1, "phases": {{"p": {{"run": 1}}}}}}"#),
+            ] {
+                let e = err(&format!(
+                    r#"{{"global": {{"duration": 1}}, "tasks": {{"t": {t}}}}}"#
+                ));
+                assert!(e.contains(want), "{e} (wanted {want})");
+                assert_eq!(e.lines().count(), 1, "{e}");
+            }
         }
     }
 

@@ -192,3 +192,32 @@ fn a_slow_remote_wakeup_loses_the_mutex_to_the_releasing_thread() {
     let [(_, l0), (_, l1)] = mutex_pair("0ns", 10);
     assert!(l0.abs_diff(l1) <= 1 && l0 > 400, "loops {l0} {l1}");
 }
+
+/// The rt-app task extension `"oversub": {"timer_slack": us}` reaches the
+/// sleeps (what `oversub record` sets on derived threads, whose sleeps
+/// replay measured blocked times): alone on a CPU with free interrupts, a
+/// sleeper wakes at its hard expiry, the default 50 us late, or 1 ns late.
+#[test]
+fn an_rtapp_threads_timer_slack_sets_how_late_its_sleeps_end() {
+    let lat = |ext: &str| {
+        let json = format!(
+            r#"{{"global": {{"duration": 1}}, "tasks": {{"w": {{{ext}"cpus": [0],
+                "loop": 1, "phases": {{"p": {{"loop": 100, "run": 50, "sleep": 1000}}}}}}}}}}"#
+        );
+        let mut sc = oversub::scenario::rtapp::scenario("slack.json", &json).unwrap();
+        sc.host.costs = oversub::sched::HostCosts::ZERO;
+        let mut sim = oversub::sim::Simulator::new(&sc);
+        sim.set_check_invariants(true);
+        let r = sim
+            .run_polled(sc.host.duration, &mut |_| true)
+            .expect("the run finishes");
+        task(&r, "w").wakeup_latency_ns.clone()
+    };
+    let default = lat("");
+    assert!(default.samples >= 99, "{default:?}");
+    assert_eq!((default.p50, default.max), (50_000, 50_000), "{default:?}");
+    let fine = lat(r#""oversub": {"timer_slack": 0.001}, "#);
+    assert_eq!((fine.p50, fine.max), (1, 1), "{fine:?}");
+    let coarse = lat(r#""oversub": {"timer_slack": 300}, "#);
+    assert_eq!((coarse.p50, coarse.max), (300_000, 300_000), "{coarse:?}");
+}
