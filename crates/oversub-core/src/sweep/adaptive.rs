@@ -39,7 +39,7 @@ impl Adaptive {
         let m = self.max_seeds;
         if m < seeds.max(2) || m > MAX_SEEDS_LIMIT {
             return Err(format!(
-                "{m} is not allowed: allowed {} ..= {MAX_SEEDS_LIMIT} (seeds per point at most, at least the sweep's {seeds} seeds and 2)",
+                "{m} is not allowed: allowed {} ..= {MAX_SEEDS_LIMIT} (seeds per point at most: at least the sweep's {seeds} seeds, and 2)",
                 seeds.max(2)
             ));
         }
