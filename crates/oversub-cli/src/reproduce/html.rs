@@ -135,9 +135,14 @@ pub fn render(
         );
         let _ = writeln!(
             o,
-            "<p class=note>Sweep file {}, seeds {:?}, duration {}. Raw rows: {}/results.csv.</p>",
+            "<p class=note>Sweep file {}, seeds {:?}{}, duration {}. Raw rows: {}/results.csv.</p>",
             esc(&s.spec.file),
             s.spec.seeds,
+            s.spec
+                .adaptive
+                .as_ref()
+                .map(|a| format!(" (the table's cells: adaptive, up to {})", a.max_seeds))
+                .unwrap_or_default(),
             s.spec.duration.map(|d| d.to_string()).unwrap_or_default(),
             esc(&s.name)
         );
