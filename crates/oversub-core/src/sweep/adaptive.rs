@@ -132,6 +132,9 @@ pub fn next_counts(
     want
 }
 
+/// Runs (point, seed) pairs of a sweep: one row each, in their order.
+pub type RunPairs<'a> = dyn FnMut(&[(usize, u64)]) -> Result<Vec<Row>, String> + 'a;
+
 /// Adds seeds round by round to the points `judged` selects until each is
 /// resolved or at the cap (`spec.adaptive`; without it, no round), running
 /// them with `run` (e.g. [`super::run_runs`]). `rows` are the runs of the
@@ -142,7 +145,7 @@ pub fn extend(
     pts: &[Point],
     mut rows: Vec<Row>,
     judged: &dyn Fn(&PointSummary) -> bool,
-    run: &mut dyn FnMut(&[(usize, u64)]) -> Result<Vec<Row>, String>,
+    run: &mut RunPairs<'_>,
 ) -> Result<(Vec<Row>, Vec<PointSummary>), String> {
     let Some(a) = &spec.adaptive else {
         let s = summarise(spec, pts, &rows);

@@ -314,6 +314,9 @@ impl<'a> Batch<'a> {
     }
 }
 
+/// A run's row with where it goes: ((sweep, slot), row).
+type Made = ((usize, usize), Row);
+
 /// Runs `jobs` ((cost, sweep, point, seed, slot)) on the rayon pool,
 /// longest first (ties in the order given), each worker taking the next
 /// job as it becomes free; returns ((sweep, slot), row) per job, or the
@@ -324,7 +327,7 @@ fn execute(
     mut jobs: Vec<Job>,
     on_run: &(dyn Fn() + Sync),
     on_row: &(dyn Fn(usize, usize, &Row) -> Result<(), String> + Sync),
-) -> Result<Vec<((usize, usize), Row)>, String> {
+) -> Result<Vec<Made>, String> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     // Stable: equal costs keep the given order.
     jobs.sort_by_key(|j| std::cmp::Reverse(j.0));
