@@ -373,11 +373,17 @@ def summary(
     """Summarise a sweep's frame over seeds: the CLI's ``summary.csv``.
 
     One row per point and metric: ``workload, vms, <axes...>, metric, n,
-    mean, ci95, delta, delta_ci95, delta_pct, delta_pct_ci95, p, p_holm``:
-    the mean over seeds and the half-width of its 95% CI (Student t), the
-    paired (same-seed) delta against the baseline point, absolute and in
-    percent, with their CIs, the paired t test's two-sided p and that p
-    adjusted by Holm's method over the metric's column (every point). It is
+    mean, ci95, min, max, modes, delta, delta_ci95, delta_pct,
+    delta_pct_ci95, delta_pct_min, delta_pct_max, delta_pct_modes, p,
+    p_holm, resolved``: the distribution over seeds (the mean and the
+    half-width of its 95% CI (Student t), the range, and the number of modes
+    by the gap rule of docs/usage.md, "Sweeps": a new mode where sorted
+    neighbours lie more than 10% of the median apart), the paired
+    (same-seed) delta against the baseline point, absolute and in percent,
+    with their CIs and the per-seed percent deltas' range and modes (gap 10
+    points), the paired t test's two-sided p and that p adjusted by Holm's
+    method over the metric's column (every point); ``resolved`` is empty
+    here (the CLI's ``--adaptive`` fills it). It is
     computed by the same Rust code as ``oversub sweep``'s summary.csv, so the
     two are equal for the same rows (tested).
 

@@ -198,7 +198,10 @@ def test_summary_is_the_cli_summary_csv(tmp_path):
         dtype={"host.yield.yield_to": str},
     )
     pd.testing.assert_frame_equal(py, csv, check_exact=True)
-    assert list(py.columns[-2:]) == ["p", "p_holm"]
+    assert list(py.columns[-3:]) == ["p", "p_holm", "resolved"]
+    # The distribution over seeds: the range holds the mean, a mode count.
+    assert ((py["min"] <= py["mean"] + 1e-9) & (py["mean"] <= py["max"] + 1e-9)).all()
+    assert (py["modes"] >= 1).all()
     # Deltas against upstream exist for the other policies only.
     base = py[py["host.yield.yield_to"] == "upstream"]
     assert base["delta"].isna().all()

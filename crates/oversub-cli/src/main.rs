@@ -83,6 +83,22 @@ enum Cmd {
         /// the files an uninterrupted sweep writes.
         #[arg(long)]
         resume: bool,
+        /// Adaptive seeds: add seeds to each point (the sweep's count per
+        /// round, continuing after its largest seed) until the 95% CI
+        /// half-width of its --adaptive-metric is at most 1 point (of the
+        /// paired delta in percent; without a baseline, of the value
+        /// relative to its mean) or the point has MAX seeds (2 ..= 100, at
+        /// least the sweep's); cells still wider are marked "unresolved".
+        #[arg(long, value_name = "MAX")]
+        adaptive: Option<String>,
+        /// The metric the adaptive stop rule judges.
+        #[arg(
+            long,
+            value_name = "METRIC",
+            default_value = "throughput",
+            requires = "adaptive"
+        )]
+        adaptive_metric: String,
         /// Test only: stop as Ctrl-C does once N runs finished.
         #[arg(long, hide = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         stop_after_runs: Option<u64>,
@@ -397,15 +413,26 @@ fn command(cli: Cli) -> ExitCode {
             file,
             out,
             resume,
+            adaptive,
+            adaptive_metric,
             stop_after_runs,
         } => {
-            let spec = match oversub::sweep::spec::SweepSpec::load(&file) {
+            let mut spec = match oversub::sweep::spec::SweepSpec::load(&file) {
                 Ok(s) => s,
                 Err(m) => {
                     eprintln!("{m}");
                     return ExitCode::from(2);
                 }
             };
+            if let Some(max) = adaptive {
+                match sweep_files::adaptive(&spec, &max, &adaptive_metric) {
+                    Ok(a) => spec.adaptive = Some(a),
+                    Err(m) => {
+                        eprintln!("{m}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
             let _ = crate::progress::interrupt_flag();
             let keep = sweep_files::Keep {
                 resume,

@@ -22,6 +22,43 @@ pub fn run_many(
     r
 }
 
+/// `--adaptive MAX` and `--adaptive-metric METRIC` checked against the
+/// sweep (`sweep::adaptive`): the one-line message names the flag, the
+/// value and what is allowed.
+pub fn adaptive(
+    spec: &SweepSpec,
+    max: &str,
+    metric: &str,
+) -> Result<sweep::adaptive::Adaptive, String> {
+    use sweep::adaptive::MAX_SEEDS_LIMIT;
+    let shown = oversub::limits::echo(max);
+    let n: usize = max.trim().parse().map_err(|_| {
+        format!(
+            "--adaptive {shown:?}: not an integer: allowed {} ..= {MAX_SEEDS_LIMIT} (seeds per point at most)",
+            spec.seeds.len().max(2)
+        )
+    })?;
+    let a = sweep::adaptive::Adaptive {
+        max_seeds: n,
+        metric: metric.to_string(),
+    };
+    let points = sweep::points(spec).len();
+    a.check(spec.seeds.len(), points)
+        .map_err(|m| format!("--adaptive {shown}: {m}"))?;
+    let known = sweep::metrics::GLOBAL_METRICS.contains(&metric)
+        || ["vm.", "cg.", "task."]
+            .iter()
+            .any(|p| metric.strip_prefix(p).is_some_and(|r| r.contains('.')));
+    if !known {
+        return Err(format!(
+            "--adaptive-metric {:?}: unknown metric: allowed a metric of the results ({}, or vm.NAME.*, cg.PATH.*, task.NAME.*)",
+            oversub::limits::echo(metric),
+            sweep::metrics::GLOBAL_METRICS.join(", ")
+        ));
+    }
+    Ok(a)
+}
+
 /// How `oversub sweep` treats the runs it keeps ([`crate::resume`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Keep {
@@ -88,17 +125,87 @@ pub fn sweep_to_dir(
         }
         Err(e) => return Err(e),
     };
-    let jsonl: String = rows
+    // The kept runs' lines as they were stored, by (point, seed).
+    let lines: std::collections::BTreeMap<(usize, u64), String> = rows
         .iter()
         .zip(kept.lines)
-        .map(|(r, l)| l.unwrap_or_else(|| sweep::jsonl_line(r)))
+        .filter_map(|(r, l)| Some(((r.point, r.seed), l?)))
+        .collect();
+    let own = rows.len();
+    let (rows, s) = match extend_adaptive(spec, &pts, rows, &prefix, progress) {
+        Ok(x) => x,
+        Err(e) if crate::progress::interrupted() => {
+            return Err(format!(
+                "{e}; the sweep's own {own} runs are kept in {}: `oversub sweep {} --out {} --resume ...` runs the adaptive rounds again",
+                store.path().display(),
+                spec.file,
+                out.display()
+            ))
+        }
+        Err(e) => return Err(e),
+    };
+    let jsonl: String = rows
+        .iter()
+        .map(|r| {
+            lines
+                .get(&(r.point, r.seed))
+                .cloned()
+                .unwrap_or_else(|| sweep::jsonl_line(r))
+        })
         .collect();
     let prov = Provenance::new(rows.iter().map(|r| r.kernel.as_str()));
-    let s = summary::summarise(spec, &pts, &rows);
     let (files, _) = outputs_with(spec, &s, &rows, jsonl, out, &prov);
     crate::output::write_set(&files)?;
     store.remove()?;
     Ok(compact(spec, &s, rows.len()))
+}
+
+/// The adaptive rounds of `spec` (`sweep::adaptive::extend`) after its own
+/// seeds' `rows`, every point judged, one progress bar per round; without
+/// `spec.adaptive`, the rows and their summary as they are.
+pub fn extend_adaptive(
+    spec: &SweepSpec,
+    pts: &[sweep::Point],
+    rows: Vec<Row>,
+    prefix: &str,
+    progress: bool,
+) -> Result<(Vec<Row>, Vec<summary::PointSummary>), String> {
+    extend_adaptive_where(spec, pts, rows, &|_| true, prefix, progress)
+}
+
+/// [`extend_adaptive`] judging only the points `judged` selects.
+pub fn extend_adaptive_where(
+    spec: &SweepSpec,
+    pts: &[sweep::Point],
+    rows: Vec<Row>,
+    judged: &dyn Fn(&summary::PointSummary) -> bool,
+    prefix: &str,
+    progress: bool,
+) -> Result<(Vec<Row>, Vec<summary::PointSummary>), String> {
+    let mut round = 0;
+    if let Some(a) = &spec.adaptive {
+        if !rows
+            .iter()
+            .any(|r| r.metrics.iter().any(|(k, _)| k == &a.metric))
+        {
+            return Err(format!(
+                "{}: --adaptive-metric {}: no run of the sweep has it: allowed one of its metrics (summary.csv)",
+                spec.file, a.metric
+            ));
+        }
+    }
+    sweep::adaptive::extend(spec, pts, rows, judged, &mut |runs| {
+        round += 1;
+        let bar = crate::progress::Steps::new(
+            runs.len() as u64,
+            "runs",
+            &format!("{prefix} adaptive round {round}"),
+            progress,
+        );
+        let r = sweep::run_runs(spec, pts, runs, &|| bar.inc());
+        bar.finish();
+        r
+    })
 }
 
 /// `summary.md` with its provenance line under the title.
@@ -123,13 +230,34 @@ pub fn with_provenance(md: &str, prov: &Provenance) -> String {
 pub fn compact(spec: &SweepSpec, s: &[summary::PointSummary], runs: usize) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "{}: {} points x {} seeds = {runs} runs",
-        spec.file,
-        s.len(),
-        spec.seeds.len()
-    );
+    match &spec.adaptive {
+        None => {
+            let _ = writeln!(
+                o,
+                "{}: {} points x {} seeds = {runs} runs",
+                spec.file,
+                s.len(),
+                spec.seeds.len()
+            );
+        }
+        Some(a) => {
+            let open = s
+                .iter()
+                .flat_map(|p| &p.cells)
+                .filter(|c| c.resolved == Some(false))
+                .count();
+            let _ = writeln!(
+                o,
+                "{}: {} points, {} to {} seeds each (adaptive, {}: CI half-width <= {} point) = {runs} runs; {open} unresolved",
+                spec.file,
+                s.len(),
+                spec.seeds.len(),
+                a.max_seeds,
+                a.metric,
+                sweep::adaptive::RESOLVE_POINTS
+            );
+        }
+    }
     let key = summary::KEY_METRICS
         .iter()
         .find(|m| s.iter().any(|p| p.cells.iter().any(|c| c.metric == **m)))

@@ -9,7 +9,8 @@
 //!   calibration, per scenario the real runs and the simulated seeds);
 //! * [`judge`]: the real runs against the simulated seeds ([`judge::Row`]),
 //!   the tolerances, the documented disagreements; [`distribution`]: a
-//!   row's median and modes;
+//!   row's median and modes (`oversub::stats::distribution`, shared with
+//!   the sweeps' summaries);
 //! * [`table`]: the text printed per scenario and the tolerance line;
 //! * [`probe`]: the timer-wake probe batches around the real runs;
 //! * [`simulated`]: which scenarios conform accepts, the scenario as the
@@ -29,7 +30,8 @@
 
 pub mod calibrate;
 pub mod clock;
-pub mod distribution;
+/// A row's median and modes: the core's, shared with the sweeps' summaries.
+pub use oversub::stats::distribution;
 pub mod host;
 pub mod judge;
 pub mod lock;

@@ -259,6 +259,7 @@ fn summary_csv(
         sets: Vec::new(),
         axes: Vec::new(),
         baseline,
+        adaptive: None,
     };
     let s = sweep::summary::summarise(&spec, &pts, &out);
     Ok(sweep::summary::to_csv(&axes, &s))

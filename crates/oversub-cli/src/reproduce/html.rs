@@ -135,9 +135,14 @@ pub fn render(
         );
         let _ = writeln!(
             o,
-            "<p class=note>Sweep file {}, seeds {:?}, duration {}. Raw rows: {}/results.csv.</p>",
+            "<p class=note>Sweep file {}, seeds {:?}{}, duration {}. Raw rows: {}/results.csv.</p>",
             esc(&s.spec.file),
             s.spec.seeds,
+            s.spec
+                .adaptive
+                .as_ref()
+                .map(|a| format!(" (the table's cells: adaptive, up to {})", a.max_seeds))
+                .unwrap_or_default(),
             s.spec.duration.map(|d| d.to_string()).unwrap_or_default(),
             esc(&s.name)
         );
@@ -202,7 +207,10 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
             let _ = write!(o, "<td>{}</td>", pct_cell(*c));
         }
         let gap = r.gap.map_or("-".into(), |g| format!("{g:+.1}"));
-        let base = r.upstream.map_or("-".into(), |c| c.fmt(0));
+        let mut base = r.upstream.map_or("-".into(), |c| c.fmt(0));
+        if r.upstream_resolved == Some(false) {
+            base.push('?');
+        }
         let _ = writeln!(o, "<td>{gap}</td><td>{base}</td></tr>");
     }
     let _ = writeln!(o, "</table></div>");
@@ -213,7 +221,8 @@ fn seeds_section(o: &mut String, s: &Section, p: &Published) {
          after Holm's adjustment (paired t, p<sub>Holm</sub> &lt; 0.05 over the throughput column); \
          \"det\" = the same difference at every seed. \
          gap = simulated seed-v1 gain minus the published gain, in percentage points. \
-         PV features on (as the seeds' guests had).</p>"
+         PV features on (as the seeds' guests had). {}.</p>",
+        esc(&super::unresolved_line(s, p))
     );
     forests(o, s, p);
 

@@ -57,6 +57,11 @@ struct RawSection {
     duration: String,
     quick_seeds: Vec<u64>,
     quick_duration: String,
+    /// Full mode: adaptive seeds for the headline cells (`sweep::adaptive`),
+    /// up to this many per point; absent: the fixed `seeds`. Quick mode
+    /// keeps `quick_seeds` and marks the cells the rule would not resolve.
+    #[serde(default)]
+    max_seeds: Option<usize>,
 }
 
 /// The published figures (`data/published.toml`).
@@ -173,6 +178,15 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
             .map_err(|e| format!("{mf}: section {}: {sf}: {e}", s.name))?;
         spec.seeds = seeds.clone();
         spec.duration = Some(dur(&format!("{mf}: section {}: {df}", s.name), d)?);
+        if let (Some(max), false) = (s.max_seeds, quick) {
+            let a = oversub::sweep::adaptive::Adaptive {
+                max_seeds: max,
+                metric: published.v1.metric.clone(),
+            };
+            a.check(spec.seeds.len(), sweep::points(&spec).len())
+                .map_err(|e| format!("{mf}: section {}: max_seeds: {e}", s.name))?;
+            spec.adaptive = Some(a);
+        }
         specs.push(spec);
     }
     crate::output::claim_out_dir(out, "--out", &mf)?;
@@ -188,7 +202,19 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     let mut sections = Vec::new();
     let mut files = Vec::new();
     for ((s, spec), (points, rows)) in m.section.iter().zip(specs).zip(results) {
-        let summary = sweep::summary::summarise(&spec, &points, &rows);
+        // The headline cells: adaptive seeds (full mode with max_seeds), or
+        // the fixed seeds judged by the same rule, so that quick mode shows
+        // what it leaves unresolved.
+        let judged = |p: &PointSummary| s.name == "seeds" && headline(p, &published);
+        let (rows, mut summary) = sweep_files::extend_adaptive_where(
+            &spec,
+            &points,
+            rows,
+            &judged,
+            "reproduce",
+            progress,
+        )?;
+        sweep::adaptive::mark(&mut summary, &published.v1.metric, &judged);
         files.extend(sweep_files::outputs(&spec, &summary, &rows, &out.join(&s.name), &prov).0);
         sections.push(Section {
             name: s.name.clone(),
@@ -320,6 +346,14 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     Ok(text)
 }
 
+/// Whether `p` is a cell of the headline table: PV on, the baseline policy
+/// or one of [`COMPARE`].
+fn headline(p: &PointSummary, published: &Published) -> bool {
+    let has = |k: &str, v: &str| p.labels.iter().any(|(a, b)| a == k && b == v);
+    has("pv", "on")
+        && (has("policy", &published.v1.baseline) || COMPARE.iter().any(|c| has("policy", c)))
+}
+
 /// Section names become directories under `--out`: safe names only
 /// (letters, digits, `_`, `-`; not empty), each once; at least one section.
 fn check_sections(mf: &str, sections: &[RawSection], others: bool) -> Result<(), String> {
@@ -384,9 +418,10 @@ fn combined_csv(sections: &[Section]) -> String {
 }
 
 /// Signed percent with its CI ("det" when every seed gives the same
-/// difference), or "-".
+/// difference), or "-"; "?" appended when the cell is unresolved
+/// ([`UNRESOLVED`]).
 fn pct(c: Option<&Cell>) -> String {
-    match c.and_then(|c| c.delta.map(|d| (c, d))) {
+    let mut t = match c.and_then(|c| c.delta.map(|d| (c, d))) {
         Some((c, d)) if d.pct.mean.is_finite() => {
             if c.deterministic() {
                 format!("{:+.1} det", d.pct.mean)
@@ -397,7 +432,48 @@ fn pct(c: Option<&Cell>) -> String {
             }
         }
         _ => "-".into(),
+    };
+    if c.is_some_and(|c| c.resolved == Some(false)) {
+        t.push('?');
     }
+    t
+}
+
+/// The mark of an unresolved headline cell and its legend.
+pub const UNRESOLVED: &str = "? = unresolved";
+
+/// The headline cells the stop rule judged and how many it left
+/// unresolved (`sweep::adaptive`), and the most seeds a cell had.
+pub fn unresolved_count(s: &Section, p: &Published) -> (usize, usize, usize) {
+    let metric = p.v1.metric.as_str();
+    let cells: Vec<&Cell> = s
+        .summary
+        .iter()
+        .filter(|pt| headline(pt, p))
+        .filter_map(|pt| cell(pt, metric))
+        .filter(|c| c.resolved.is_some())
+        .collect();
+    let open = cells.iter().filter(|c| c.resolved == Some(false)).count();
+    let most = cells.iter().map(|c| c.ci.n).max().unwrap_or(0);
+    (open, cells.len(), most)
+}
+
+/// The legend line of the unresolved marks: the rule, and how many cells
+/// it left open.
+pub fn unresolved_line(s: &Section, p: &Published) -> String {
+    let (open, n, most) = unresolved_count(s, p);
+    let how = match &s.spec.adaptive {
+        Some(a) => format!(
+            "adaptive seeds, {} to {} per cell (most used: {most})",
+            s.spec.seeds.len(),
+            a.max_seeds
+        ),
+        None => format!("fixed seeds {:?}", s.spec.seeds),
+    };
+    format!(
+        "{UNRESOLVED}: 95% CI half-width above {} point ({how}); {open} of {n} headline cells (upstream included) unresolved",
+        sweep::adaptive::RESOLVE_POINTS
+    )
 }
 
 /// The HTML cell of a gain, coloured when it is a change (Holm-adjusted,
@@ -437,6 +513,8 @@ pub struct ComparisonRow<'a> {
     pub gap: Option<f64>,
     /// The baseline's throughput (ops/s).
     pub upstream: Option<oversub::stats::Ci>,
+    /// Whether the stop rule resolved the baseline's cell (None: not judged).
+    pub upstream_resolved: Option<bool>,
 }
 
 /// The comparison rows of the "seeds" section `s` against `p`'s v1 figures.
@@ -461,6 +539,7 @@ pub fn comparison_rows<'a>(s: &'a Section, p: &'a Published) -> Vec<ComparisonRo
                 cells: COMPARE.iter().map(|c| at(&r.workload, vms, c)).collect(),
                 gap,
                 upstream: at(&r.workload, vms, &p.v1.baseline).map(|c| c.ci),
+                upstream_resolved: at(&r.workload, vms, &p.v1.baseline).and_then(|c| c.resolved),
             });
         }
     }
@@ -474,10 +553,16 @@ pub fn comparison(sections: &[Section], p: &Published) -> String {
         return "no \"seeds\" section\n".into();
     };
     let mut o = String::new();
+    let seeds = match &s.spec.adaptive {
+        Some(a) => format!(
+            "seeds {:?} and more, up to {} per cell (adaptive)",
+            s.spec.seeds, a.max_seeds
+        ),
+        None => format!("seeds {:?}", s.spec.seeds),
+    };
     let _ = writeln!(
         o,
-        "Throughput gain over upstream 6.12.117, % (mean ± 95% CI over seeds {:?}, paired; PV on; det = same at every seed)",
-        s.spec.seeds
+        "Throughput gain over upstream 6.12.117, % (mean ± 95% CI over {seeds}, paired; PV on; det = same at every seed)"
     );
     let _ = write!(o, "{:<8} {:>3} {:>9} ", "workload", "vms", "published");
     for c in COMPARE {
@@ -495,13 +580,17 @@ pub fn comparison(sections: &[Section], p: &Published) -> String {
             let _ = write!(o, "{:>12} ", pct(*c));
         }
         let gap = r.gap.map_or("-".into(), |g| format!("{g:+.1}"));
-        let base = r.upstream.map_or("-".into(), |c| format!("{:.0}", c.mean));
+        let mut base = r.upstream.map_or("-".into(), |c| format!("{:.0}", c.mean));
+        if r.upstream_resolved == Some(false) {
+            base.push('?');
+        }
         let _ = writeln!(o, "{gap:>9} {base:>12}");
     }
     let _ = writeln!(
         o,
-        "published: {}\ngap = simulated seed-v1 gain - published gain (percentage points)",
-        p.v1.source
+        "published: {}\ngap = simulated seed-v1 gain - published gain (percentage points)\n{}",
+        p.v1.source,
+        unresolved_line(s, p)
     );
     o
 }

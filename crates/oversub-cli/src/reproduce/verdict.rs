@@ -155,10 +155,20 @@ fn seeds(out: &mut Vec<String>, s: &Section, p: &Published) {
             pubs.len(),
         ));
     }
+    let seeds = match &s.spec.adaptive {
+        Some(a) => format!("{} to {} seeds, adaptive", s.spec.seeds.len(), a.max_seeds),
+        None => format!("{} seeds", s.spec.seeds.len()),
+    };
     out.push(format!(
-        "How sure: gains are paired by seed ({} seeds) against upstream; a change is a paired t test with p < {ALPHA} after Holm's adjustment over the {family} cells of the {metric} column. Holm, not Benjamini-Hochberg: the cells share their baseline runs (dependent tests), and Holm holds whatever the dependence.",
-        s.spec.seeds.len()
+        "How sure: gains are paired by seed ({seeds}) against upstream; a change is a paired t test with p < {ALPHA} after Holm's adjustment over the {family} cells of the {metric} column. Holm, not Benjamini-Hochberg: the cells share their baseline runs (dependent tests), and Holm holds whatever the dependence."
     ));
+    let (open, n, most) = super::unresolved_count(s, p);
+    if n > 0 {
+        out.push(format!(
+            "Resolution: {open} of {n} table cells (upstream included) are unresolved, their 95% CI half-width above {} point with up to {most} seeds: `?` in the table; their sign is not settled.",
+            oversub::sweep::adaptive::RESOLVE_POINTS
+        ));
+    }
 }
 
 fn other(out: &mut Vec<String>, s: &Section) {

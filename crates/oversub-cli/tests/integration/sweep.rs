@@ -261,7 +261,13 @@ fn sweep_outputs_are_identical_but_for_the_provenance() {
     assert!(ta.lines().count() < 12, "{ta}");
     assert!(ta.contains("summary.md") && ta.contains("Holm"), "{ta}");
     let csv = read("a", "summary.csv");
-    assert!(csv.lines().next().unwrap().ends_with(",p,p_holm"), "{csv}");
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with(",modes,delta,delta_ci95,delta_pct,delta_pct_ci95,delta_pct_min,delta_pct_max,delta_pct_modes,p,p_holm,resolved"),
+        "{csv}"
+    );
     let _ = std::fs::remove_dir_all(&base);
 }
 
@@ -607,5 +613,135 @@ fn reproduce_history_section_sets_published_beside_simulated() {
     assert!(md.contains("# Section history") && md.contains("266e85a5ec91"));
     // Each change's sweep outputs are kept.
     assert!(dir.join("history/pv-tlb-flush/summary.csv").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--adaptive MAX`: a bad cap or metric exits 2 with one line naming it;
+/// a good one adds seeds after the sweep's own (the sweep's count per
+/// round) to the unresolved point only, up to the cap, marks what is still
+/// unresolved, and gives the same files twice.
+#[test]
+fn adaptive_seeds_are_bounded_marked_and_deterministic() {
+    let spec = "crates/oversub-cli/tests/data/tiny-adaptive.toml";
+    let base = crate::common::scratch("adaptive");
+    for (bad, want) in [
+        (
+            vec!["--adaptive", "1"],
+            "--adaptive 1: 1 is not allowed: allowed 2 ..= 100",
+        ),
+        (
+            vec!["--adaptive", "101"],
+            "--adaptive 101: 101 is not allowed: allowed 2 ..= 100",
+        ),
+        (
+            vec!["--adaptive", "x"],
+            "--adaptive \"x\": not an integer: allowed 2 ..= 100",
+        ),
+        (
+            vec!["--adaptive", "4", "--adaptive-metric", "nope"],
+            "--adaptive-metric \"nope\": unknown metric: allowed a metric of the results",
+        ),
+    ] {
+        let out = oversub_cmd()
+            .args(["sweep", spec, "--out"])
+            .arg(base.join("bad"))
+            .args(&bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with(want), "{bad:?}: {err}");
+        assert!(!base.join("bad").join("results.csv").exists());
+    }
+    let run = |d: &str| {
+        let out = oversub_cmd()
+            .args(["sweep", spec, "--adaptive", "5", "--out"])
+            .arg(base.join(d))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = run("a");
+    run("b");
+    let read = |d: &str, f: &str| std::fs::read_to_string(base.join(d).join(f)).unwrap();
+    for f in ["results.csv", "summary.csv"] {
+        assert_eq!(read("a", f), read("b", f), "{f}");
+    }
+    // Seeds per point from results.csv (columns file, workload, vms,
+    // policy, seed).
+    let rows = read("a", "results.csv");
+    let seeds = |pol: &str| -> Vec<u64> {
+        rows.lines()
+            .skip(1)
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .filter(|c| c[3] == pol)
+            .map(|c| c[4].parse().unwrap())
+            .collect()
+    };
+    let summary = read("a", "summary.csv");
+    let resolved = |pol: &str| {
+        summary
+            .lines()
+            .find(|l| l.starts_with(&format!("dbench,2,{pol},throughput,")))
+            .unwrap()
+            .rsplit(',')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    // seed-v1 gives the same throughput as upstream at every seed in 10 ms
+    // (the policies have not acted yet): its paired delta is resolved at
+    // once. upstream has no baseline: its own 95% CI, relative to its mean,
+    // stays above 1% and it takes seeds 3, 4 (round 1) and 5 (the cap).
+    assert_eq!(seeds("seed-v1"), vec![1, 2]);
+    assert_eq!(resolved("seed-v1"), "yes");
+    assert_eq!(seeds("upstream"), vec![1, 2, 3, 4, 5]);
+    assert_eq!(resolved("upstream"), "unresolved");
+    assert!(
+        text.contains("2 to 5 seeds each (adaptive") && text.contains("1 unresolved"),
+        "{text}"
+    );
+    assert!(read("a", "summary.md").contains("n=5 **unresolved**"));
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// `oversub reproduce` in full mode with a section's `max_seeds`: the
+/// headline cells take adaptive seeds and the table says how many are still
+/// unresolved.
+#[test]
+fn reproduce_marks_unresolved_headline_cells() {
+    let dir = crate::common::scratch("repro-adaptive");
+    let out = oversub_cmd()
+        .args([
+            "reproduce",
+            "--manifest",
+            "crates/oversub-cli/tests/data/tiny-reproduce.toml",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("seeds [1, 2] and more, up to 4 per cell (adaptive)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("? = unresolved: 95% CI half-width above 1 point (adaptive seeds, 2 to 4 per cell (most used: 4)); 1 of 2 headline cells"),
+        "{text}"
+    );
+    let rows = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    assert_eq!(rows.lines().count(), 1 + 4 + 2, "{rows}");
     let _ = std::fs::remove_dir_all(&dir);
 }

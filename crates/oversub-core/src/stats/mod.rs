@@ -4,6 +4,7 @@
 //! Reads only numbers; it knows nothing of the simulator (a sweep hands it
 //! one value per seed).
 
+pub mod distribution;
 pub mod hist;
 
 use serde::Serialize;
@@ -109,15 +110,20 @@ pub struct PairedDelta {
 /// are left out of the relative delta.
 pub fn paired_delta(pairs: &[(f64, f64)]) -> PairedDelta {
     let abs: Vec<f64> = pairs.iter().map(|(x, b)| x - b).collect();
-    let pct: Vec<f64> = pairs
+    PairedDelta {
+        abs: Ci::of(&abs),
+        pct: Ci::of(&pct_deltas(pairs)),
+    }
+}
+
+/// The relative deltas 100 * (x - base) / base of (x, base) pairs, in
+/// percent; pairs whose base is 0 are left out.
+pub fn pct_deltas(pairs: &[(f64, f64)]) -> Vec<f64> {
+    pairs
         .iter()
         .filter(|(_, b)| *b != 0.0)
         .map(|(x, b)| 100.0 * (x - b) / b)
-        .collect();
-    PairedDelta {
-        abs: Ci::of(&abs),
-        pct: Ci::of(&pct),
-    }
+        .collect()
 }
 
 /// Two-sided p-value of a paired t test that the mean of the per-seed

@@ -8,6 +8,7 @@
 //! the order of the expansion, so the outputs are byte-identical for the same
 //! sweep whatever the thread count (the wall time is not recorded).
 
+pub mod adaptive;
 pub mod metrics;
 pub mod spec;
 pub mod summary;
@@ -281,7 +282,6 @@ impl<'a> Batch<'a> {
         on_run: &(dyn Fn() + Sync),
         on_row: &(dyn Fn(usize, usize, &Row) -> Result<(), String> + Sync),
     ) -> Result<Vec<SweepOutput>, String> {
-        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
         done.resize_with(self.specs.len(), Vec::new);
         let mut jobs: Vec<Job> = Vec::new();
         for (k, spec) in self.specs.iter().enumerate() {
@@ -297,40 +297,8 @@ impl<'a> Batch<'a> {
             }
         }
         let pts: Vec<Vec<Point>> = (0..self.specs.len()).map(|k| self.points(k)).collect();
-        let specs = &self.specs;
-        // Stable: equal costs keep the expansion order.
-        jobs.sort_by_key(|j| std::cmp::Reverse(j.0));
-        let next = AtomicUsize::new(0);
-        let failed = AtomicBool::new(false);
-        let made: Vec<Vec<(usize, Result<Row, String>)>> = rayon::broadcast(|_| {
-            let mut mine = Vec::new();
-            while !failed.load(Ordering::Relaxed) {
-                let j = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(_, k, i, seed, slot)) = jobs.get(j) else {
-                    break;
-                };
-                let row = run_one(specs[k], &pts[k], i, seed)
-                    .and_then(|r| on_row(k, slot, &r).map(|()| r));
-                if row.is_err() {
-                    failed.store(true, Ordering::Relaxed);
-                }
-                on_run();
-                mine.push((j, row));
-            }
-            mine
-        });
-        // The first failure in batch order (the order runs were started).
-        let mut err: Option<(usize, String)> = None;
-        for (j, row) in made.into_iter().flatten() {
-            let (_, k, _, _, slot) = jobs[j];
-            match row {
-                Ok(r) => done[k][slot] = Some(r),
-                Err(e) if err.as_ref().is_none_or(|(f, _)| j < *f) => err = Some((j, e)),
-                Err(_) => {}
-            }
-        }
-        if let Some((_, e)) = err {
-            return Err(e);
+        for (j, row) in execute(&self.specs, &pts, jobs, on_run, on_row)? {
+            done[j.0][j.1] = Some(row);
         }
         Ok(pts
             .into_iter()
@@ -344,6 +312,78 @@ impl<'a> Batch<'a> {
             })
             .collect())
     }
+}
+
+/// A run's row with where it goes: ((sweep, slot), row).
+type Made = ((usize, usize), Row);
+
+/// Runs `jobs` ((cost, sweep, point, seed, slot)) on the rayon pool,
+/// longest first (ties in the order given), each worker taking the next
+/// job as it becomes free; returns ((sweep, slot), row) per job, or the
+/// first failure in that order ([`Batch::run`] says why).
+fn execute(
+    specs: &[&SweepSpec],
+    pts: &[Vec<Point>],
+    mut jobs: Vec<Job>,
+    on_run: &(dyn Fn() + Sync),
+    on_row: &(dyn Fn(usize, usize, &Row) -> Result<(), String> + Sync),
+) -> Result<Vec<Made>, String> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    // Stable: equal costs keep the given order.
+    jobs.sort_by_key(|j| std::cmp::Reverse(j.0));
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let made: Vec<Vec<(usize, Result<Row, String>)>> = rayon::broadcast(|_| {
+        let mut mine = Vec::new();
+        while !failed.load(Ordering::Relaxed) {
+            let j = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&(_, k, i, seed, slot)) = jobs.get(j) else {
+                break;
+            };
+            let row =
+                run_one(specs[k], &pts[k], i, seed).and_then(|r| on_row(k, slot, &r).map(|()| r));
+            if row.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            on_run();
+            mine.push((j, row));
+        }
+        mine
+    });
+    // The first failure in batch order (the order runs were started).
+    let mut err: Option<(usize, String)> = None;
+    let mut out = Vec::new();
+    for (j, row) in made.into_iter().flatten() {
+        let (_, k, _, _, slot) = jobs[j];
+        match row {
+            Ok(r) => out.push(((k, slot), r)),
+            Err(e) if err.as_ref().is_none_or(|(f, _)| j < *f) => err = Some((j, e)),
+            Err(_) => {}
+        }
+    }
+    if let Some((_, e)) = err {
+        return Err(e);
+    }
+    Ok(out)
+}
+
+/// Runs the (point, seed) pairs `runs` of `spec` (points from
+/// [`validated_points`]) in parallel as [`Batch::run`] does; rows in the
+/// order of `runs`. The adaptive mode's extra seeds ([`adaptive`]).
+pub fn run_runs(
+    spec: &SweepSpec,
+    pts: &[Point],
+    runs: &[(usize, u64)],
+    on_run: &(dyn Fn() + Sync),
+) -> Result<Vec<Row>, String> {
+    let jobs: Vec<Job> = runs
+        .iter()
+        .enumerate()
+        .map(|(slot, &(i, seed))| (0, 0, i, seed, slot))
+        .collect();
+    let mut made = execute(&[spec], &[pts.to_vec()], jobs, on_run, &|_, _, _| Ok(()))?;
+    made.sort_by_key(|((_, slot), _)| *slot);
+    Ok(made.into_iter().map(|(_, r)| r).collect())
 }
 
 /// Metric columns: the union over rows, in first-seen order.

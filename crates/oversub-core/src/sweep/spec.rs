@@ -79,6 +79,8 @@ pub struct SweepSpec {
     pub axes: Vec<Axis>,
     /// Axis name -> label of the baseline value.
     pub baseline: Vec<(String, String)>,
+    /// Adaptive seeds (`oversub sweep --adaptive MAX`; none from a file).
+    pub adaptive: Option<super::adaptive::Adaptive>,
 }
 
 /// A label for a TOML scalar as `--set` would spell it.
@@ -302,6 +304,7 @@ impl SweepSpec {
             sets,
             axes,
             baseline,
+            adaptive: None,
         })
     }
 }

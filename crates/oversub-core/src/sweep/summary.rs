@@ -1,20 +1,85 @@
-//! The summary of a sweep: per point and metric, the mean over seeds with its
-//! 95% confidence interval, and the paired delta (same seed) against the
-//! point's baseline with its interval.
+//! The summary of a sweep: per point and metric, the distribution over
+//! seeds (mean with its 95% confidence interval, min, max, and how many
+//! modes the values fall into), the paired delta (same seed) against the
+//! point's baseline with its interval and distribution, and whether the
+//! point is resolved by the adaptive stop rule ([`resolution`]).
 
 use super::spec::SweepSpec;
 use super::{num, Point, Row};
-use crate::stats::{holm, paired_delta, paired_p, Ci, PairedDelta};
+use crate::stats::distribution::modes;
+use crate::stats::{holm, paired_delta, paired_p, pct_deltas, Ci, PairedDelta};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+
+/// The gap rule of a sweep's mode count, relative: sorted values start a
+/// new mode where two neighbours lie more than this fraction of the
+/// median's magnitude apart (`stats::distribution::modes`, the rule
+/// conformance uses with its row tolerance as the gap). For the per-seed
+/// relative deltas (percent of the baseline) the gap is
+/// `100 * MODE_GAP_REL` percentage points: the same 10% of the baseline.
+/// Seed-to-seed spread of a settled point is a few percent; clusters 10%
+/// apart are separate outcomes (e.g. a lock convoy in some seeds only).
+pub const MODE_GAP_REL: f64 = 0.10;
+
+/// Where a point's values lie: the range and the mode count.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    pub min: f64,
+    pub max: f64,
+    /// Modes by the gap rule ([`MODE_GAP_REL`]); 1 = unimodal.
+    pub modes: usize,
+}
+
+impl Spread {
+    /// The spread of `xs` (finite values) with mode gap `gap`.
+    pub fn of(xs: &[f64], gap: f64) -> Spread {
+        Spread {
+            min: xs.iter().copied().fold(f64::INFINITY, f64::min),
+            max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            modes: modes(xs, gap).len(),
+        }
+    }
+
+    /// The spread of a metric's values over seeds: gap [`MODE_GAP_REL`] of
+    /// the median's magnitude.
+    pub fn of_values(xs: &[f64]) -> Spread {
+        Spread::of(
+            xs,
+            MODE_GAP_REL * crate::stats::distribution::median(xs).abs(),
+        )
+    }
+
+    /// The spread of per-seed relative deltas in percent: gap
+    /// `100 * MODE_GAP_REL` percentage points.
+    pub fn of_pct(xs: &[f64]) -> Spread {
+        Spread::of(xs, 100.0 * MODE_GAP_REL)
+    }
+
+    /// "[min, max]" with `prec` decimals, then ", N modes" when multimodal.
+    pub fn fmt(&self, prec: usize) -> String {
+        let m = if self.modes > 1 {
+            format!(", {} modes", self.modes)
+        } else {
+            String::new()
+        };
+        format!("[{:.p$}, {:.p$}{m}]", self.min, self.max, p = prec)
+    }
+}
 
 /// One metric of one point.
 #[derive(Clone, Debug)]
 pub struct Cell {
     pub metric: String,
     pub ci: Ci,
+    /// Range and modes of the values over seeds.
+    pub spread: Spread,
     /// Against the baseline point (None for the baseline itself or without one).
     pub delta: Option<PairedDelta>,
+    /// Range and modes of the per-seed relative deltas (percent).
+    pub delta_spread: Option<Spread>,
+    /// The adaptive stop rule's verdict on this cell ([`resolution`]):
+    /// Some(false) is "unresolved"; None where the rule was not applied.
+    pub resolved: Option<bool>,
     /// Two-sided paired-t p-value of the delta (NaN without one).
     pub p: f64,
     /// `p` adjusted by Holm's method over the cells of this metric at every
@@ -91,22 +156,26 @@ pub fn summarise(spec: &SweepSpec, pts: &[Point], rows: &[Row]) -> Vec<PointSumm
             if xs.is_empty() {
                 continue;
             }
-            let delta = base.map(|b| {
-                let pairs: Vec<(f64, f64)> = by[i]
+            let pairs = base.map(|b| {
+                by[i]
                     .iter()
                     .filter_map(|(s, m)| {
                         let x = *m.get(c.as_str())?;
                         let y = *by[b].get(s)?.get(c.as_str())?;
                         (x.is_finite() && y.is_finite()).then_some((x, y))
                     })
-                    .collect();
-                paired_delta(&pairs)
+                    .collect::<Vec<(f64, f64)>>()
             });
+            let delta = pairs.as_deref().map(paired_delta);
+            let delta_spread = pairs.as_deref().map(|ps| Spread::of_pct(&pct_deltas(ps)));
             let p = delta.map_or(f64::NAN, |d| paired_p(&d.abs));
             cells.push(Cell {
                 metric: c.clone(),
                 ci: Ci::of(&xs),
+                spread: Spread::of_values(&xs),
                 delta,
+                delta_spread,
+                resolved: None,
                 p,
                 p_holm: f64::NAN,
             });
@@ -162,12 +231,19 @@ pub fn to_csv(axes: &[String], s: &[PointSummary]) -> String {
             "n",
             "mean",
             "ci95",
+            "min",
+            "max",
+            "modes",
             "delta",
             "delta_ci95",
             "delta_pct",
             "delta_pct_ci95",
+            "delta_pct_min",
+            "delta_pct_max",
+            "delta_pct_modes",
             "p",
             "p_holm",
+            "resolved",
         ]
         .map(String::from),
     );
@@ -188,17 +264,35 @@ pub fn to_csv(axes: &[String], s: &[PointSummary]) -> String {
             cells.push(c.ci.n.to_string());
             cells.push(num(Some(c.ci.mean)));
             cells.push(num(Some(c.ci.half)));
+            cells.push(num(Some(c.spread.min)));
+            cells.push(num(Some(c.spread.max)));
+            cells.push(c.spread.modes.to_string());
             let d = c.delta;
             cells.push(num(d.map(|d| d.abs.mean)));
             cells.push(num(d.map(|d| d.abs.half)));
             cells.push(num(d.map(|d| d.pct.mean)));
             cells.push(num(d.map(|d| d.pct.half)));
+            let ds = c.delta_spread.filter(|d| d.min.is_finite());
+            cells.push(num(ds.map(|d| d.min)));
+            cells.push(num(ds.map(|d| d.max)));
+            cells.push(ds.map(|d| d.modes.to_string()).unwrap_or_default());
             cells.push(num(Some(c.p)));
             cells.push(num(Some(c.p_holm)));
+            cells.push(resolved_word(c.resolved).into());
             let _ = writeln!(o, "{}", cells.join(","));
         }
     }
     o
+}
+
+/// `summary.csv`'s `resolved`: "yes", "unresolved", or empty where the
+/// adaptive stop rule was not applied (`sweep::adaptive`).
+pub fn resolved_word(r: Option<bool>) -> &'static str {
+    match r {
+        Some(true) => "yes",
+        Some(false) => "unresolved",
+        None => "",
+    }
 }
 
 /// Units of the metrics by suffix (README, "Metrics").
@@ -217,9 +311,13 @@ pub fn unit(metric: &str) -> &'static str {
     }
 }
 
-/// "mean ± ci (Δ +x.x% ± y.y%)", the delta marked `*` when it is a change
-/// after Holm's adjustment ([`Cell::changed`]); a delta without spread over
-/// the seeds reads "deterministic" instead of an interval and a star.
+/// "mean ± ci [min, max] (Δ +x.x% ± y.y% [min, max])", the range followed
+/// by ", N modes" when the values fall into more than one mode
+/// ([`MODE_GAP_REL`]), the delta marked `*` when it is a change after
+/// Holm's adjustment ([`Cell::changed`]), "**unresolved**" appended where
+/// the adaptive stop rule judged the cell unresolved. A delta without
+/// spread over the seeds reads "deterministic" instead of an interval and a
+/// star (and no range).
 pub fn fmt_cell(c: &Cell) -> String {
     let prec = if c.ci.mean.abs() >= 100.0 {
         0
@@ -229,17 +327,35 @@ pub fn fmt_cell(c: &Cell) -> String {
         4
     };
     let mut s = c.ci.fmt(prec);
+    if c.ci.n >= 2 && !c.ci.deterministic() {
+        let _ = write!(s, " {}", c.spread.fmt(prec));
+    }
     if let Some(d) = c.delta {
         if d.pct.mean.is_finite() {
             let star = if c.changed() { "*" } else { "" };
+            let range = c
+                .delta_spread
+                .filter(|r| d.pct.n >= 2 && r.min.is_finite())
+                .map(|r| format!(" {}", r.fmt(1)))
+                .unwrap_or_default();
             if c.deterministic() {
                 let _ = write!(s, " (Δ {:+.1}%, deterministic)", d.pct.mean);
             } else if d.pct.half.is_finite() {
-                let _ = write!(s, " (Δ {:+.1}% ± {:.1}{star})", d.pct.mean, d.pct.half);
+                let _ = write!(
+                    s,
+                    " (Δ {:+.1}% ± {:.1}{star}{range})",
+                    d.pct.mean, d.pct.half
+                );
             } else {
                 let _ = write!(s, " (Δ {:+.1}%{star})", d.pct.mean);
             }
         }
+    }
+    if c.resolved.is_some() {
+        let _ = write!(s, " n={}", c.ci.n);
+    }
+    if c.resolved == Some(false) {
+        s.push_str(" **unresolved**");
     }
     s
 }
@@ -316,9 +432,27 @@ pub fn to_markdown(spec: &SweepSpec, s: &[PointSummary]) -> String {
     let _ = writeln!(
         o,
         "Seeds {:?}; each cell is the mean over seeds ± the half-width of its 95% confidence \
-         interval (Student t, n - 1 degrees of freedom).",
-        spec.seeds
+         interval (Student t, n - 1 degrees of freedom), then [min, max] over the seeds and, when \
+         the values fall into more than one mode, how many (a new mode where sorted neighbours lie \
+         more than {:.0}% of the median apart; for Δ, {:.0} percentage points).",
+        spec.seeds,
+        100.0 * MODE_GAP_REL,
+        100.0 * MODE_GAP_REL
     );
+    if let Some(a) = &spec.adaptive {
+        let _ = writeln!(
+            o,
+            "Adaptive seeds: a point's {} got more seeds (continuing after {}, {} per round, its \
+             baseline too) until the 95% CI half-width of its Δ (in percent; without a baseline, of \
+             the value relative to its mean) was at most {} point, up to {} seeds; **unresolved** \
+             marks a cell still wider at the cap.",
+            a.metric,
+            spec.seeds.iter().max().copied().unwrap_or(0),
+            spec.seeds.len(),
+            super::adaptive::RESOLVE_POINTS,
+            a.max_seeds
+        );
+    }
     if !spec.baseline.is_empty() {
         let b: Vec<String> = spec
             .baseline
@@ -364,4 +498,53 @@ pub fn to_markdown(spec: &SweepSpec, s: &[PointSummary]) -> String {
         m.strip_prefix("task.").map(str::to_string)
     });
     o
+}
+
+#[cfg(test)]
+mod distribution_tests {
+    use super::*;
+
+    #[test]
+    fn the_mode_count_splits_at_ten_percent_of_the_median() {
+        // 100, 104, 170: the neighbours 104 -> 170 lie 66 apart, more than
+        // 10% of the median (10.4): two modes; 100 -> 104 stays one.
+        let s = Spread::of_values(&[170.0, 100.0, 104.0]);
+        assert_eq!((s.min, s.max, s.modes), (100.0, 170.0, 2));
+        assert_eq!(Spread::of_values(&[100.0, 104.0, 109.0]).modes, 1);
+        // The issue's PV-off deltas (%): -20.8 and -15.5 within 10 points,
+        // +40.6 beyond: two modes.
+        let d = Spread::of_pct(&[-15.5, -20.8, 40.6]);
+        assert_eq!(d.modes, 2);
+        assert_eq!(d.fmt(1), "[-20.8, 40.6, 2 modes]");
+        assert_eq!(Spread::of_pct(&[1.0, 2.0]).fmt(1), "[1.0, 2.0]");
+    }
+
+    fn cell(xs: &[f64], resolved: Option<bool>) -> Cell {
+        Cell {
+            metric: "throughput".into(),
+            ci: Ci::of(xs),
+            spread: Spread::of_values(xs),
+            delta: None,
+            delta_spread: None,
+            resolved,
+            p: f64::NAN,
+            p_holm: f64::NAN,
+        }
+    }
+
+    #[test]
+    fn a_cell_shows_its_range_modes_and_an_unresolved_mark() {
+        let c = cell(&[100.0, 104.0, 170.0], Some(false));
+        let s = fmt_cell(&c);
+        assert!(s.starts_with("125 ± "), "{s}");
+        assert!(s.contains("[100, 170, 2 modes]"), "{s}");
+        assert!(s.ends_with(" n=3 **unresolved**"), "{s}");
+        let s = fmt_cell(&cell(&[100.0, 101.0], Some(true)));
+        assert!(s.ends_with("n=2") && !s.contains("unresolved"), "{s}");
+        // Without the rule: no count, no mark; one seed: no range.
+        assert!(!fmt_cell(&cell(&[100.0, 101.0], None)).contains("n="));
+        assert_eq!(fmt_cell(&cell(&[100.0], None)), "100");
+        assert_eq!(resolved_word(Some(false)), "unresolved");
+        assert_eq!(resolved_word(None), "");
+    }
 }

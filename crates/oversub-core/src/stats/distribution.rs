@@ -1,8 +1,10 @@
-//! A row's values as a distribution: median, and the modes the values fall
-//! into by a gap rule. Both sides of a comparison are distributions: the
-//! simulated seeds of a scenario and the real runs. The kernel can settle in
+//! Values as a distribution: median, and the modes the values fall into by
+//! a gap rule. Conformance (oversub-conform) compares two distributions, the
+//! simulated seeds of a scenario and the real runs: the kernel can settle in
 //! one of several placements (an unpinned hog gets 40% or 43-44% of the
-//! time), so a row reports how often each side landed in each mode.
+//! time), so a row reports how often each side landed in each mode. A
+//! sweep's summary counts the modes of each point's values over seeds
+//! (`sweep::summary`, with its own gap).
 
 use serde::Serialize;
 
