@@ -79,8 +79,20 @@ fn flat_without_cgroups_picks_exactly_as_6_12_117() {
     assert!(h.tasks.iter().map(|t| t.nr_switches).sum::<u64>() > 10_000);
     for (a, b) in h.tasks.iter().zip(&f.tasks) {
         assert_eq!(
-            (a.cpu_ns, a.wait_ns, a.nr_switches, a.nr_migrations, a.nr_yields),
-            (b.cpu_ns, b.wait_ns, b.nr_switches, b.nr_migrations, b.nr_yields),
+            (
+                a.cpu_ns,
+                a.wait_ns,
+                a.nr_switches,
+                a.nr_migrations,
+                a.nr_yields
+            ),
+            (
+                b.cpu_ns,
+                b.wait_ns,
+                b.nr_switches,
+                b.nr_migrations,
+                b.nr_yields
+            ),
             "{}",
             a.name
         );
@@ -172,6 +184,10 @@ fn flat_makes_the_vcpu_cgroup_layout_irrelevant_and_the_yielder_group_loses_its_
         assert_eq!(a.cpu_ns, b.cpu_ns, "{}", a.name);
     }
     let h = topo("layout-per-vcpu", "6.12.117", "upstream");
-    assert!((share(&h, "C") - 50.0).abs() < 1.0, "6.12.117: C {:.1}%", share(&h, "C"));
+    assert!(
+        (share(&h, "C") - 50.0).abs() < 1.0,
+        "6.12.117: C {:.1}%",
+        share(&h, "C")
+    );
     assert!(share(&per, "C") > 60.0, "flat: C {:.1}%", share(&per, "C"));
 }

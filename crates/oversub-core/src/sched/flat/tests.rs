@@ -109,7 +109,11 @@ fn effective_weight_is_recomputed_on_enqueue_set_next_and_tick_only() {
     let r = s.rqs[0].curr.unwrap();
     s.wake_up_new_task(b2);
     assert_eq!(flat_weight(&s, b2), N / 3);
-    assert_eq!(flat_weight(&s, r), N / 2, "curr keeps its weight until a tick");
+    assert_eq!(
+        flat_weight(&s, r),
+        N / 2,
+        "curr keeps its weight until a tick"
+    );
     s.now += 1;
     s.sched_tick(CpuId(0));
     assert_eq!(flat_weight(&s, r), N / 3, "the tick re-weights curr");
@@ -236,5 +240,9 @@ fn yield_to_runs_the_target_next_only_while_the_forfeit_leaves_it_eligible() {
     let (next, _, b) = flat_yield_to_with_lead(0);
     assert_eq!(next, Some(b), "B level with A: B runs after the yield");
     let (next, a, _) = flat_yield_to_with_lead(50_000_000);
-    assert_eq!(next, Some(a), "B 50 ms ahead: the buddy is ignored, A runs on");
+    assert_eq!(
+        next,
+        Some(a),
+        "B 50 ms ahead: the buddy is ignored, A runs on"
+    );
 }
