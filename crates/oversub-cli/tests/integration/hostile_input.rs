@@ -475,5 +475,10 @@ fn an_unknown_kernel_preset_is_rejected_naming_flat_among_the_allowed() {
     let ok = format!("[host]\nkernel = \"flat\"\n[host.yield]\nyield_to = \"deboost\"\n{HOG}");
     let f = file("kflat-ok", &ok);
     let out = oversub(&["check", f.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

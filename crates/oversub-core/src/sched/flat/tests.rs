@@ -149,35 +149,6 @@ fn one_pick_over_tasks_gives_each_cgroup_its_share() {
     }
 }
 
-/// /cg0{A}, /cg1{B}, both hogs on one CPU, run until A is curr with B
-/// queued; then A yield_to()s B. Returns the CPU's next task and whether
-/// B's entity (the buddy) was eligible.
-fn yield_to_across_groups(preset: KernelPreset, warm_ticks: u32) -> (Option<TaskId>, bool, TaskId) {
-    let mut s = host(preset);
-    let g0 = s.create_group("/cg0", ROOT_GROUP, N);
-    let g1 = s.create_group("/cg1", ROOT_GROUP, N);
-    let a = task(&mut s, "A", g0);
-    let b = task(&mut s, "B", g1);
-    s.wake_up_new_task(a);
-    s.wake_up_new_task(b);
-    serve(&mut s);
-    run_ticks(&mut s, warm_ticks);
-    while s.rqs[0].curr != Some(a) {
-        run_ticks(&mut s, 1);
-    }
-    let se = s.eevdf_se(b);
-    let cfs = s.cfs_rq_of(se);
-    let eligible = s.entity_eligible(cfs, se);
-    let r = s.yield_to(CpuId(0), b, true);
-    crate::invariants::check(&s).unwrap();
-    let next = match r {
-        YieldTo::Yielded(Some(sw)) => sw.next,
-        YieldTo::Yielded(None) => Some(a),
-        other => panic!("yield_to refused: {other:?}"),
-    };
-    (next, eligible, b)
-}
-
 #[test]
 fn yield_to_nominates_the_target_task_on_the_single_runqueue() {
     let mut s = host(KernelPreset::Flat);

@@ -26,8 +26,8 @@ impl Scheduler {
         let mut cfs = self.cfs_rq_of(se);
         while let Some(g) = self.cfs_rqs[cfs.idx()].owner {
             let load = self.cfs_rqs[cfs.idx()].load.weight as u128;
-            if load != 0 {
-                w = w * self.ses[g.idx()].load.weight as u128 / load;
+            if let Some(x) = (w * self.ses[g.idx()].load.weight as u128).checked_div(load) {
+                w = x;
             }
             cfs = self.cfs_rq_of(g);
         }
