@@ -112,7 +112,7 @@ pub fn seeds_table(sections: &[Section], p: &Published) -> String {
             }
         }
     }
-    o
+    trim_lines(&o)
 }
 
 /// The reviewers' topologies on both hosts: per scenario and policy, the
@@ -170,5 +170,10 @@ pub fn topologies_table(sections: &[Section]) -> String {
             let _ = writeln!(o);
         }
     }
-    o
+    trim_lines(&o)
+}
+
+/// The table without the trailing blanks of its padded last column.
+fn trim_lines(t: &str) -> String {
+    t.lines().map(|l| format!("{}\n", l.trim_end())).collect()
 }
