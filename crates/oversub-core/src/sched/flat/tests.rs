@@ -92,15 +92,25 @@ fn effective_weight_is_recomputed_on_enqueue_set_next_and_tick_only() {
     s.wake_up_new_task(b1);
     assert_eq!(flat_weight(&s, b1), N / 2);
     assert_eq!(flat_weight(&s, b0), N, "a waiting task is not re-weighted");
-    // set_next_task: b0 is re-weighted when it is picked.
-    run_ticks(&mut s, 50);
-    let curr = s.rqs[0].curr.unwrap();
-    for t in [b0, b1] {
-        if t != curr {
-            // Picked at least once in 200 ms of one CPU shared by three.
-            assert_eq!(flat_weight(&s, t), N / 2, "{t:?} after its pick");
+    // set_next_task: b0 is re-weighted when it is switched in, with no tick
+    // in between (the running tasks yield until b0 is picked).
+    let mut switched_in = false;
+    for _ in 0..10 {
+        let sw = s.do_sched_yield(CpuId(0));
+        serve(&mut s);
+        if sw.is_some_and(|w| w.next == Some(b0)) {
+            switched_in = true;
+            break;
         }
+        assert_eq!(
+            flat_weight(&s, b0),
+            N,
+            "b0 is not re-weighted before its pick"
+        );
     }
+    assert!(switched_in, "b0 was never picked");
+    assert_eq!(flat_weight(&s, b0), N / 2, "b0 after its pick");
+    run_ticks(&mut s, 50);
     // Tick: a running /b task is re-weighted at its next tick after b2
     // joins /b, not before.
     while s.tasks[s.rqs[0].curr.unwrap().idx()].group != b {
