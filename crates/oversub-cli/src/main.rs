@@ -138,7 +138,7 @@ enum Cmd {
         #[arg(long, allow_hyphen_values = true)]
         duration: Option<String>,
         /// Simulate with this kernel preset instead of the running kernel's
-        /// (6.1 (CFS), 6.12.0, 6.12.117, 6.18, 6.19).
+        /// (6.1 (CFS), 6.12.0, 6.12.117, 6.18, 6.19, flat (sched/flat)).
         #[arg(long)]
         kernel: Option<String>,
     },

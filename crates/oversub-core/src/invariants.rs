@@ -47,6 +47,7 @@ pub fn check(s: &Scheduler) -> Result<(), String> {
             s.nohz.weight()
         ));
     }
+    let flat_hier = flat_hierarchy_counts(s)?;
     for (qi, q) in s.cfs_rqs.iter().enumerate() {
         let mut sum = 0i64;
         let mut load = 0i64;
@@ -89,6 +90,11 @@ pub fn check(s: &Scheduler) -> Result<(), String> {
                 nr += 1;
                 weight += s.ses[c.idx()].load.weight;
             }
+        }
+        if let Some((n, w)) = flat_hier.as_ref().and_then(|h| h[qi]) {
+            // sched/flat: a hierarchy queue has no timeline; its counts are
+            // those of the entities queued on it.
+            (nr, weight) = (n, w);
         }
         if nr != q.nr_running {
             return Err(format!(
@@ -151,4 +157,40 @@ pub fn check(s: &Scheduler) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// sched/flat: per hierarchy queue (None for the flat queues), the number
+/// and weight of the entities queued on it; and each task's flat entity
+/// queued exactly when its hierarchy entity is.
+#[allow(clippy::type_complexity)]
+fn flat_hierarchy_counts(s: &Scheduler) -> Result<Option<Vec<Option<(u32, u64)>>>, String> {
+    let Some(f) = &s.flat else {
+        return Ok(None);
+    };
+    let mut h: Vec<Option<(u32, u64)>> = vec![Some((0, 0)); s.cfs_rqs.len()];
+    for &q in &f.rq {
+        h[q.idx()] = None;
+    }
+    for e in &s.ses {
+        if e.on_rq {
+            if let Some((n, w)) = &mut h[e.cfs_rq.idx()] {
+                *n += 1;
+                *w += e.load.weight;
+            }
+        }
+    }
+    for t in &s.tasks {
+        let fe = &s.ses[f.se[t.id.idx()].idx()];
+        let he = &s.ses[t.se.idx()];
+        if fe.on_rq != he.on_rq || fe.sched_delayed != he.sched_delayed {
+            return Err(format!(
+                "task {}: flat entity on_rq/delayed {}/{} but hierarchy entity {}/{}",
+                t.name, fe.on_rq, fe.sched_delayed, he.on_rq, he.sched_delayed
+            ));
+        }
+        if fe.on_rq && fe.cfs_rq != f.rq[t.cpu.idx()] {
+            return Err(format!("task {}: flat entity queued off its CPU", t.name));
+        }
+    }
+    Ok(Some(h))
 }

@@ -8,6 +8,7 @@
 //! reproduction follows the model as it changes.
 
 pub mod eevdf_latency;
+pub mod flat;
 pub mod history;
 pub mod html;
 pub mod plot;
@@ -259,6 +260,20 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         comparison(&sections, &published)
     };
     let verdict = verdict::verdict(&sections, &published);
+    // The flat host beside the 6.12.117 host (sections seeds-flat,
+    // topologies-flat; empty without them).
+    let flat_seeds = flat::seeds_table(&sections, &published);
+    let flat_topo = flat::topologies_table(&sections);
+    let mut flat_md = String::new();
+    if !flat_seeds.is_empty() || !flat_topo.is_empty() {
+        let _ = writeln!(flat_md, "## On a flat host (sched/flat)\n");
+        for t in [&flat_seeds, &flat_topo]
+            .into_iter()
+            .filter(|t| !t.is_empty())
+        {
+            let _ = writeln!(flat_md, "```\n{t}```\n");
+        }
+    }
     let mut md = String::new();
     let _ = writeln!(
         md,
@@ -278,6 +293,9 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         let _ = writeln!(md, "\n## Published v1 gains beside the simulation\n");
         let _ = writeln!(md, "```\n{table}```\n");
     }
+    if !flat_md.is_empty() {
+        let _ = writeln!(md, "\n{flat_md}");
+    }
     for s in &sections {
         let _ = writeln!(md, "# Section {}: {}\n", s.name, s.title);
         let body = sweep::summary::to_markdown(&s.spec, &s.summary);
@@ -294,7 +312,10 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     md += &extra_md;
     w("summary.md", &md)?;
     let page = html::render(&sections, &published, quick, &verdict, &prov);
-    w("report.html", &html::with_extra(&page, &extra_md))?;
+    w(
+        "report.html",
+        &html::with_extra(&page, &format!("{flat_md}{extra_md}")),
+    )?;
     crate::output::write_set(&files)?;
     let mut text = String::new();
     if !verdict.is_empty() {
@@ -306,6 +327,12 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     }
     if !table.is_empty() {
         let _ = writeln!(text, "{table}");
+    }
+    for t in [&flat_seeds, &flat_topo]
+        .into_iter()
+        .filter(|t| !t.is_empty())
+    {
+        let _ = writeln!(text, "{t}");
     }
     let _ = writeln!(
         text,
@@ -420,7 +447,7 @@ fn combined_csv(sections: &[Section]) -> String {
 /// Signed percent with its CI ("det" when every seed gives the same
 /// difference), or "-"; "?" appended when the cell is unresolved
 /// ([`UNRESOLVED`]).
-fn pct(c: Option<&Cell>) -> String {
+pub(crate) fn pct(c: Option<&Cell>) -> String {
     let mut t = match c.and_then(|c| c.delta.map(|d| (c, d))) {
         Some((c, d)) if d.pct.mean.is_finite() => {
             if c.deterministic() {

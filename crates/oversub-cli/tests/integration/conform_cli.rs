@@ -138,7 +138,7 @@ fn conform_rejects_an_unknown_kernel_preset_in_one_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.contains(
-            "--kernel: unknown preset \"6.15\": allowed 6.1, 6.12.0, 6.12.117, 6.18, 6.19"
+            "--kernel: unknown preset \"6.15\": allowed 6.1, 6.12.0, 6.12.117, 6.18, 6.19, flat"
         ),
         "{err}"
     );

@@ -294,7 +294,7 @@ fn pick_buddy_on_6_12_0_is_rejected() {
         &[
             "host.features.PICK_BUDDY",
             "6.12.0",
-            "allowed on 6.12.117, 6.18, 6.19",
+            "allowed on 6.12.117, 6.18, 6.19, flat",
         ],
     );
 }
@@ -455,4 +455,30 @@ fn a_vm_without_workload_or_program_is_refused() {
         "[[vm]]\nname = \"v\"\nvcpus = 2\nworkload = \"phase:idle\"\n",
     );
     assert!(oversub(&["check", f.to_str().unwrap()]).status.success());
+}
+
+#[test]
+fn an_unknown_kernel_preset_is_rejected_naming_flat_among_the_allowed() {
+    let src = format!("[host]\nkernel = \"flatt\"\n{HOG}");
+    rejected(
+        "check",
+        "kflat",
+        &src,
+        &[],
+        &[
+            "host.kernel",
+            "flatt",
+            "allowed 6.1, 6.12.0, 6.12.117, 6.18, 6.19, flat",
+        ],
+    );
+    // The flat preset itself is accepted, with every yield_to policy.
+    let ok = format!("[host]\nkernel = \"flat\"\n[host.yield]\nyield_to = \"deboost\"\n{HOG}");
+    let f = file("kflat-ok", &ok);
+    let out = oversub(&["check", f.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

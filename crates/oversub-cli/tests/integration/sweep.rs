@@ -745,3 +745,65 @@ fn reproduce_marks_unresolved_headline_cells() {
     assert_eq!(rows.lines().count(), 1 + 4 + 2, "{rows}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn reproduce_sets_a_flat_host_beside_the_6_12_117_host() {
+    let dir = std::env::temp_dir().join(format!("oversub-repro-flat-{}", std::process::id()));
+    let out = oversub_cmd()
+        .args([
+            "reproduce",
+            "--quick",
+            "--manifest",
+            "crates/oversub-cli/tests/data/tiny-reproduce-flat.toml",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Flat host (sched/flat) beside the 6.12.117 host"),
+        "{text}"
+    );
+    let row = |host: &str| {
+        text.lines()
+            .find(|l| l.starts_with("dbench     2 ") && l.split_whitespace().nth(2) == Some(host))
+            .unwrap_or_else(|| panic!("no {host} row in {text}"))
+            .to_string()
+    };
+    // Both hosts measured: an upstream throughput and seed-v1's gain each;
+    // the flat row also compares the two upstreams, paired by seed.
+    let (h, f) = (row("6.12.117"), row("flat"));
+    assert!(
+        h.split_whitespace().nth(3).unwrap().parse::<f64>().unwrap() > 0.0,
+        "{h}"
+    );
+    assert!(
+        f.split_whitespace().nth(3).unwrap().parse::<f64>().unwrap() > 0.0,
+        "{f}"
+    );
+    assert!(
+        f.split_whitespace()
+            .nth(4)
+            .unwrap()
+            .ends_with(|c: char| c.is_ascii_digit()),
+        "{f}"
+    );
+    assert!(!text.lines().any(|l| l != l.trim_end()), "trailing blanks");
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("## On a flat host (sched/flat)"));
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.csv.meta.json")).unwrap())
+            .unwrap();
+    let presets = m["provenance"]["kernel_presets"].to_string();
+    assert!(
+        presets.contains("flat") && presets.contains("6.12.117"),
+        "{presets}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -530,7 +530,9 @@ impl Scheduler {
     /// `task_hot()`: a buddy (CACHE_HOT_BUDDY) or a task that ran within
     /// `sysctl_sched_migration_cost` is cache hot.
     fn task_hot(&self, p: TaskId, env: &LbEnv) -> bool {
-        let se = self.tasks[p.idx()].se;
+        // The entity the pick and its buddies see (sched/flat: the task's
+        // entity on the single runqueue).
+        let se = self.eevdf_se(p);
         let q = self.cfs_rq_of(se);
         if self.feat.cache_hot_buddy
             && self.rqs[env.dst_cpu].nr_running > 0

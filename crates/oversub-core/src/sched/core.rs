@@ -110,7 +110,7 @@ impl Scheduler {
         if let Some(p) = prev.filter(|&p| yielded != Some(p)) {
             let t = &self.tasks[p.idx()];
             if next != Some(p) && next.is_some() && t.state == TaskState::Running && t.on_rq {
-                let se = t.se;
+                let se = self.eevdf_se(p);
                 self.set_next_buddy(se);
             }
         }
@@ -389,6 +389,11 @@ impl Scheduler {
             let se = &mut self.ses[e.idx()];
             se.exec_start = (se.exec_start + steal).min(now).max(se.exec_start);
             s = self.parent_entity(e);
+        }
+        if let Some(f) = self.flat_task_se(p) {
+            // sched/flat: the runqueue's entity is charged by update_curr().
+            let se = &mut self.ses[f.idx()];
+            se.exec_start = (se.exec_start + steal).min(now).max(se.exec_start);
         }
     }
 

@@ -76,7 +76,7 @@ impl Scheduler {
 
     /// The queue's curr if it is queued (`curr && curr->on_rq`).
     #[inline]
-    fn queued_curr(&self, cfs: CfsRqId) -> Option<SeId> {
+    pub(super) fn queued_curr(&self, cfs: CfsRqId) -> Option<SeId> {
         self.cfs_rqs[cfs.idx()]
             .curr
             .filter(|c| self.ses[c.idx()].on_rq)
@@ -116,7 +116,7 @@ impl Scheduler {
     }
 
     /// `update_entity_lag()`.
-    fn update_entity_lag(&mut self, cfs: CfsRqId, se: SeId) {
+    pub(super) fn update_entity_lag(&mut self, cfs: CfsRqId, se: SeId) {
         let v = self.avg_vruntime(cfs);
         self.ses[se.idx()].vlag = self.entity_lag(v, se);
     }
@@ -211,7 +211,7 @@ impl Scheduler {
     /// `set_protect_slice()`: 6.12 stashes the deadline in vlag (RUN_TO_PARITY
     /// lasts until the deadline); with VPROT (v6.17+) protection ends at
     /// min(deadline, v + min slice of the queue).
-    fn set_protect_slice(&mut self, cfs: CfsRqId, se: SeId) {
+    pub(super) fn set_protect_slice(&mut self, cfs: CfsRqId, se: SeId) {
         if self.feat.vprot {
             let base = if self.feat.run_to_parity {
                 self.cfs_rq_min_slice(cfs)
@@ -387,6 +387,16 @@ impl Scheduler {
         if self.is_cfs() {
             return self.cfs().update_curr(cfs);
         }
+        if self.is_flat() {
+            return self.flat_fair().update_curr(cfs);
+        }
+        self.update_curr_eevdf(cfs);
+    }
+
+    /// `update_curr()` on one EEVDF queue (the hierarchical presets' every
+    /// level, the flat preset's single runqueue).
+    #[inline]
+    pub(super) fn update_curr_eevdf(&mut self, cfs: CfsRqId) {
         let Some(curr) = self.cfs_rqs[cfs.idx()].curr else {
             return;
         };
@@ -458,7 +468,7 @@ impl Scheduler {
     /// `lag * (W + w) / W`; the deadline from a kept relative deadline
     /// (PLACE_REL_DEADLINE) or v + vslice (halved for a new task under
     /// PLACE_DEADLINE_INITIAL).
-    fn place_entity(&mut self, cfs: CfsRqId, se: SeId, flags: u32) {
+    pub(super) fn place_entity(&mut self, cfs: CfsRqId, se: SeId, flags: u32) {
         let vruntime = self.avg_vruntime(cfs);
         let base = self.cfg.base_slice();
         let curr = self.queued_curr(cfs);
@@ -549,7 +559,7 @@ impl Scheduler {
     }
 
     /// `set_delayed()`: h_nr_runnable/h_nr_delayed move up the hierarchy for tasks.
-    fn set_delayed(&mut self, se: SeId) {
+    pub(super) fn set_delayed(&mut self, se: SeId) {
         self.ses[se.idx()].sched_delayed = true;
         if !self.ses[se.idx()].is_task() {
             return;
@@ -564,7 +574,7 @@ impl Scheduler {
     }
 
     /// `clear_delayed()`.
-    fn clear_delayed(&mut self, se: SeId) {
+    pub(super) fn clear_delayed(&mut self, se: SeId) {
         self.ses[se.idx()].sched_delayed = false;
         if !self.ses[se.idx()].is_task() {
             return;
@@ -579,7 +589,7 @@ impl Scheduler {
     }
 
     /// `finish_delayed_dequeue_entity()`: DELAY_ZERO clips positive lag.
-    fn finish_delayed_dequeue_entity(&mut self, se: SeId) {
+    pub(super) fn finish_delayed_dequeue_entity(&mut self, se: SeId) {
         self.clear_delayed(se);
         if self.feat.delay_zero && self.ses[se.idx()].vlag > 0 {
             self.ses[se.idx()].vlag = 0;
@@ -718,6 +728,9 @@ impl Scheduler {
         if self.is_cfs() {
             return self.cfs().enqueue_task_fair(p, flags);
         }
+        if self.is_flat() {
+            return self.flat_fair().enqueue_task_fair(p, flags);
+        }
         let cpu = self.tasks[p.idx()].cpu;
         let mut se = Some(self.tasks[p.idx()].se);
         let task_new = flags & ENQUEUE_WAKEUP == 0;
@@ -854,6 +867,9 @@ impl Scheduler {
         if self.is_cfs() {
             return self.cfs().dequeue_task_fair(p, flags);
         }
+        if self.is_flat() {
+            return self.flat_fair().dequeue_task_fair(p, flags);
+        }
         let cpu = self.tasks[p.idx()].cpu;
         let se = self.tasks[p.idx()].se;
         let r = self.dequeue_entities(cpu, se, flags);
@@ -908,8 +924,8 @@ impl Scheduler {
             self.resched_curr(cpu);
             return;
         };
-        let se = self.tasks[curr.idx()].se;
-        let pse = self.tasks[p.idx()].se;
+        let se = self.eevdf_se(curr);
+        let pse = self.eevdf_se(p);
         if se == pse {
             return;
         }
@@ -948,6 +964,9 @@ impl Scheduler {
         if self.is_cfs() {
             return self.cfs().pick_task_fair(cpu);
         }
+        if self.is_flat() {
+            return self.flat_fair().pick_task_fair(cpu);
+        }
         'again: loop {
             let mut cfs = self.rqs[cpu.idx()].cfs;
             if self.cfs_rqs[cfs.idx()].nr_running == 0 {
@@ -973,6 +992,9 @@ impl Scheduler {
     pub fn pick_next_task_fair(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
         if self.is_cfs() {
             return self.cfs().pick_next_task_fair(cpu, prev);
+        }
+        if self.is_flat() {
+            return self.flat_fair().pick_next_task_fair(cpu, prev);
         }
         let p = self.pick_task_fair(cpu)?;
         match prev {
@@ -1013,6 +1035,9 @@ impl Scheduler {
         if self.is_cfs() {
             return self.cfs().put_prev_task_fair(prev);
         }
+        if self.is_flat() {
+            return self.flat_fair().put_prev_task_fair(prev);
+        }
         let mut s = Some(self.tasks[prev.idx()].se);
         while let Some(e) = s {
             let cfs = self.cfs_rq_of(e);
@@ -1038,6 +1063,9 @@ impl Scheduler {
     pub fn set_next_task_fair(&mut self, cpu: CpuId, p: TaskId) {
         if self.is_cfs() {
             return self.cfs().set_next_task_fair(cpu, p);
+        }
+        if self.is_flat() {
+            return self.flat_fair().set_next_task_fair(cpu, p);
         }
         self.cfs_tasks_move_to_head(cpu, p);
         let mut s = Some(self.tasks[p.idx()].se);
@@ -1090,7 +1118,7 @@ impl Scheduler {
         if self.rqs[cpu.idx()].nr_running == 1 {
             return false;
         }
-        let se = self.tasks[curr.idx()].se;
+        let se = self.eevdf_se(curr);
         let cfs = self.cfs_rq_of(se);
         self.clear_buddies(cfs, se);
         if self.yield_interval_throttled(curr) {
@@ -1122,7 +1150,7 @@ impl Scheduler {
         if self.is_cfs() {
             return self.cfs().yield_to_task_fair(cpu, p);
         }
-        let se = self.tasks[p.idx()].se;
+        let se = self.eevdf_se(p);
         if !self.ses[se.idx()].on_rq {
             return false;
         }
@@ -1138,6 +1166,9 @@ impl Scheduler {
     pub fn task_tick_fair(&mut self, cpu: CpuId, curr: TaskId, queued: bool) {
         if self.is_cfs() {
             return self.cfs().task_tick_fair(cpu, curr, queued);
+        }
+        if self.is_flat() {
+            return self.flat_fair().task_tick_fair(cpu, curr, queued);
         }
         let mut s = Some(self.tasks[curr.idx()].se);
         while let Some(e) = s {
@@ -1161,7 +1192,7 @@ impl Scheduler {
         }
         let root = self.rqs[cpu.idx()].cfs;
         if self.cfs_rqs[root.idx()].h_nr_queued > 1 {
-            let e = &self.ses[self.tasks[p.idx()].se.idx()];
+            let e = &self.ses[self.eevdf_se(p).idx()];
             let ran = e.sum_exec_runtime - e.prev_sum_exec_runtime;
             let delta = e.slice as i64 - ran as i64;
             if delta < 0 {
@@ -1175,7 +1206,7 @@ impl Scheduler {
     }
 
     /// `hrtick_update()`.
-    fn hrtick_update(&mut self, cpu: CpuId) {
+    pub(super) fn hrtick_update(&mut self, cpu: CpuId) {
         if !self.feat.hrtick {
             return;
         }

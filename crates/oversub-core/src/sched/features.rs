@@ -25,15 +25,22 @@ pub enum KernelPreset {
     V6_18,
     /// v6.19: 6.18 plus PICK_BUDDY inside `__pick_eevdf()` (523afd46059d).
     V6_19,
+    /// Peter Zijlstra's "sched/eevdf: Move to a single runqueue" (v3, 5 Jun
+    /// 2026, branch sched/flat of his queue tree) on the model's base
+    /// 6.12.117: one EEVDF runqueue per CPU over tasks, each task weighted
+    /// by its hierarchical fraction (`sched::flat`; docs/model.md, "The
+    /// flat preset (sched/flat)"). Feature defaults are 6.12.117's.
+    Flat,
 }
 
 impl KernelPreset {
-    pub const ALL: [KernelPreset; 5] = [
+    pub const ALL: [KernelPreset; 6] = [
         KernelPreset::V6_1,
         KernelPreset::V6_12_0,
         KernelPreset::V6_12_117,
         KernelPreset::V6_18,
         KernelPreset::V6_19,
+        KernelPreset::Flat,
     ];
 
     pub fn name(self) -> &'static str {
@@ -43,6 +50,7 @@ impl KernelPreset {
             KernelPreset::V6_12_117 => "6.12.117",
             KernelPreset::V6_18 => "6.18",
             KernelPreset::V6_19 => "6.19",
+            KernelPreset::Flat => "flat",
         }
     }
 
@@ -59,6 +67,12 @@ impl KernelPreset {
     #[inline]
     pub fn is_cfs(self) -> bool {
         self == KernelPreset::V6_1
+    }
+
+    /// Does this kernel pick from one runqueue of tasks (sched/flat)?
+    #[inline]
+    pub fn is_flat(self) -> bool {
+        self == KernelPreset::Flat
     }
 
     /// `sched_feat` names this kernel does not have (a scenario may not set
@@ -150,7 +164,10 @@ impl KernelPreset {
                 next_buddy_gates_pick: true,
                 ..base
             },
-            KernelPreset::V6_12_117 => base,
+            // sched/flat changes the runqueue, not the switches: the preset
+            // is 6.12.117's defaults (its own base, tip of June 2026, is not
+            // modelled; its 6.13..6.19 switches may be set on it).
+            KernelPreset::V6_12_117 | KernelPreset::Flat => base,
             KernelPreset::V6_18 => SchedFeatures {
                 vprot: true,
                 vprot_in_vlag: true,

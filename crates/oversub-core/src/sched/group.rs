@@ -71,6 +71,9 @@ impl Scheduler {
         if self.is_cfs() {
             return self.reweight_cfs_entity(cfs, se, weight);
         }
+        if self.is_flat() {
+            return self.flat_fair().reweight_entity(cfs, se, weight);
+        }
         let is_curr = self.cfs_rqs[cfs.idx()].curr == Some(se);
         let mut avruntime = 0;
         let on_rq = self.ses[se.idx()].on_rq;
@@ -148,7 +151,7 @@ impl Scheduler {
 
     /// `reweight_eevdf()`: keep lag and the relative deadline across a weight
     /// change: v' = V - (V - v) w/w', d' = V + (d - V) w/w'.
-    fn reweight_eevdf(&mut self, se: SeId, avruntime: u64, weight: u64) {
+    pub(super) fn reweight_eevdf(&mut self, se: SeId, avruntime: u64, weight: u64) {
         let old_weight = self.ses[se.idx()].load.weight;
         if avruntime != self.ses[se.idx()].vruntime() {
             let vlag = self.entity_lag(avruntime, se);
@@ -166,7 +169,7 @@ impl Scheduler {
 /// a * b / c, truncated, as the kernel's `div_s64(a * b, c)` but exact when
 /// the product overflows 64 bits (then computed in 128 bits).
 #[inline]
-fn mul_div(a: i64, b: i64, c: i64) -> i64 {
+pub(super) fn mul_div(a: i64, b: i64, c: i64) -> i64 {
     match a.checked_mul(b) {
         Some(p) => p / c,
         None => (a as i128 * b as i128 / c as i128) as i64,

@@ -1,6 +1,7 @@
 //! The host scheduler: a model of kernel/sched (fair class) of Linux 6.12.117,
 //! with kernel presets for 6.12.0 and 6.19 (see `features`), and the CFS
-//! fair class of Linux 6.1 (`cfs`, the `6.1` preset).
+//! fair class of Linux 6.1 (`cfs`, the `6.1` preset), and Peter Zijlstra's
+//! single-runqueue EEVDF (`flat`, the `flat` preset).
 //!
 //! Layout follows the kernel: `fair` holds the EEVDF fair-class functions of
 //! fair.c, `core` the class-independent parts of core.c/syscalls.c (schedule,
@@ -21,6 +22,7 @@ pub mod cpumask;
 pub mod entity;
 pub mod fair;
 pub mod features;
+pub mod flat;
 pub mod group;
 pub mod idle_balance;
 pub mod ids;
@@ -227,6 +229,8 @@ pub struct Scheduler {
     /// activated by the simulator after `HostCosts::remote_wakeup` with
     /// [`Scheduler::sched_ttwu_pending`]: (task, enqueue flags).
     pub wakelist: Vec<(TaskId, u32)>,
+    /// The `flat` preset's runqueues and task entities (None otherwise).
+    pub flat: Option<flat::FlatState>,
 }
 
 /// The root task group.
@@ -262,6 +266,7 @@ impl Scheduler {
             this_cpu: None,
             resched_ipis: Vec::new(),
             wakelist: Vec::new(),
+            flat: None,
         };
         let mut root_rqs = Vec::with_capacity(n);
         for c in 0..n {
@@ -297,6 +302,9 @@ impl Scheduler {
             se: vec![None; n],
             depth: 0,
         });
+        if s.cfg.preset.is_flat() {
+            s.flat_init();
+        }
         s
     }
 
@@ -384,6 +392,9 @@ impl Scheduler {
             waking: false,
             migrated: false,
         });
+        if self.flat.is_some() {
+            self.flat_init_task(id);
+        }
         id
     }
 

@@ -8,6 +8,7 @@ mod common;
 mod architecture;
 mod cfs_behaviour;
 mod event_budget;
+mod flat_behaviour;
 mod fuzz;
 mod host_costs;
 mod ipi_variants;

@@ -29,7 +29,7 @@ impl Scheduler {
         if y == p || self.tasks[p.idx()].cpu != cpu {
             return;
         }
-        let se_y = self.tasks[y.idx()].se;
+        let se_y = self.eevdf_se(y);
         let e = &self.ses[se_y.idx()];
         // What the yielder used of its current slice: its deadline is one
         // slice past the point where the slice started, so the part left is
@@ -47,7 +47,7 @@ impl Scheduler {
         if budget == 0 {
             return;
         }
-        let se_t = self.tasks[p.idx()].se;
+        let se_t = self.eevdf_se(p);
         let (_, st_lca) = self.find_matching_se(se_y, se_t);
         let tick = self.cfg.tick_nsec();
         // All levels or none (the series' yield_to_borrow(), round 3, on
@@ -94,7 +94,7 @@ impl Scheduler {
             self.hrtick_requests.push((cpu, self.now + budget));
         } else {
             // Not picked now: drop the grants left on the target's chain.
-            let mut s = Some(self.tasks[t.idx()].se);
+            let mut s = Some(self.eevdf_se(t));
             while let Some(se) = s {
                 let cfs = self.cfs_rq_of(se);
                 self.cfs_rqs[cfs.idx()].next_borrowed = false;
@@ -111,7 +111,7 @@ impl Scheduler {
             return false;
         };
         if self.rqs[cpu.idx()].curr == Some(t) {
-            let e = &self.ses[self.tasks[t.idx()].se.idx()];
+            let e = &self.ses[self.eevdf_se(t).idx()];
             let ran = (e.sum_exec_runtime - e.prev_sum_exec_runtime)
                 + self.now.saturating_sub(e.exec_start);
             if ran >= budget {

@@ -119,13 +119,13 @@ impl Scheduler {
         let Some(y) = self.rqs[cpu.idx()].curr else {
             return;
         };
-        if y == p || !self.ses[self.tasks[y.idx()].se.idx()].on_rq {
+        if y == p || !self.ses[self.eevdf_se(y).idx()].on_rq {
             return;
         }
-        if !self.ses[self.tasks[p.idx()].se.idx()].on_rq || self.tasks[p.idx()].cpu != cpu {
+        if !self.ses[self.eevdf_se(p).idx()].on_rq || self.tasks[p.idx()].cpu != cpu {
             return;
         }
-        let (sy, st_) = self.find_matching_se(self.tasks[y.idx()].se, self.tasks[p.idx()].se);
+        let (sy, st_) = self.find_matching_se(self.eevdf_se(y), self.eevdf_se(p));
         let cfs = self.cfs_rq_of(sy);
         // v1 counts entities at the LCA (cfs_rq->nr_queued, 6.12's nr_running).
         let nr = self.cfs_rqs[cfs.idx()].nr_running;
@@ -158,12 +158,10 @@ impl Scheduler {
         if y == p || self.tasks[p.idx()].cpu != cpu {
             return;
         }
-        if !self.ses[self.tasks[p.idx()].se.idx()].on_rq
-            || !self.ses[self.tasks[y.idx()].se.idx()].on_rq
-        {
+        if !self.ses[self.eevdf_se(p).idx()].on_rq || !self.ses[self.eevdf_se(y).idx()].on_rq {
             return;
         }
-        let (sy, st_) = self.find_matching_se(self.tasks[y.idx()].se, self.tasks[p.idx()].se);
+        let (sy, st_) = self.find_matching_se(self.eevdf_se(y), self.eevdf_se(p));
         let cfs = self.cfs_rq_of(sy);
         let nr = self.cfs_rqs[cfs.idx()].h_nr_queued;
         if nr <= 1 {
@@ -189,7 +187,7 @@ impl Scheduler {
         let Some(y) = self.rqs[cpu.idx()].curr else {
             return DeboostResult::Invalid;
         };
-        let (se_y, se_t) = (self.tasks[y.idx()].se, self.tasks[p.idx()].se);
+        let (se_y, se_t) = (self.eevdf_se(y), self.eevdf_se(p));
         if self.tasks[p.idx()].cpu != cpu
             || y == p
             || !self.ses[se_y.idx()].on_rq

@@ -63,7 +63,7 @@ impl Scheduler {
         if y == p || self.tasks[p.idx()].cpu != cpu {
             return;
         }
-        let (sy, st) = self.find_matching_se(self.tasks[y.idx()].se, self.tasks[p.idx()].se);
+        let (sy, st) = self.find_matching_se(self.eevdf_se(y), self.eevdf_se(p));
         let cfs = self.cfs_rq_of(sy);
         if self.cfs_rqs[cfs.idx()].curr == Some(sy) {
             self.update_curr(cfs);

@@ -22,7 +22,7 @@ impl Scheduler {
     pub(super) fn yield_to_lag_credit(&mut self, cpu: CpuId, p: TaskId) {
         let base = self.cfg.base_slice();
         let tick = self.cfg.tick_nsec();
-        let mut s = Some(self.tasks[p.idx()].se);
+        let mut s = Some(self.eevdf_se(p));
         while let Some(se) = s {
             let cfs = self.cfs_rq_of(se);
             if self.cfs_rqs[cfs.idx()].next != Some(se) {
@@ -65,7 +65,7 @@ impl Scheduler {
         }
         self.yield_rq[cpu.idx()].last_forced_resched = now.max(1);
         if let Some(y) = self.rqs[cpu.idx()].curr {
-            let mut s = Some(self.tasks[y.idx()].se);
+            let mut s = Some(self.eevdf_se(y));
             while let Some(se) = s {
                 self.cancel_protect_slice(se);
                 s = self.parent_entity(se);

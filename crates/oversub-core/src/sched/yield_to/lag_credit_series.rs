@@ -31,8 +31,8 @@ impl Scheduler {
         if self.tasks[p.idx()].cpu != cpu || y == p {
             return 0;
         }
-        let se_t = self.tasks[p.idx()].se;
-        let (_, lca_t) = self.find_matching_se(self.tasks[y.idx()].se, se_t);
+        let se_t = self.eevdf_se(p);
+        let (_, lca_t) = self.find_matching_se(self.eevdf_se(y), se_t);
         let state_cfs = self.cfs_rq_of(lca_t);
         let now = self.now;
         if h::yield_penalty_rate_limited_within(
