@@ -10,7 +10,7 @@ impl Simulator {
     pub(super) fn build_report(&mut self, duration: Nanos, wall_ns: u64) -> Report {
         let sim = self;
         let events = sim.events();
-        let s = &mut sim.sched;
+        let s = &mut sim.host.sched;
         let mut tasks = Vec::new();
         for t in s.tasks.iter_mut() {
             let cpu_ns = s.ses[t.se.idx()].sum_exec_runtime;
@@ -64,7 +64,7 @@ impl Simulator {
             }
         }
         let program = sim.program_report();
-        let s = &mut sim.sched;
+        let s = &mut sim.host.sched;
         let cpus = s
             .rqs
             .iter()

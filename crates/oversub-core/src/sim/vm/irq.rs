@@ -149,8 +149,8 @@ impl Simulator {
             extra: Nanos::ZERO,
         });
         vm.stats.guest_ticks += 1;
-        let st = &self.sched.tasks[task.idx()];
-        if st.on_cpu && self.sched.rqs[st.cpu.idx()].curr == Some(task) {
+        let st = &self.host.sched.tasks[task.idx()];
+        if st.on_cpu && self.host.sched.rqs[st.cpu.idx()].curr == Some(task) {
             vm.g[i].pending_exit += exit;
             self.poke(vi, i);
         } else {
@@ -202,8 +202,8 @@ impl Simulator {
             self.wake_vcpu(vi, t, Some(cpu));
             return;
         }
-        let st = &self.sched.tasks[task.idx()];
-        let running = st.on_cpu && self.sched.rqs[st.cpu.idx()].curr == Some(task);
+        let st = &self.host.sched.tasks[task.idx()];
+        let running = st.on_cpu && self.host.sched.rqs[st.cpu.idx()].curr == Some(task);
         if running {
             // In guest mode: a posted interrupt (APICv) needs no exit; without
             // it the kick IPI forces an exit and the injection on re-entry.

@@ -17,7 +17,7 @@ impl Simulator {
         for vm in &self.vms {
             for (i, v) in vm.vcpus.iter().enumerate() {
                 let id = vm.task(i);
-                let t = &self.sched.tasks[id.idx()];
+                let t = &self.host.sched.tasks[id.idx()];
                 let name = || format!("{}.vcpu{i}", vm.name);
                 if t.on_cpu && (v.preempted || v.ready) {
                     return Err(format!("{} runs but is preempted/ready", name()));
@@ -104,8 +104,8 @@ impl Simulator {
         (0..vm.n as usize)
             .map(|t| {
                 let id = vm.task(t);
-                let st = &self.sched.tasks[id.idx()];
-                st.on_cpu && self.sched.rqs[st.cpu.idx()].curr == Some(id)
+                let st = &self.host.sched.tasks[id.idx()];
+                st.on_cpu && self.host.sched.rqs[st.cpu.idx()].curr == Some(id)
             })
             .collect()
     }
@@ -129,7 +129,7 @@ impl Simulator {
         let v = &mut self.vms[vi].vcpus[i];
         let was_ready = v.ready;
         if v.kvm_vcpu_wake_up() {
-            if self.sched.try_to_wake_up(task, 0, waker) {
+            if self.host.sched.try_to_wake_up(task, 0, waker) {
                 self.trace_wakeup_from(task, waker);
             } else {
                 self.vms[vi].vcpus[i].ready = was_ready;
@@ -142,8 +142,8 @@ impl Simulator {
     /// change when it next enters the guest.
     pub(super) fn poke(&mut self, vi: usize, i: usize) {
         let task = self.vms[vi].task(i);
-        let t = &self.sched.tasks[task.idx()];
-        if t.on_cpu && self.sched.rqs[t.cpu.idx()].curr == Some(task) {
+        let t = &self.host.sched.tasks[task.idx()];
+        if t.on_cpu && self.host.sched.rqs[t.cpu.idx()].curr == Some(task) {
             let cpu = t.cpu;
             self.kick_burst(cpu);
         }
