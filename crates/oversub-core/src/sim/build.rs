@@ -5,7 +5,7 @@
 
 use super::level::{allowed_mask, KernelLevel};
 use super::vm::{self, VcpuTasks, VmRt};
-use super::{hrtimer, Simulator, TaskSim};
+use super::{hrtimer, Body, Simulator, TaskSim};
 use crate::engine::{EventQueue, Nanos, SimRng, Time};
 use crate::kvm::{VcpuIdx, VmId};
 use crate::limits;
@@ -223,7 +223,8 @@ impl<'a> SimBuilder<'a> {
             sim.until_done = sc.until_done;
         }
         for (id, tg) in pending_targets {
-            if let Behaviour::YieldLoop { target, .. } = &mut sim.tasks[id.idx()].behaviour {
+            if let Body::Steps(Behaviour::YieldLoop { target, .. }) = &mut sim.tasks[id.idx()].body
+            {
                 *target = Some(names[&tg]);
             }
         }
@@ -246,10 +247,7 @@ impl<'a> SimBuilder<'a> {
                 let name = format!("{}.vcpu{k}", v.name);
                 let id = sim.host.spawn(&name, group, 0, allowed, None);
                 assert_eq!(id, tasks.task(VcpuIdx(k)), "vCPU task ids are consecutive");
-                sim.push_task(Behaviour::Vcpu {
-                    vm: vi as u32,
-                    idx: k,
-                });
+                sim.push_vcpu_task(VmId(vi as u32), VcpuIdx(k));
             }
             let rng = SimRng::new(sc.host.seed, 1 + vi as u64);
             let mut rt = VmRt::new(v, &sc.kvm, sc.pv.spinlock, tasks, rng);
@@ -285,9 +283,20 @@ impl Simulator {
         SimBuilder::new(sc).build()
     }
 
+    /// A host task that runs behaviour `b`.
     fn push_task(&mut self, b: Behaviour) {
+        self.push_body(Body::Steps(b));
+    }
+
+    /// The host task of vCPU `idx` of VM `vm`: a thread in `KVM_RUN`
+    /// whose preempt notifier `vcpu_load()` registered.
+    fn push_vcpu_task(&mut self, vm: VmId, idx: VcpuIdx) {
+        self.push_body(Body::Notified(vm::PreemptNotifier::register(vm, idx)));
+    }
+
+    fn push_body(&mut self, body: Body) {
         self.tasks.push(TaskSim {
-            behaviour: b,
+            body,
             running_since: None,
             started: false,
             overhead: Nanos::ZERO,

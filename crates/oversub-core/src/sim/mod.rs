@@ -48,10 +48,21 @@ enum Ev {
     GuestHrtick(VmId, VcpuIdx, u64),
 }
 
+/// What runs a host task's bursts.
+enum Body {
+    /// A behaviour the host level steps at each burst end (src/task).
+    Steps(Behaviour),
+    /// A vCPU thread inside `KVM_RUN`: KVM runs its bursts. The host level
+    /// knows it only by the preempt notifier it registered
+    /// (`preempt_notifier_register()`, sim/vm/notifier.rs), which the
+    /// context switch calls.
+    Notified(vm::PreemptNotifier),
+}
+
 /// Per-task simulator state of a host task (besides the host level's: its
 /// scheduler entity and the CPU time left in its burst).
 struct TaskSim {
-    behaviour: Behaviour,
+    body: Body,
     /// When the burst started consuming on the current CPU.
     running_since: Option<Time>,
     started: bool,
@@ -322,11 +333,12 @@ impl Simulator {
                     }
                 }
                 ts.running_since = None;
-                if let Behaviour::Vcpu { vm, idx } = ts.behaviour {
-                    ts.started = true;
-                    self.vcpu_step(cpu, p, VmId(vm), VcpuIdx(idx), left);
-                } else {
-                    self.step(cpu, p);
+                match ts.body {
+                    Body::Steps(_) => self.step(cpu, p),
+                    Body::Notified(n) => {
+                        ts.started = true;
+                        self.notified_burst_end(cpu, p, n, left);
+                    }
                 }
             }
             Ev::Timer(p) => {
@@ -400,11 +412,14 @@ impl Simulator {
     fn step(&mut self, cpu: CpuId, p: TaskId) {
         let now = self.now;
         let ts = &mut self.tasks[p.idx()];
+        let Body::Steps(behaviour) = &mut ts.body else {
+            unreachable!("only a task with a behaviour is stepped");
+        };
         let step = if ts.started {
-            ts.behaviour.on_burst_end(p, now, &mut self.world)
+            behaviour.on_burst_end(p, now, &mut self.world)
         } else {
             ts.started = true;
-            ts.behaviour.start(p, now, &mut self.world)
+            behaviour.start(p, now, &mut self.world)
         };
         for w in step.wake {
             if self
@@ -491,40 +506,24 @@ impl Simulator {
                 ran = ran - paid;
                 self.host.consume(prev, ran);
             }
-            if let Behaviour::Vcpu { vm, idx } = ts.behaviour {
-                self.vcpu_sched_out(VmId(vm), VcpuIdx(idx), sw.prev_runnable);
-            }
+            self.fire_sched_out_preempt_notifiers(prev, sw.prev_runnable);
         }
         if let Some(next) = sw.next {
             // context_switch() and, after a migration, the cache refill:
-            // CPU time of the incoming task (a vCPU owes it as exit overhead).
+            // CPU time of the incoming task, paid before its burst goes on.
             let costs = self.host.sched.cfg.costs;
             let mut cost = costs.context_switch;
             if std::mem::take(&mut self.host.sched.tasks[next.idx()].migrated) {
                 cost += costs.migration;
             }
-            match self.tasks[next.idx()].behaviour {
-                Behaviour::Vcpu { vm, idx } => {
-                    self.vms[vm as usize].g_owe(VcpuIdx(idx), Nanos(cost));
-                }
-                _ => self.tasks[next.idx()].overhead += Nanos(cost),
-            }
-            match self.tasks[next.idx()].behaviour {
-                // A vCPU's burst starts with the VM entry below
-                // (`kick_burst`), which supersedes any burst end queued
-                // here: none is queued (it would only pop stale).
-                Behaviour::Vcpu { .. } => self.tasks[next.idx()].running_since = Some(self.now),
-                _ => self.start_burst(sw.cpu, next),
+            self.tasks[next.idx()].overhead += Nanos(cost);
+            // A task whose notifier starts its burst (a vCPU's VM entry)
+            // needs no burst end queued here: it would only pop stale.
+            if !self.fire_sched_in_preempt_notifiers(next, sw.cpu) {
+                self.start_burst(sw.cpu, next);
             }
             if !self.tick_armed[c] {
                 self.arm_tick(sw.cpu);
-            }
-            if let Behaviour::Vcpu { vm, idx } = self.tasks[next.idx()].behaviour {
-                self.vcpu_sched_in(VmId(vm), VcpuIdx(idx));
-                // VM entry: the guest looks at its state again (pending
-                // interrupts, a lock granted while it was away, a new PAUSE
-                // loop with the current window).
-                self.kick_burst(sw.cpu);
             }
         }
     }

@@ -1,5 +1,6 @@
-//! VMs on the simulated host: each vCPU is a host task whose behaviour is
-//! the guest/KVM model below (module `sim::vm`, a child of the simulator so
+//! VMs on the simulated host: each vCPU is a host task in `KVM_RUN`, known to
+//! the host level only by its preempt notifier (notifier.rs), whose bursts
+//! the guest/KVM model below runs (module `sim::vm`, a child of the simulator so
 //! it can drive the scheduler directly). docs/kvm-model.md, "Integration",
 //! describes the mechanisms and their kernel sources.
 //!
@@ -33,6 +34,7 @@ mod phases;
 mod state;
 mod step;
 pub(super) use guest::GuestLevel;
+pub(super) use notifier::PreemptNotifier;
 
 const FOREVER: Nanos = Nanos(u64::MAX / 4);
 
