@@ -7,7 +7,9 @@
 //! the LAPIC and KVM for a guest), which their drivers supply.
 
 use crate::engine::{Nanos, Time};
+use crate::sched::core::{Switch, YieldTo};
 use crate::sched::{CpuId, GroupId, SchedConfig, Scheduler, TaskId};
+use crate::task::Next;
 
 /// The CPUs a task may run on: those of `list`, or all `n`.
 pub(super) fn allowed_mask(n: usize, list: Option<&[u32]>) -> Vec<bool> {
@@ -15,6 +17,18 @@ pub(super) fn allowed_mask(n: usize, list: Option<&[u32]>) -> Vec<bool> {
         Some(list) => (0..n).map(|c| list.contains(&(c as u32))).collect(),
         None => vec![true; n],
     }
+}
+
+/// What became of a task's step on its level ([`KernelLevel::task_next`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Stepped {
+    /// The task keeps its CPU for the burst it asked for.
+    Runs,
+    /// It yielded or blocked: the switch that follows (None: nothing else
+    /// to run, it is still current if it yielded).
+    Left(Option<Switch>),
+    /// Its `yield_to()` and what that did.
+    YieldedTo(YieldTo),
 }
 
 /// A scheduler and the run state of its tasks.
@@ -93,6 +107,33 @@ impl KernelLevel {
     pub(crate) fn consume(&mut self, p: TaskId, d: Nanos) {
         if let Some(r) = self.remaining[p.idx()].as_mut() {
             *r = *r - d;
+        }
+    }
+
+    /// The level's side of task `p`'s next step on `cpu` (the task's
+    /// program or behaviour chose `next`; the platform armed a sleep's
+    /// timer): the burst it runs or will run when next on a CPU, and the
+    /// scheduler call, `do_sched_yield()`, `yield_to()` (Linux 6.12,
+    /// kernel/sched/syscalls.c) or, for a sleep, the block of the task's
+    /// `schedule()` (`block_current`, kernel/sched/core.c).
+    pub(crate) fn task_next(&mut self, cpu: CpuId, p: TaskId, next: Next) -> Stepped {
+        match next {
+            Next::Run(d) => {
+                self.set_remaining(p, Some(d));
+                Stepped::Runs
+            }
+            Next::Yield(d) => {
+                self.set_remaining(p, Some(d));
+                Stepped::Left(self.sched.do_sched_yield(cpu))
+            }
+            Next::YieldTo(t, d) => {
+                self.set_remaining(p, Some(d));
+                Stepped::YieldedTo(self.sched.yield_to(cpu, t, true))
+            }
+            Next::Sleep(_) => {
+                self.set_remaining(p, None);
+                Stepped::Left(self.sched.block_current(cpu))
+            }
         }
     }
 
@@ -195,6 +236,45 @@ mod tests {
         assert!(!l.hrtick_armed(CpuId(0), 1));
         assert!(l.hrtick_armed(CpuId(0), 2));
         assert!(!l.hrtick(CpuId(0), 1), "a superseded expiry does nothing");
+    }
+
+    /// A sleep blocks the current task and leaves it nothing to run (it is
+    /// stepped when woken); a yield keeps its burst and hands the CPU to
+    /// the other task.
+    #[test]
+    fn task_next_blocks_a_sleeper_and_keeps_a_yielders_burst() {
+        let mut l = level(1);
+        let a = l.spawn("a", ROOT_GROUP, 0, vec![true], None);
+        let b = l.spawn("b", ROOT_GROUP, 0, vec![true], None);
+        for t in [a, b] {
+            l.sched.wake_up_new_task(t);
+        }
+        while let Some(c) = l.next_resched() {
+            let _ = l.sched.schedule(c);
+        }
+        let cur = l.sched.rqs[0].curr.expect("a task runs");
+        let other = if cur == a { b } else { a };
+        l.set_now(Time(1_000_000));
+        match l.task_next(CpuId(0), cur, Next::Yield(Nanos(7))) {
+            Stepped::Left(Some(sw)) => assert_eq!(sw.next, Some(other)),
+            s => panic!("the yield handed the CPU to nobody: {s:?}"),
+        }
+        assert_eq!(l.remaining(cur), Some(Nanos(7)));
+        assert_eq!(
+            l.task_next(CpuId(0), other, Next::Run(Nanos(3))),
+            Stepped::Runs
+        );
+        assert_eq!(l.remaining(other), Some(Nanos(3)));
+        l.set_now(Time(2_000_000));
+        match l.task_next(CpuId(0), other, Next::Sleep(None)) {
+            Stepped::Left(Some(sw)) => assert_eq!(sw.next, Some(cur)),
+            s => panic!("the sleeper kept the CPU: {s:?}"),
+        }
+        assert_eq!(l.remaining(other), None);
+        assert_ne!(
+            l.sched.tasks[other.idx()].state,
+            crate::sched::TaskState::Running
+        );
     }
 
     #[test]

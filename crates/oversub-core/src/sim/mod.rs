@@ -19,7 +19,7 @@ use crate::sched::core::{Switch, YieldTo};
 use crate::sched::{CpuId, TaskId};
 use crate::task::{Behaviour, Next, World};
 pub use build::SimBuilder;
-use level::KernelLevel;
+use level::{KernelLevel, Stepped};
 use vm::VmRt;
 
 #[derive(Clone, Copy, Debug)]
@@ -430,36 +430,26 @@ impl Simulator {
                 self.trace_wakeup_from(w, Some(cpu));
             }
         }
-        match step.next {
-            Next::Run(d) => {
-                self.host.set_remaining(p, Some(d));
-                self.start_burst(cpu, p);
-            }
-            Next::Yield(d) => {
-                self.host.set_remaining(p, Some(d));
-                let sw = self.host.sched.do_sched_yield(cpu);
-                self.after_own_switch(cpu, p, sw);
-            }
-            Next::YieldTo(t, d) => {
-                self.host.set_remaining(p, Some(d));
-                let r = self.host.sched.yield_to(cpu, t, true);
+        if let Next::Sleep(Some(at)) = step.next {
+            // hrtimer_nanosleep(): the range [at, at + slack].
+            let slack = self.tasks[p.idx()].timer_slack;
+            let hard = self
+                .hrtimers
+                .hrtimer_start_range_ns(p, cpu, at.max(now), slack);
+            self.queue.push(hard, Ev::Timer(p));
+        }
+        let target = match step.next {
+            Next::YieldTo(t, _) => t,
+            _ => p,
+        };
+        match self.host.task_next(cpu, p, step.next) {
+            Stepped::Runs => self.start_burst(cpu, p),
+            Stepped::Left(sw) => self.after_own_switch(cpu, p, sw),
+            Stepped::YieldedTo(r) => {
                 if let YieldTo::Yielded(_) = r {
-                    self.trace_yield_to(cpu, p.0, t.0);
+                    self.trace_yield_to(cpu, p.0, target.0);
                 }
                 self.after_own_switch(cpu, p, r.switch());
-            }
-            Next::Sleep(timer) => {
-                self.host.set_remaining(p, None);
-                if let Some(at) = timer {
-                    // hrtimer_nanosleep(): the range [at, at + slack].
-                    let slack = self.tasks[p.idx()].timer_slack;
-                    let hard = self
-                        .hrtimers
-                        .hrtimer_start_range_ns(p, cpu, at.max(now), slack);
-                    self.queue.push(hard, Ev::Timer(p));
-                }
-                let sw = self.host.sched.block_current(cpu);
-                self.after_own_switch(cpu, p, sw);
             }
         }
     }

@@ -31,6 +31,7 @@ use crate::kvm::{VcpuIdx, VmId};
 use crate::sched::features::KernelPreset;
 use crate::sched::{CpuId, SchedConfig, SchedFeatures, TaskId, ROOT_GROUP};
 use crate::task::program::{Action, KernelOp, ProgramRt};
+use crate::task::Next;
 use crate::workload::ir::{Program, SleepMode};
 
 /// A guest thread: a task of the guest scheduler (its own id space).
@@ -282,8 +283,10 @@ impl Simulator {
                     .sched
                     .try_to_wake_up(TaskId(w as u32), 0, Some(gcpu(i)));
             }
-            match action {
-                Action::Run(d) => g.kernel.set_remaining(t.0, Some(d)),
+            // What the level does with the step (guest switches are read
+            // from the runqueue on the next pass, so they are dropped here).
+            let next = match action {
+                Action::Run(d) => Next::Run(d),
                 Action::Sleep(timer) => {
                     g.timer_gen[t.0.idx()] += 1;
                     if let Some(at) = timer {
@@ -294,10 +297,12 @@ impl Simulator {
                                 .push(at, Ev::GuestHrtimer(VmId(vi as u32), t.0 .0, gen));
                         }
                     }
-                    let _ = self.guest(vi).kernel.sched.block_current(gcpu(i));
+                    Next::Sleep(timer)
                 }
-                Action::Yield => {
-                    let _ = g.kernel.sched.do_sched_yield(gcpu(i));
+                Action::Yield => Next::Yield(Nanos::ZERO),
+                Action::Exit => {
+                    g.exited[t.0.idx()] = true;
+                    Next::Sleep(None)
                 }
                 // The thread stays current with preemption off (a
                 // spinlock) while the vCPU takes, holds and drops the lock.
@@ -321,11 +326,13 @@ impl Simulator {
                             wait,
                         };
                     }
+                    continue;
                 }
                 Action::Kernel(KernelOp::TlbShootdown { .. }) => {
                     if let Some(next) = self.guest_tlb_shootdown(vi, i) {
                         return next;
                     }
+                    continue;
                 }
                 // mutex_optimistic_spin / rwsem_optimistic_spin: a mutex or
                 // writer spins while the owner (a task) is on a CPU; readers
@@ -341,12 +348,10 @@ impl Simulator {
                         return GuestNext::OwnerSpin;
                     }
                     self.guest_sleep_on_lock(vi, i);
+                    continue;
                 }
-                Action::Exit => {
-                    g.exited[t.0.idx()] = true;
-                    let _ = g.kernel.sched.block_current(gcpu(i));
-                }
-            }
+            };
+            let _ = self.guest(vi).kernel.task_next(gcpu(i), t.0, next);
         }
     }
 
