@@ -14,7 +14,7 @@
 use super::Simulator;
 use crate::engine::{Nanos, SimRng, Time};
 use crate::guest::machine::GuestLock;
-use crate::guest::workload::{LockKind, WorkloadProfile};
+use crate::guest::workload::{LockKind, LockPattern, WorkloadProfile};
 use crate::kvm::ipi_hint::IpiHint;
 use crate::kvm::lapic::{IpiTracker, IpiTrackingParams};
 use crate::kvm::on_spin::{OnSpinVariant, SpinVm};
@@ -136,8 +136,7 @@ impl VmRt {
         );
         let hint = matches!(kvm.on_spin, OnSpinSpec::Variant(OnSpinVariant::IpiHint))
             .then(|| IpiHint::new(v.vcpus, kvm.ipi_window));
-        // "phase:pingpong" from a scenario, "pingpong" from a bare profile.
-        let pingpong = prof.name.strip_prefix("phase:").unwrap_or(&prof.name) == "pingpong";
+        let pingpong = prof.pattern == LockPattern::Turns;
         let nlocks = if pingpong { 1 } else { prof.locks as usize };
         // Without KVM_FEATURE_PV_UNHALT ([guest.pv] spinlock = false) the
         // guest's qspinlock is the native one.
