@@ -13,14 +13,13 @@
 
 use crate::engine::{EventQueue, Nanos, SimRng, Time};
 use crate::error::RunError;
-use crate::kvm::{VcpuIdx, VmId};
 use crate::report::Report;
 use crate::sched::core::{Switch, YieldTo};
 use crate::sched::{CpuId, TaskId};
 use crate::task::{Behaviour, Next, World};
 pub use build::SimBuilder;
 use level::{KernelLevel, Stepped};
-use vm::VmRt;
+use vm::{VmEv, VmRt};
 
 #[derive(Clone, Copy, Debug)]
 enum Ev {
@@ -32,20 +31,12 @@ enum Ev {
     /// after the timer interrupt's delay (HostCosts::timer_wake/idle_exit).
     TimerWake(TaskId, Time),
     HrTick(CpuId, u64),
-    /// A halted vCPU's guest timer (LAPIC timer), with its generation.
-    GuestTimer(TaskId, u64),
-    /// The guest's periodic tick on vCPU (vm, idx) (`[kvm] guest_hz`).
-    GuestTick(VmId, VcpuIdx),
-    /// The same after the timer interrupt's delay.
-    GuestTimerWake(TaskId, u64),
     /// A reschedule IPI arrives (`scheduler_ipi()`).
     ReschedIpi(CpuId),
     /// A wakelist IPI arrives: activate the queued wakeup (flags).
     TtwuPending(TaskId, u32),
-    /// A guest thread's hrtimer: (vm, guest task, generation).
-    GuestHrtimer(VmId, u32, u64),
-    /// A guest CPU's HRTICK timer: (vm, vCPU, generation).
-    GuestHrtick(VmId, VcpuIdx, u64),
+    /// An event of the VM runtime (its timers; sim/vm/events.rs).
+    Vm(VmEv),
 }
 
 /// What runs a host task's bursts.
@@ -247,20 +238,10 @@ impl Simulator {
     fn event_cpu(&self, ev: Ev) -> Option<CpuId> {
         match ev {
             Ev::Tick(c) | Ev::BurstEnd(c, _) | Ev::HrTick(c, _) | Ev::ReschedIpi(c) => Some(c),
-            Ev::Timer(p)
-            | Ev::TimerWake(p, _)
-            | Ev::GuestTimer(p, _)
-            | Ev::GuestTimerWake(p, _)
-            | Ev::TtwuPending(p, _) => Some(self.host.sched.tasks[p.idx()].cpu),
-            Ev::GuestTick(vm, idx) | Ev::GuestHrtick(vm, idx, _) => {
-                Some(self.host.sched.tasks[self.vcpu_task(vm, idx).idx()].cpu)
+            Ev::Timer(p) | Ev::TimerWake(p, _) | Ev::TtwuPending(p, _) => {
+                Some(self.host.sched.tasks[p.idx()].cpu)
             }
-            // The host CPU of the vCPU whose LAPIC timer it is.
-            Ev::GuestHrtimer(vm, t, _) => {
-                let g = self.vms[vm.idx()].guest.as_ref().expect("a program VM");
-                let idx = VcpuIdx(g.kernel.sched.tasks[t as usize].cpu.0);
-                Some(self.host.sched.tasks[self.vcpu_task(vm, idx).idx()].cpu)
-            }
+            Ev::Vm(e) => Some(self.vm_event_cpu(e)),
         }
     }
 
@@ -268,9 +249,8 @@ impl Simulator {
     fn timer_irq_cpu(&self, ev: Ev) -> Option<CpuId> {
         match ev {
             Ev::Tick(c) | Ev::HrTick(c, _) => Some(c),
-            Ev::TimerWake(p, _) | Ev::GuestTimerWake(p, _) => {
-                Some(self.host.sched.tasks[p.idx()].cpu)
-            }
+            Ev::TimerWake(p, _) => Some(self.host.sched.tasks[p.idx()].cpu),
+            Ev::Vm(e) => self.vm_timer_irq_cpu(e),
             _ => None,
         }
     }
@@ -352,29 +332,12 @@ impl Simulator {
                 self.hrtimer_interrupt(cpu, d);
             }
             Ev::TimerWake(p, expiry) => self.hrtimer_wakeup(p, expiry),
-            Ev::GuestTimer(p, gen) => {
-                let d = self.timer_delay(p);
-                if d > Nanos::ZERO {
-                    // A superseded timer stays superseded: its interrupt
-                    // would only pop stale.
-                    if self.guest_timer_stale(p, gen) {
-                        self.stale += 1;
-                    } else {
-                        self.queue.push(self.now + d, Ev::GuestTimerWake(p, gen));
-                    }
-                } else {
-                    self.guest_timer(p, gen);
-                }
-            }
-            Ev::GuestTimerWake(p, gen) => self.guest_timer(p, gen),
             Ev::ReschedIpi(cpu) => self.host.sched.scheduler_ipi(cpu),
             Ev::TtwuPending(p, flags) => {
                 self.host.sched.sched_ttwu_pending(p, flags);
                 self.trace_wakeup_pending(p);
             }
-            Ev::GuestTick(vm, idx) => self.guest_tick(vm, idx),
-            Ev::GuestHrtimer(vm, t, gen) => self.guest_hrtimer(vm, t, gen),
-            Ev::GuestHrtick(vm, i, gen) => self.guest_hrtick(vm, i, gen),
+            Ev::Vm(e) => self.vm_event(e),
         }
     }
 
@@ -609,66 +572,6 @@ impl Simulator {
         self.send_ipis();
     }
 
-    /// Per-VM results (empty without VMs).
-    pub fn vm_reports(&self, duration: Nanos) -> Vec<crate::report::VmReport> {
-        self.vms
-            .iter()
-            .enumerate()
-            .map(|(vi, v)| {
-                let mut cpu_ns = 0;
-                let mut steal = 0;
-                let mut lefts = Vec::new();
-                for k in 0..v.n {
-                    let id = v.tasks.task(VcpuIdx(k)).idx();
-                    let t = &self.host.sched.tasks[id];
-                    cpu_ns += self.host.sched.ses[t.se.idx()].sum_exec_runtime;
-                    steal += t.stats.wait_ns;
-                    // The unused part of each vCPU's current burst.
-                    let ts = &self.tasks[id];
-                    lefts.push(
-                        match (self.host.remaining(TaskId(id as u32)), ts.running_since) {
-                            (Some(r), Some(since)) => r - (self.now - since),
-                            (Some(r), None) => r,
-                            (None, _) => Nanos::ZERO,
-                        },
-                    );
-                }
-                let mut r = v.report(duration, cpu_ns, steal, &lefts);
-                r.threads = self.guest_threads(vi);
-                if self.vms[vi].guest.is_some() {
-                    r.program = Some(crate::report::ProgramSummary::of(&r.threads));
-                }
-                r
-            })
-            .collect()
-    }
-
-    /// The program's results (None without a program).
-    pub fn program_report(&self) -> Option<crate::report::ProgramReport> {
-        let p = self.world.program.as_ref()?;
-        let prog = p.program();
-        Some(crate::report::ProgramReport {
-            completed: p.all_done(),
-            threads: prog
-                .threads
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    let s = p.stats(i);
-                    crate::report::ProgramThreadReport {
-                        name: t.name.clone(),
-                        phase_loops: s.phase_loops,
-                        finished_ns: s.finished_at.map(|f| f.0),
-                        lock_waits: s.lock_waits,
-                        lock_wait_ns: s.lock_wait_ns,
-                        loop_ns: s.loop_ns.clone(),
-                    }
-                })
-                .collect(),
-            fidelity: prog.fidelity.clone(),
-        })
-    }
-
     /// Task ids in creation order with their cgroup paths (for reports).
     pub fn task_ids(&self) -> impl Iterator<Item = TaskId> {
         (0..self.tasks.len() as u32).map(TaskId)
@@ -679,14 +582,7 @@ impl Simulator {
 fn ev_cpu(ev: Ev) -> Option<CpuId> {
     match ev {
         Ev::Tick(c) | Ev::BurstEnd(c, _) | Ev::HrTick(c, _) | Ev::ReschedIpi(c) => Some(c),
-        Ev::Timer(_)
-        | Ev::TimerWake(..)
-        | Ev::GuestTimer(..)
-        | Ev::GuestTimerWake(..)
-        | Ev::GuestTick(..)
-        | Ev::GuestHrtimer(..)
-        | Ev::GuestHrtick(..)
-        | Ev::TtwuPending(..) => None,
+        Ev::Timer(_) | Ev::TimerWake(..) | Ev::TtwuPending(..) | Ev::Vm(_) => None,
     }
 }
 

@@ -24,6 +24,7 @@
 
 use super::super::level::{allowed_mask, KernelLevel};
 use super::super::{Ev, Simulator};
+use super::VmEv;
 use crate::engine::{Nanos, Time};
 use crate::kvm::irq_vectors::{LOCAL_TIMER_VECTOR, RESCHEDULE_VECTOR};
 use crate::kvm::lapic::LapicIrq;
@@ -293,8 +294,10 @@ impl Simulator {
                         let gen = g.timer_gen[t.0.idx()];
                         let at = at.max(now);
                         if at <= self.end {
-                            self.queue
-                                .push(at, Ev::GuestHrtimer(VmId(vi as u32), t.0 .0, gen));
+                            self.push_vm_event(
+                                at,
+                                VmEv::GuestHrtimer(VmId(vi as u32), t.0 .0, gen),
+                            );
                         }
                     }
                     Next::Sleep(timer)
@@ -462,7 +465,10 @@ impl Simulator {
         let g = self.vms[vi].guest.as_mut().expect("a program VM");
         let queue = &mut self.queue;
         g.kernel.hrtick_start(now, end, |c, at, gen| {
-            queue.push(at, Ev::GuestHrtick(VmId(vi as u32), VcpuIdx(c.0), gen));
+            queue.push(
+                at,
+                Ev::Vm(VmEv::GuestHrtick(VmId(vi as u32), VcpuIdx(c.0), gen)),
+            );
         });
     }
 

@@ -3,8 +3,9 @@
 //! the LAPIC model, and their delivery to the target vCPU
 //! (`__apic_accept_irq` + `kvm_vcpu_kick`).
 
-use super::super::{Ev, Simulator};
+use super::super::Simulator;
 use super::state::{Irq, Phase, VGuest};
+use super::VmEv;
 use super::VmRt;
 use crate::engine::{Nanos, SimRng, Time};
 use crate::kvm::irq_vectors::{
@@ -108,7 +109,7 @@ impl Simulator {
         let n = u64::from(self.vms[vi].n);
         for k in 0..n {
             let at = Time(period + period * k / n);
-            self.queue.push(at, Ev::GuestTick(vm, VcpuIdx(k as u32)));
+            self.push_vm_event(at, VmEv::GuestTick(vm, VcpuIdx(k as u32)));
         }
     }
 
@@ -124,7 +125,7 @@ impl Simulator {
         let (vi, i) = (vm.idx(), idx.idx());
         let now = self.now;
         let period = Nanos(1_000_000_000 / u64::from(self.kvm.guest_hz));
-        self.queue.push(now + period, Ev::GuestTick(vm, idx));
+        self.push_vm_event(now + period, VmEv::GuestTick(vm, idx));
         let exit = self.kvm.round_trip();
         let task = self.vms[vi].task(i);
         let vm = &mut self.vms[vi];

@@ -26,6 +26,7 @@ use crate::sched::core::Switch;
 use crate::sched::TaskId;
 use state::{Cat, Phase, VGuest, VmStats, Wait};
 
+mod events;
 mod exits;
 mod guest;
 mod irq;
@@ -33,6 +34,7 @@ mod notifier;
 mod phases;
 mod state;
 mod step;
+pub(super) use events::VmEv;
 pub(super) use guest::GuestLevel;
 pub(super) use notifier::PreemptNotifier;
 

@@ -2,10 +2,11 @@
 //! CPU time again (`Act::Run`), blocks in KVM (`Act::Sleep`) or yielded
 //! (`Act::Switched`): interrupt injection on entry, then the current phase.
 
-use super::super::{Ev, Simulator};
+use super::super::Simulator;
 use super::exits::spin_iters;
 use super::guest::GuestNext;
 use super::state::{AfterStage, Cat, Phase, Wait};
+use super::VmEv;
 use super::{Act, FOREVER};
 use crate::engine::{Nanos, Time};
 use crate::guest::spinlock::LockStep;
@@ -83,7 +84,7 @@ impl Simulator {
                     let gen = g.timer_gen;
                     let at = at.max(self.now);
                     if at <= self.end {
-                        self.queue.push(at, Ev::GuestTimer(p, gen));
+                        self.push_vm_event(at, VmEv::GuestTimer(p, gen));
                     }
                 }
                 self.host.set_remaining(p, None);
