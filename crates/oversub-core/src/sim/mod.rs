@@ -1,5 +1,7 @@
-//! The simulator: builds a host from a scenario and drives the scheduler model
-//! through the event queue.
+//! The simulator's host loop: drives the host's kernel level (level.rs)
+//! through the event queue; the builder (build.rs) makes it from a
+//! scenario, the VM runtime (vm/) is reached through its events (`Ev::Vm`)
+//! and each vCPU task's preempt notifier.
 //!
 //! Events are per-CPU ticks (aligned to the jiffy grid, stopped while a CPU is
 //! idle, as NOHZ_IDLE does), the end of a running task's CPU burst, timers
