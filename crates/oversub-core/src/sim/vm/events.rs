@@ -12,15 +12,15 @@ use crate::sched::{CpuId, TaskId};
 #[derive(Clone, Copy, Debug)]
 pub(in crate::sim) enum VmEv {
     /// A halted vCPU's guest timer (LAPIC timer), with its generation.
-    GuestTimer(TaskId, u64),
+    LapicTimer(TaskId, u64),
     /// The same after the timer interrupt's delay.
-    GuestTimerWake(TaskId, u64),
+    LapicTimerWake(TaskId, u64),
     /// The guest's periodic tick on vCPU (vm, idx) (`[kvm] guest_hz`).
-    GuestTick(VmId, VcpuIdx),
+    Tick(VmId, VcpuIdx),
     /// A guest thread's hrtimer: (vm, guest task, generation).
-    GuestHrtimer(VmId, u32, u64),
+    ThreadHrtimer(VmId, u32, u64),
     /// A guest CPU's HRTICK timer: (vm, vCPU, generation).
-    GuestHrtick(VmId, VcpuIdx, u64),
+    Hrtick(VmId, VcpuIdx, u64),
 }
 
 impl Simulator {
@@ -32,7 +32,7 @@ impl Simulator {
     /// Runs VM event `e`.
     pub(in crate::sim) fn vm_event(&mut self, e: VmEv) {
         match e {
-            VmEv::GuestTimer(p, gen) => {
+            VmEv::LapicTimer(p, gen) => {
                 let d = self.timer_delay(p);
                 if d > Nanos::ZERO {
                     // A superseded timer stays superseded: its interrupt
@@ -40,16 +40,16 @@ impl Simulator {
                     if self.guest_timer_stale(p, gen) {
                         self.stale += 1;
                     } else {
-                        self.push_vm_event(self.now + d, VmEv::GuestTimerWake(p, gen));
+                        self.push_vm_event(self.now + d, VmEv::LapicTimerWake(p, gen));
                     }
                 } else {
                     self.guest_timer(p, gen);
                 }
             }
-            VmEv::GuestTimerWake(p, gen) => self.guest_timer(p, gen),
-            VmEv::GuestTick(vm, idx) => self.guest_tick(vm, idx),
-            VmEv::GuestHrtimer(vm, t, gen) => self.guest_hrtimer(vm, t, gen),
-            VmEv::GuestHrtick(vm, i, gen) => self.guest_hrtick(vm, i, gen),
+            VmEv::LapicTimerWake(p, gen) => self.guest_timer(p, gen),
+            VmEv::Tick(vm, idx) => self.guest_tick(vm, idx),
+            VmEv::ThreadHrtimer(vm, t, gen) => self.guest_hrtimer(vm, t, gen),
+            VmEv::Hrtick(vm, i, gen) => self.guest_hrtick(vm, i, gen),
         }
     }
 
@@ -57,9 +57,9 @@ impl Simulator {
     /// LAPIC timer it is.
     pub(in crate::sim) fn vm_event_cpu(&self, e: VmEv) -> CpuId {
         let task = match e {
-            VmEv::GuestTimer(p, _) | VmEv::GuestTimerWake(p, _) => p,
-            VmEv::GuestTick(vm, idx) | VmEv::GuestHrtick(vm, idx, _) => self.vcpu_task(vm, idx),
-            VmEv::GuestHrtimer(vm, t, _) => {
+            VmEv::LapicTimer(p, _) | VmEv::LapicTimerWake(p, _) => p,
+            VmEv::Tick(vm, idx) | VmEv::Hrtick(vm, idx, _) => self.vcpu_task(vm, idx),
+            VmEv::ThreadHrtimer(vm, t, _) => {
                 let g = self.vms[vm.idx()].guest.as_ref().expect("a program VM");
                 let idx = VcpuIdx(g.kernel.sched.tasks[t as usize].cpu.0);
                 self.vcpu_task(vm, idx)
@@ -72,7 +72,7 @@ impl Simulator {
     /// one (handled with the other timers of that CPU due at the instant).
     pub(in crate::sim) fn vm_timer_irq_cpu(&self, e: VmEv) -> Option<CpuId> {
         match e {
-            VmEv::GuestTimerWake(p, _) => Some(self.host.sched.tasks[p.idx()].cpu),
+            VmEv::LapicTimerWake(p, _) => Some(self.host.sched.tasks[p.idx()].cpu),
             _ => None,
         }
     }

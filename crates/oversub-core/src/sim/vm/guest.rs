@@ -296,7 +296,7 @@ impl Simulator {
                         if at <= self.end {
                             self.push_vm_event(
                                 at,
-                                VmEv::GuestHrtimer(VmId(vi as u32), t.0 .0, gen),
+                                VmEv::ThreadHrtimer(VmId(vi as u32), t.0 .0, gen),
                             );
                         }
                     }
@@ -465,10 +465,7 @@ impl Simulator {
         let g = self.vms[vi].guest.as_mut().expect("a program VM");
         let queue = &mut self.queue;
         g.kernel.hrtick_start(now, end, |c, at, gen| {
-            queue.push(
-                at,
-                Ev::Vm(VmEv::GuestHrtick(VmId(vi as u32), VcpuIdx(c.0), gen)),
-            );
+            queue.push(at, Ev::Vm(VmEv::Hrtick(VmId(vi as u32), VcpuIdx(c.0), gen)));
         });
     }
 

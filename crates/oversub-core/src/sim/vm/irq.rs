@@ -109,7 +109,7 @@ impl Simulator {
         let n = u64::from(self.vms[vi].n);
         for k in 0..n {
             let at = Time(period + period * k / n);
-            self.push_vm_event(at, VmEv::GuestTick(vm, VcpuIdx(k as u32)));
+            self.push_vm_event(at, VmEv::Tick(vm, VcpuIdx(k as u32)));
         }
     }
 
@@ -125,7 +125,7 @@ impl Simulator {
         let (vi, i) = (vm.idx(), idx.idx());
         let now = self.now;
         let period = Nanos(1_000_000_000 / u64::from(self.kvm.guest_hz));
-        self.push_vm_event(now + period, VmEv::GuestTick(vm, idx));
+        self.push_vm_event(now + period, VmEv::Tick(vm, idx));
         let exit = self.kvm.round_trip();
         let task = self.vms[vi].task(i);
         let vm = &mut self.vms[vi];

@@ -84,7 +84,7 @@ impl Simulator {
                     let gen = g.timer_gen;
                     let at = at.max(self.now);
                     if at <= self.end {
-                        self.push_vm_event(at, VmEv::GuestTimer(p, gen));
+                        self.push_vm_event(at, VmEv::LapicTimer(p, gen));
                     }
                 }
                 self.host.set_remaining(p, None);
