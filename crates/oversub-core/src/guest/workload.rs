@@ -36,6 +36,16 @@ impl LockKind {
     }
 }
 
+/// How the phase generator's vCPUs take the profile's locks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockPattern {
+    /// Each acquisition takes one of the `locks` hot locks, drawn uniformly.
+    Random,
+    /// Two vCPUs take turns on one lock (`pingpong`): a vCPU whose turn it
+    /// is not spins (or, with `turn_yield`, yields to the turn holder).
+    Turns,
+}
+
 /// A workload's parameters. Times are means of exponential distributions
 /// unless noted.
 #[derive(Clone, Debug, PartialEq)]
@@ -50,6 +60,8 @@ pub struct WorkloadProfile {
     /// Number of distinct hot locks the acquisitions spread over (uniformly).
     pub locks: u32,
     pub lock_kind: LockKind,
+    /// How the vCPUs take the locks (a profile's property, not an override).
+    pub pattern: LockPattern,
     /// Unicast IPIs (call-function-single / reschedule) sent per vCPU per ms
     /// of compute.
     pub ipi_per_ms: f64,
@@ -152,6 +164,7 @@ impl WorkloadProfile {
             cs_ns: 500,
             locks: 1,
             lock_kind: LockKind::PvQspinlock,
+            pattern: LockPattern::Random,
             ipi_per_ms: 0.0,
             ipi_sync: false,
             tlb_shootdown_per_ms: 0.0,
@@ -262,6 +275,7 @@ impl WorkloadProfile {
                 p.locks = 1;
                 p.iterations = 100_000;
                 p.active_vcpus = Some(2);
+                p.pattern = LockPattern::Turns;
             }
             // idle: the guest halts; with NO_HZ_IDLE the vCPU wakes for
             // housekeeping timers, about once per second (order of
@@ -371,6 +385,11 @@ mod tests {
         let pp = WorkloadProfile::named("pingpong").unwrap();
         assert_eq!(pp.active_vcpus, Some(2));
         assert!(pp.iterations > 0);
+        // Only pingpong takes turns; the pattern is typed, not its name.
+        for n in PROFILES {
+            let p = WorkloadProfile::named(n).unwrap();
+            assert_eq!(p.pattern == LockPattern::Turns, n == "pingpong", "{n}");
+        }
     }
 
     #[test]

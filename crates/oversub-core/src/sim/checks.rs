@@ -1,8 +1,8 @@
 //! Self-checks of a run at every kernel level, after every event when
-//! enabled (debug builds, tests, `oversub run --check`): the host
-//! scheduler's invariants (src/invariants.rs), KVM's vCPU state against the
-//! host's view of its task, and the same scheduler invariants for the guest
-//! scheduler of every nested guest.
+//! enabled (debug builds, tests, `oversub run --check`): the host level's
+//! scheduler invariants (`KernelLevel::check`, src/invariants.rs), KVM's
+//! vCPU state against the host's view of its task, and the same check of
+//! the guest level of every nested guest.
 
 use super::Simulator;
 use crate::engine::Time;
@@ -14,12 +14,12 @@ impl Simulator {
     /// naming its level.
     pub(super) fn check_levels(&self, at: Time) -> Result<(), RunError> {
         let broken = |level, what| RunError::InvariantBroken { level, at, what };
-        crate::invariants::check(&self.sched).map_err(|e| broken(Level::Host, e))?;
+        self.host.check().map_err(|e| broken(Level::Host, e))?;
         self.check_vcpus().map_err(|e| broken(Level::Kvm, e))?;
         for (vi, v) in self.vms.iter().enumerate() {
             if let Some(g) = &v.guest {
                 let vm = VmId(vi as u32);
-                crate::invariants::check(&g.sched).map_err(|e| broken(Level::Guest(vm), e))?;
+                g.kernel.check().map_err(|e| broken(Level::Guest(vm), e))?;
             }
         }
         Ok(())
@@ -88,7 +88,7 @@ mod tests {
             .position(|v| v.guest.is_some())
             .expect("a nested guest");
         let g = sim.vms[vi].guest.as_mut().expect("a nested guest");
-        g.sched.rqs[0].nr_running += 1;
+        g.kernel.sched.rqs[0].nr_running += 1;
         match sim.check_levels(Time(5)) {
             Err(RunError::InvariantBroken { level, at, .. }) => {
                 assert_eq!(level, Level::Guest(VmId(vi as u32)));
@@ -101,7 +101,7 @@ mod tests {
     #[test]
     fn a_broken_host_scheduler_is_reported_as_the_host() {
         let mut sim = nested();
-        sim.sched.rqs[0].nr_running += 1;
+        sim.host.sched.rqs[0].nr_running += 1;
         assert!(matches!(
             sim.check_levels(Time::ZERO),
             Err(RunError::InvariantBroken {

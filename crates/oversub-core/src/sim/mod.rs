@@ -1,5 +1,7 @@
-//! The simulator: builds a host from a scenario and drives the scheduler model
-//! through the event queue.
+//! The simulator's host loop: drives the host's kernel level (level.rs)
+//! through the event queue; the builder (build.rs) makes it from a
+//! scenario, the VM runtime (vm/) is reached through its events (`Ev::Vm`)
+//! and each vCPU task's preempt notifier.
 //!
 //! Events are per-CPU ticks (aligned to the jiffy grid, stopped while a CPU is
 //! idle, as NOHZ_IDLE does), the end of a running task's CPU burst, timers
@@ -13,16 +15,13 @@
 
 use crate::engine::{EventQueue, Nanos, SimRng, Time};
 use crate::error::RunError;
-use crate::kvm::{VcpuIdx, VmId};
-use crate::limits;
 use crate::report::Report;
-use crate::scenario::{expanded_names, Scenario, TaskKind};
 use crate::sched::core::{Switch, YieldTo};
-use crate::sched::weight::scale_load;
-use crate::sched::{CpuId, GroupId, SchedConfig, Scheduler, TaskId, ROOT_GROUP};
+use crate::sched::{CpuId, TaskId};
 use crate::task::{Behaviour, Next, World};
-use std::collections::BTreeMap;
-use vm::{VcpuTasks, VmRt};
+pub use build::SimBuilder;
+use level::{KernelLevel, Stepped};
+use vm::{VmEv, VmRt};
 
 #[derive(Clone, Copy, Debug)]
 enum Ev {
@@ -34,28 +33,29 @@ enum Ev {
     /// after the timer interrupt's delay (HostCosts::timer_wake/idle_exit).
     TimerWake(TaskId, Time),
     HrTick(CpuId, u64),
-    /// A halted vCPU's guest timer (LAPIC timer), with its generation.
-    GuestTimer(TaskId, u64),
-    /// The guest's periodic tick on vCPU (vm, idx) (`[kvm] guest_hz`).
-    GuestTick(VmId, VcpuIdx),
-    /// The same after the timer interrupt's delay.
-    GuestTimerWake(TaskId, u64),
     /// A reschedule IPI arrives (`scheduler_ipi()`).
     ReschedIpi(CpuId),
     /// A wakelist IPI arrives: activate the queued wakeup (flags).
     TtwuPending(TaskId, u32),
-    /// A guest thread's hrtimer: (vm, guest task, generation).
-    GuestHrtimer(VmId, u32, u64),
-    /// A guest CPU's HRTICK timer: (vm, vCPU, generation).
-    GuestHrtick(VmId, VcpuIdx, u64),
+    /// An event of the VM runtime (its timers; sim/vm/events.rs).
+    Vm(VmEv),
 }
 
-/// Per-task simulator state (besides the scheduler's).
+/// What runs a host task's bursts.
+enum Body {
+    /// A behaviour the host level steps at each burst end (src/task).
+    Steps(Behaviour),
+    /// A vCPU thread inside `KVM_RUN`: KVM runs its bursts. The host level
+    /// knows it only by the preempt notifier it registered
+    /// (`preempt_notifier_register()`, sim/vm/notifier.rs), which the
+    /// context switch calls.
+    Notified(vm::PreemptNotifier),
+}
+
+/// Per-task simulator state of a host task (besides the host level's: its
+/// scheduler entity and the CPU time left in its burst).
 struct TaskSim {
-    behaviour: Behaviour,
-    /// CPU time left in the current burst; None when the behaviour must be
-    /// asked for its next step as soon as the task runs (after a wakeup).
-    remaining: Option<Nanos>,
+    body: Body,
     /// When the burst started consuming on the current CPU.
     running_since: Option<Time>,
     started: bool,
@@ -66,64 +66,21 @@ struct TaskSim {
     timer_slack: Nanos,
 }
 
-/// Guest threads are created one after another by the program's main
-/// thread, so they do not start in the same instant: each thread of a
-/// program VM starts after a uniform draw below one host tick from the run's
-/// seed (stream 1000 + VM index). This is also what makes a program VM's
-/// seeds differ, as the phase generator's random bursts do
-/// (docs/workloads.md, "Seeds").
-fn start_jitter(
-    p: &crate::workload::ir::Program,
-    seed: u64,
-    hz: u32,
-    vm: usize,
-) -> crate::workload::ir::Program {
-    let mut p = p.clone();
-    let mut rng = SimRng::new(seed, 1000 + vm as u64);
-    let tick = 1_000_000_000 / u64::from(hz.max(1));
-    for t in &mut p.threads {
-        t.delay = crate::engine::Nanos(t.delay.0 + rng.below(tick));
-    }
-    p
-}
-
-/// The CPUs a task may run on: those of `list`, or all `n`.
-fn allowed_mask(n: usize, list: Option<&[u32]>) -> Vec<bool> {
-    match list {
-        Some(list) => (0..n).map(|c| list.contains(&(c as u32))).collect(),
-        None => vec![true; n],
-    }
-}
-
-/// The one placement of new tasks, at every level (host tasks, vCPU tasks,
-/// guest threads): round-robin over the CPUs, from `next` on, taking the
-/// first one the task may use (CPU 0 if none); `next` moves past it. A
-/// model choice, not the kernel's fork balancing (docs/model.md).
-fn place_round_robin(next: &mut usize, allowed: &[bool]) -> CpuId {
-    let n = allowed.len();
-    let cpu = (0..n)
-        .map(|k| (*next + k) % n)
-        .find(|&c| allowed[c])
-        .unwrap_or(0);
-    *next = cpu + 1;
-    CpuId(cpu as u32)
-}
-
 /// A host under simulation.
 pub struct Simulator {
-    pub sched: Scheduler,
+    /// The host kernel: its scheduler and its tasks' bursts.
+    host: KernelLevel,
     queue: EventQueue<Ev>,
     tasks: Vec<TaskSim>,
     world: World,
     cpu_gen: Vec<u64>,
-    hrtick_gen: Vec<u64>,
     tick_armed: Vec<bool>,
     /// The host tasks' sleep timers, per CPU (sim/hrtimer.rs).
     hrtimers: hrtimer::HrtimerBases,
     /// Scratch of `__hrtimer_run_queues` (no allocation per interrupt).
     due_timers: Vec<(TaskId, Time)>,
     tick: u64,
-    pub now: Time,
+    now: Time,
     /// End of the run: events after it are never queued.
     end: Time,
     /// Events popped from the queue, stale ones included.
@@ -132,9 +89,6 @@ pub struct Simulator {
     /// superseded by a newer one (its generation is outdated when it
     /// pops), dropped without doing anything.
     stale: u64,
-    /// Cgroup path of each task group, for reports.
-    pub group_paths: Vec<String>,
-    pub task_group: Vec<GroupId>,
     check_invariants: bool,
     _rng: SimRng,
     /// The VMs (empty for a host-only scenario).
@@ -162,241 +116,6 @@ pub struct Simulator {
 }
 
 impl Simulator {
-    /// Builds the host and its tasks from a validated scenario.
-    pub fn new(sc: &Scenario) -> Simulator {
-        let cfg = SchedConfig {
-            nr_cpus: sc.host.cpus,
-            hz: sc.host.hz,
-            features: sc.host.features,
-            preset: sc.host.kernel,
-            costs: sc.host.costs,
-        };
-        let mut sched = Scheduler::new(cfg);
-        sched.yield_cfg = sc.host.yield_cfg;
-        let mut by_path: BTreeMap<String, GroupId> = BTreeMap::new();
-        by_path.insert("/".into(), ROOT_GROUP);
-        // Declared parents come first after sorting by depth.
-        let mut cgs = sc.cgroups.clone();
-        cgs.sort_by_key(|c| c.path.matches('/').count());
-        for c in &cgs {
-            let parent = by_path[&crate::scenario::parent_path(&c.path)];
-            // cpu.weight w is cpu.shares w * 1024 / 100 (sched_group_set_shares).
-            let shares = scale_load(c.weight as u64 * 1024 / 100).max(scale_load(2));
-            let g = sched.create_group(&c.path, parent, shares);
-            by_path.insert(c.path.clone(), g);
-        }
-        let group_paths = sched.groups.iter().map(|g| g.path.clone()).collect();
-        let n = sc.host.cpus as usize;
-        let mut sim = Simulator {
-            sched,
-            queue: EventQueue::new(),
-            tasks: Vec::new(),
-            world: World::default(),
-            cpu_gen: vec![0; n],
-            hrtick_gen: vec![0; n],
-            tick_armed: vec![false; n],
-            hrtimers: hrtimer::HrtimerBases::new(n),
-            due_timers: Vec::new(),
-            tick: 0,
-            now: Time::ZERO,
-            end: Time(u64::MAX),
-            events: 0,
-            stale: 0,
-            group_paths,
-            task_group: Vec::new(),
-            // Debug builds check every event; release builds on request.
-            check_invariants: cfg!(debug_assertions),
-            _rng: SimRng::new(sc.host.seed, 0),
-            vms: Vec::new(),
-            vm_ops: sc.vms.iter().map(|v| v.ops_threads.clone()).collect(),
-            kvm: sc.kvm.clone(),
-            pv: sc.pv,
-            until_done: false,
-            trace: None,
-            trace_yield: Default::default(),
-            trace_guest: Vec::new(),
-            trace_st: Default::default(),
-            budget_cpus: u64::from(sc.host.cpus)
-                + sc.vms.iter().map(|v| u64::from(v.vcpus)).sum::<u64>(),
-            budget_rate: limits::MAX_EVENTS_PER_CPU_SECOND,
-            budget_allowance: limits::EVENT_ALLOWANCE,
-        };
-        sim.tick = sim.sched.cfg.tick_nsec();
-        // Create tasks; round-robin initial CPUs over each task's allowed set.
-        let mut next_cpu = 0usize;
-        let mut names: BTreeMap<String, TaskId> = BTreeMap::new();
-        let mut pending_targets: Vec<(TaskId, String)> = Vec::new();
-        for t in &sc.tasks {
-            let allowed = allowed_mask(n, t.cpus.as_deref());
-            let group = by_path[&t.cgroup];
-            let slice = t.slice.map(|s| s.0);
-            let tnames = expanded_names(t);
-            let mut ids = Vec::new();
-            for name in &tnames {
-                let cpu = place_round_robin(&mut next_cpu, &allowed);
-                let id = sim
-                    .sched
-                    .create_task(name, group, t.nice, allowed.clone(), cpu, slice);
-                names.insert(name.clone(), id);
-                sim.task_group.push(group);
-                ids.push(id);
-            }
-            match &t.kind {
-                TaskKind::Hog => ids.iter().for_each(|_| sim.push_task(Behaviour::Hog)),
-                TaskKind::Periodic { period, run, phase } => {
-                    for _ in &ids {
-                        sim.push_task(Behaviour::Periodic {
-                            period: *period,
-                            run: *run,
-                            next_expiry: Time::ZERO + *phase,
-                            active: false,
-                        });
-                    }
-                }
-                TaskKind::YieldLoop { work, target } => {
-                    for &id in &ids {
-                        sim.push_task(Behaviour::YieldLoop {
-                            work: *work,
-                            target: None,
-                        });
-                        if let Some(tg) = target {
-                            pending_targets.push((id, tg.clone()));
-                        }
-                    }
-                }
-                TaskKind::PingPong { run } => {
-                    for pair in ids.chunks(2) {
-                        let a_to_b = sim.world.new_pipe(u32::MAX);
-                        let b_to_a = sim.world.new_pipe(u32::MAX);
-                        sim.push_task(Behaviour::PingPong {
-                            run: *run,
-                            rx: b_to_a,
-                            tx: a_to_b,
-                            partner: pair[1],
-                            working: true,
-                        });
-                        sim.push_task(Behaviour::PingPong {
-                            run: *run,
-                            rx: a_to_b,
-                            tx: b_to_a,
-                            partner: pair[0],
-                            working: false,
-                        });
-                    }
-                }
-                TaskKind::Program { thread } => {
-                    sim.push_task(Behaviour::Program { thread: *thread });
-                    sim.world.program_tasks.push(ids[0]);
-                }
-                TaskKind::Messaging {
-                    fds,
-                    send,
-                    recv,
-                    pipe_slots,
-                } => {
-                    let f = *fds as usize;
-                    for group_ids in ids.chunks(2 * f) {
-                        let pipes: Vec<usize> =
-                            (0..f).map(|_| sim.world.new_pipe(*pipe_slots)).collect();
-                        let readers: Vec<TaskId> = group_ids[f..].to_vec();
-                        let group = sim.world.groups.len();
-                        sim.world.groups.push(crate::task::MsgGroup {
-                            pipes: pipes.clone(),
-                            readers,
-                        });
-                        for s in 0..f {
-                            sim.push_task(Behaviour::Sender {
-                                send: *send,
-                                group,
-                                cursor: s % f,
-                            });
-                        }
-                        for &p in &pipes {
-                            sim.push_task(Behaviour::Receiver {
-                                recv: *recv,
-                                pipe: p,
-                            });
-                        }
-                    }
-                }
-            }
-            for id in &ids {
-                sim.tasks[id.idx()].timer_slack = t.timer_slack;
-            }
-        }
-        if let Some(p) = &sc.program {
-            debug_assert_eq!(sim.world.program_tasks.len(), p.threads.len());
-            sim.world.program = Some(crate::task::program::ProgramRt::new(p.clone()));
-            sim.until_done = sc.until_done;
-        }
-        for (id, tg) in pending_targets {
-            if let Behaviour::YieldLoop { target, .. } = &mut sim.tasks[id.idx()].behaviour {
-                *target = Some(names[&tg]);
-            }
-        }
-        // VMs: one host task per vCPU, created after the plain tasks.
-        for (vi, v) in sc.vms.iter().enumerate() {
-            let tasks = VcpuTasks::new(TaskId(sim.tasks.len() as u32));
-            for k in 0..v.vcpus {
-                let allowed = match &v.pin {
-                    Some(pin) => allowed_mask(n, Some(&[pin[k as usize]])),
-                    None => allowed_mask(n, v.cpus.as_deref()),
-                };
-                let cpu = place_round_robin(&mut next_cpu, &allowed);
-                let group = by_path[&v.vcpu_cgroups[k as usize]];
-                let id = sim.sched.create_task(
-                    &format!("{}.vcpu{k}", v.name),
-                    group,
-                    0,
-                    allowed,
-                    cpu,
-                    None,
-                );
-                assert_eq!(id, tasks.task(VcpuIdx(k)), "vCPU task ids are consecutive");
-                sim.task_group.push(group);
-                sim.push_task(Behaviour::Vcpu {
-                    vm: vi as u32,
-                    idx: k,
-                });
-            }
-            let rng = SimRng::new(sc.host.seed, 1 + vi as u64);
-            let mut rt = VmRt::new(v, &sc.kvm, sc.pv.spinlock, tasks, rng);
-            if let Some(p) = &v.program {
-                // The guest kernel ([vm] kernel/features, default the
-                // host's); its HZ is the guest tick rate when that is a
-                // kernel HZ.
-                let hz = match sc.kvm.guest_hz {
-                    100 | 250 | 300 | 1000 => sc.kvm.guest_hz,
-                    _ => sc.host.hz,
-                };
-                rt.set_program_locks(p.klocks.len(), sc.pv.spinlock);
-                let p = &start_jitter(p, sc.host.seed, sc.host.hz, vi);
-                rt.guest = Some(vm::GuestLevel::new(
-                    p,
-                    v.vcpus,
-                    hz,
-                    v.guest_kernel,
-                    v.guest_features,
-                ));
-            }
-            sim.vms.push(rt);
-            sim.arm_guest_ticks(VmId(vi as u32));
-        }
-        sim
-    }
-
-    fn push_task(&mut self, b: Behaviour) {
-        self.tasks.push(TaskSim {
-            behaviour: b,
-            remaining: None,
-            running_since: None,
-            started: false,
-            overhead: Nanos::ZERO,
-            timer_slack: hrtimer::DEFAULT_TIMER_SLACK,
-        });
-        self.hrtimers.add_task(TaskId(self.tasks.len() as u32 - 1));
-    }
-
     /// Checks the scheduler invariants after every event (on by default in
     /// debug builds; tests and `--check` turn it on in release builds).
     pub fn set_check_invariants(&mut self, on: bool) {
@@ -439,7 +158,7 @@ impl Simulator {
         // All tasks start at t=0, in creation order (wake_up_new_task).
         self.set_now(Time::ZERO);
         for i in 0..self.tasks.len() {
-            self.sched.wake_up_new_task(TaskId(i as u32));
+            self.host.sched.wake_up_new_task(TaskId(i as u32));
             self.serve_resched();
         }
         self.trace_after_event();
@@ -461,7 +180,7 @@ impl Simulator {
                 }
                 self.check_zero_time_loops()?;
             }
-            self.sched.this_cpu = self.event_cpu(ev);
+            self.host.sched.this_cpu = self.event_cpu(ev);
             self.dispatch(ev);
             // hrtimer_interrupt() runs every timer of its CPU that expired by
             // now (the tick is one) before the reschedule at interrupt exit.
@@ -490,14 +209,19 @@ impl Simulator {
         }
         self.check_zero_time_loops()?;
         self.set_now(end);
-        self.sched.sync_accounting();
+        self.host.sched.sync_accounting();
         self.guest_sync();
         Ok(self.build_report(end - Time::ZERO, wall.elapsed().as_nanos() as u64))
     }
 
     /// The host tasks' names, by task id (the trace's track names).
     pub fn task_names(&self) -> Vec<String> {
-        self.sched.tasks.iter().map(|t| t.name.clone()).collect()
+        self.host
+            .sched
+            .tasks
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
     }
 
     /// Events that did model work: every event popped except the stale
@@ -509,27 +233,17 @@ impl Simulator {
 
     fn set_now(&mut self, t: Time) {
         self.now = t;
-        self.sched.now = t.0;
+        self.host.set_now(t);
     }
 
     /// The CPU an event runs on (`smp_processor_id()` of its handler).
     fn event_cpu(&self, ev: Ev) -> Option<CpuId> {
         match ev {
             Ev::Tick(c) | Ev::BurstEnd(c, _) | Ev::HrTick(c, _) | Ev::ReschedIpi(c) => Some(c),
-            Ev::Timer(p)
-            | Ev::TimerWake(p, _)
-            | Ev::GuestTimer(p, _)
-            | Ev::GuestTimerWake(p, _)
-            | Ev::TtwuPending(p, _) => Some(self.sched.tasks[p.idx()].cpu),
-            Ev::GuestTick(vm, idx) | Ev::GuestHrtick(vm, idx, _) => {
-                Some(self.sched.tasks[self.vcpu_task(vm, idx).idx()].cpu)
+            Ev::Timer(p) | Ev::TimerWake(p, _) | Ev::TtwuPending(p, _) => {
+                Some(self.host.sched.tasks[p.idx()].cpu)
             }
-            // The host CPU of the vCPU whose LAPIC timer it is.
-            Ev::GuestHrtimer(vm, t, _) => {
-                let g = self.vms[vm.idx()].guest.as_ref().expect("a program VM");
-                let idx = VcpuIdx(g.sched.tasks[t as usize].cpu.0);
-                Some(self.sched.tasks[self.vcpu_task(vm, idx).idx()].cpu)
-            }
+            Ev::Vm(e) => Some(self.vm_event_cpu(e)),
         }
     }
 
@@ -537,7 +251,8 @@ impl Simulator {
     fn timer_irq_cpu(&self, ev: Ev) -> Option<CpuId> {
         match ev {
             Ev::Tick(c) | Ev::HrTick(c, _) => Some(c),
-            Ev::TimerWake(p, _) | Ev::GuestTimerWake(p, _) => Some(self.sched.tasks[p.idx()].cpu),
+            Ev::TimerWake(p, _) => Some(self.host.sched.tasks[p.idx()].cpu),
+            Ev::Vm(e) => self.vm_timer_irq_cpu(e),
             _ => None,
         }
     }
@@ -546,9 +261,9 @@ impl Simulator {
     /// whose timer fired on its CPU now: `timer_wake`, plus `idle_exit` when
     /// that CPU was idle.
     fn timer_delay(&self, p: TaskId) -> Nanos {
-        let c = &self.sched.cfg.costs;
-        let cpu = self.sched.tasks[p.idx()].cpu.idx();
-        let idle = self.sched.rqs[cpu].curr.is_none();
+        let c = &self.host.sched.cfg.costs;
+        let cpu = self.host.sched.tasks[p.idx()].cpu.idx();
+        let idle = self.host.sched.rqs[cpu].curr.is_none();
         Nanos(c.timer_wake + if idle { c.idle_exit } else { 0 })
     }
 
@@ -556,8 +271,8 @@ impl Simulator {
         match ev {
             Ev::Tick(cpu) => {
                 self.tick_armed[cpu.idx()] = false;
-                if self.sched.rqs[cpu.idx()].curr.is_some() {
-                    self.sched.sched_tick(cpu);
+                if self.host.sched.rqs[cpu.idx()].curr.is_some() {
+                    self.host.sched.sched_tick(cpu);
                     self.arm_tick(cpu);
                     // tick_sched_timer() is one of the CPU's hrtimers: the
                     // same interrupt runs the sleepers past their soft expiry.
@@ -565,11 +280,10 @@ impl Simulator {
                 }
             }
             Ev::HrTick(cpu, gen) => {
-                if gen != self.hrtick_gen[cpu.idx()] {
-                    self.stale += 1;
-                } else {
-                    self.sched.hrtick(cpu);
+                if self.host.hrtick(cpu, gen) {
                     self.hrtimer_interrupt(cpu, Nanos::ZERO);
+                } else {
+                    self.stale += 1;
                 }
             }
             Ev::BurstEnd(cpu, gen) => {
@@ -577,13 +291,15 @@ impl Simulator {
                     self.stale += 1;
                     return;
                 }
-                let p = self.sched.rqs[cpu.idx()]
+                let p = self.host.sched.rqs[cpu.idx()]
                     .curr
                     .expect("burst end on idle CPU");
                 let now = self.now;
+                let remaining = self.host.remaining(p);
                 let ts = &mut self.tasks[p.idx()];
                 // A burst ended early (a vCPU poked) leaves some unused.
-                let left = match (ts.remaining, ts.running_since) {
+                self.host.set_remaining(p, None);
+                let left = match (remaining, ts.running_since) {
                     (Some(r), Some(since)) => {
                         let ran = now - since;
                         let paid = ran.min(ts.overhead);
@@ -592,19 +308,19 @@ impl Simulator {
                     }
                     _ => Nanos::ZERO,
                 };
-                if ts.remaining.is_none() {
+                if remaining.is_none() {
                     if let Some(since) = ts.running_since {
                         let paid = (now - since).min(ts.overhead);
                         ts.overhead = ts.overhead - paid;
                     }
                 }
                 ts.running_since = None;
-                ts.remaining = None;
-                if let Behaviour::Vcpu { vm, idx } = ts.behaviour {
-                    ts.started = true;
-                    self.vcpu_step(cpu, p, VmId(vm), VcpuIdx(idx), left);
-                } else {
-                    self.step(cpu, p);
+                match ts.body {
+                    Body::Steps(_) => self.step(cpu, p),
+                    Body::Notified(n) => {
+                        ts.started = true;
+                        self.notified_burst_end(cpu, p, n, left);
+                    }
                 }
             }
             Ev::Timer(p) => {
@@ -618,29 +334,12 @@ impl Simulator {
                 self.hrtimer_interrupt(cpu, d);
             }
             Ev::TimerWake(p, expiry) => self.hrtimer_wakeup(p, expiry),
-            Ev::GuestTimer(p, gen) => {
-                let d = self.timer_delay(p);
-                if d > Nanos::ZERO {
-                    // A superseded timer stays superseded: its interrupt
-                    // would only pop stale.
-                    if self.guest_timer_stale(p, gen) {
-                        self.stale += 1;
-                    } else {
-                        self.queue.push(self.now + d, Ev::GuestTimerWake(p, gen));
-                    }
-                } else {
-                    self.guest_timer(p, gen);
-                }
-            }
-            Ev::GuestTimerWake(p, gen) => self.guest_timer(p, gen),
-            Ev::ReschedIpi(cpu) => self.sched.scheduler_ipi(cpu),
+            Ev::ReschedIpi(cpu) => self.host.sched.scheduler_ipi(cpu),
             Ev::TtwuPending(p, flags) => {
-                self.sched.sched_ttwu_pending(p, flags);
+                self.host.sched.sched_ttwu_pending(p, flags);
                 self.trace_wakeup_pending(p);
             }
-            Ev::GuestTick(vm, idx) => self.guest_tick(vm, idx),
-            Ev::GuestHrtimer(vm, t, gen) => self.guest_hrtimer(vm, t, gen),
-            Ev::GuestHrtick(vm, i, gen) => self.guest_hrtick(vm, i, gen),
+            Ev::Vm(e) => self.vm_event(e),
         }
     }
 
@@ -665,11 +364,11 @@ impl Simulator {
     /// Linux 6.12: `hrtimer_wakeup()` of a sleeper whose timer was asked for `expiry`
     /// (its soft expiry).
     fn hrtimer_wakeup(&mut self, p: TaskId, expiry: Time) {
-        if self.sched.try_to_wake_up(p, 0, None) {
+        if self.host.sched.try_to_wake_up(p, 0, None) {
             self.trace_wakeup(p);
             // cyclictest's latency: from the time asked for, not the wakeup.
-            if self.sched.tasks[p.idx()].wake_time.is_some() {
-                self.sched.tasks[p.idx()].wake_time = Some(expiry.0);
+            if self.host.sched.tasks[p.idx()].wake_time.is_some() {
+                self.host.sched.tasks[p.idx()].wake_time = Some(expiry.0);
             }
         }
     }
@@ -678,47 +377,44 @@ impl Simulator {
     fn step(&mut self, cpu: CpuId, p: TaskId) {
         let now = self.now;
         let ts = &mut self.tasks[p.idx()];
+        let Body::Steps(behaviour) = &mut ts.body else {
+            unreachable!("only a task with a behaviour is stepped");
+        };
         let step = if ts.started {
-            ts.behaviour.on_burst_end(p, now, &mut self.world)
+            behaviour.on_burst_end(p, now, &mut self.world)
         } else {
             ts.started = true;
-            ts.behaviour.start(p, now, &mut self.world)
+            behaviour.start(p, now, &mut self.world)
         };
         for w in step.wake {
-            if self.sched.try_to_wake_up(w, step.wake_flags, Some(cpu)) {
+            if self
+                .host
+                .sched
+                .try_to_wake_up(w, step.wake_flags, Some(cpu))
+            {
                 self.trace_wakeup_from(w, Some(cpu));
             }
         }
-        match step.next {
-            Next::Run(d) => {
-                self.tasks[p.idx()].remaining = Some(d);
-                self.start_burst(cpu, p);
-            }
-            Next::Yield(d) => {
-                self.tasks[p.idx()].remaining = Some(d);
-                let sw = self.sched.do_sched_yield(cpu);
-                self.after_own_switch(cpu, p, sw);
-            }
-            Next::YieldTo(t, d) => {
-                self.tasks[p.idx()].remaining = Some(d);
-                let r = self.sched.yield_to(cpu, t, true);
+        if let Next::Sleep(Some(at)) = step.next {
+            // hrtimer_nanosleep(): the range [at, at + slack].
+            let slack = self.tasks[p.idx()].timer_slack;
+            let hard = self
+                .hrtimers
+                .hrtimer_start_range_ns(p, cpu, at.max(now), slack);
+            self.queue.push(hard, Ev::Timer(p));
+        }
+        let target = match step.next {
+            Next::YieldTo(t, _) => t,
+            _ => p,
+        };
+        match self.host.task_next(cpu, p, step.next) {
+            Stepped::Runs => self.start_burst(cpu, p),
+            Stepped::Left(sw) => self.after_own_switch(cpu, p, sw),
+            Stepped::YieldedTo(r) => {
                 if let YieldTo::Yielded(_) = r {
-                    self.trace_yield_to(cpu, p.0, t.0);
+                    self.trace_yield_to(cpu, p.0, target.0);
                 }
                 self.after_own_switch(cpu, p, r.switch());
-            }
-            Next::Sleep(timer) => {
-                self.tasks[p.idx()].remaining = None;
-                if let Some(at) = timer {
-                    // hrtimer_nanosleep(): the range [at, at + slack].
-                    let slack = self.tasks[p.idx()].timer_slack;
-                    let hard = self
-                        .hrtimers
-                        .hrtimer_start_range_ns(p, cpu, at.max(now), slack);
-                    self.queue.push(hard, Ev::Timer(p));
-                }
-                let sw = self.sched.block_current(cpu);
-                self.after_own_switch(cpu, p, sw);
             }
         }
     }
@@ -729,7 +425,7 @@ impl Simulator {
             Some(sw) => self.apply_switch(sw),
             None => {
                 // Still on the CPU (nothing else to run): continue.
-                if self.sched.rqs[cpu.idx()].curr == Some(p) {
+                if self.host.sched.rqs[cpu.idx()].curr == Some(p) {
                     self.start_burst(cpu, p);
                 }
             }
@@ -743,7 +439,7 @@ impl Simulator {
         let gen = self.cpu_gen[cpu.idx()];
         let ts = &mut self.tasks[p.idx()];
         ts.running_since = Some(self.now);
-        let d = ts.overhead + ts.remaining.unwrap_or(Nanos::ZERO);
+        let d = ts.overhead + self.host.remaining(p).unwrap_or(Nanos::ZERO);
         // A burst that outlasts the run (a hog's) needs no event; queuing it
         // would leave a stale entry in the heap for good.
         if self.now + d <= self.end {
@@ -763,44 +459,26 @@ impl Simulator {
                 let paid = ran.min(ts.overhead);
                 ts.overhead = ts.overhead - paid;
                 ran = ran - paid;
-                if let Some(r) = ts.remaining.as_mut() {
-                    *r = *r - ran;
-                }
+                self.host.consume(prev, ran);
             }
-            if let Behaviour::Vcpu { vm, idx } = ts.behaviour {
-                self.vcpu_sched_out(VmId(vm), VcpuIdx(idx), sw.prev_runnable);
-            }
+            self.fire_sched_out_preempt_notifiers(prev, sw.prev_runnable);
         }
         if let Some(next) = sw.next {
             // context_switch() and, after a migration, the cache refill:
-            // CPU time of the incoming task (a vCPU owes it as exit overhead).
-            let costs = self.sched.cfg.costs;
+            // CPU time of the incoming task, paid before its burst goes on.
+            let costs = self.host.sched.cfg.costs;
             let mut cost = costs.context_switch;
-            if std::mem::take(&mut self.sched.tasks[next.idx()].migrated) {
+            if std::mem::take(&mut self.host.sched.tasks[next.idx()].migrated) {
                 cost += costs.migration;
             }
-            match self.tasks[next.idx()].behaviour {
-                Behaviour::Vcpu { vm, idx } => {
-                    self.vms[vm as usize].g_owe(VcpuIdx(idx), Nanos(cost));
-                }
-                _ => self.tasks[next.idx()].overhead += Nanos(cost),
-            }
-            match self.tasks[next.idx()].behaviour {
-                // A vCPU's burst starts with the VM entry below
-                // (`kick_burst`), which supersedes any burst end queued
-                // here: none is queued (it would only pop stale).
-                Behaviour::Vcpu { .. } => self.tasks[next.idx()].running_since = Some(self.now),
-                _ => self.start_burst(sw.cpu, next),
+            self.tasks[next.idx()].overhead += Nanos(cost);
+            // A task whose notifier starts its burst (a vCPU's VM entry)
+            // needs no burst end queued here: it would only pop stale.
+            if !self.fire_sched_in_preempt_notifiers(next, sw.cpu) {
+                self.start_burst(sw.cpu, next);
             }
             if !self.tick_armed[c] {
                 self.arm_tick(sw.cpu);
-            }
-            if let Behaviour::Vcpu { vm, idx } = self.tasks[next.idx()].behaviour {
-                self.vcpu_sched_in(VmId(vm), VcpuIdx(idx));
-                // VM entry: the guest looks at its state again (pending
-                // interrupts, a lock granted while it was away, a new PAUSE
-                // loop with the current window).
-                self.kick_burst(sw.cpu);
             }
         }
     }
@@ -816,7 +494,7 @@ impl Simulator {
     /// Next tick on the jiffy grid, strictly after now; like every timer
     /// interrupt it arrives `HostCosts::timer_wake` after its expiry.
     fn arm_tick(&mut self, cpu: CpuId) {
-        let late = self.sched.cfg.costs.timer_wake;
+        let late = self.host.sched.cfg.costs.timer_wake;
         let t = (self.now.0.saturating_sub(late) / self.tick + 1) * self.tick + late;
         self.queue.push(Time(t), Ev::Tick(cpu));
         self.tick_armed[cpu.idx()] = true;
@@ -827,20 +505,20 @@ impl Simulator {
     #[inline(always)]
     fn send_ipis(&mut self) {
         // Most events send none: test that before a call.
-        if !self.sched.resched_ipis.is_empty() || !self.sched.wakelist.is_empty() {
+        if !self.host.sched.resched_ipis.is_empty() || !self.host.sched.wakelist.is_empty() {
             self.send_ipis_queued();
         }
     }
 
     #[inline(never)]
     fn send_ipis_queued(&mut self) {
-        let d = Nanos(self.sched.cfg.costs.remote_wakeup);
+        let d = Nanos(self.host.sched.cfg.costs.remote_wakeup);
         // drain(), not take(): the vectors keep their buffers (no allocation
         // per event).
-        for cpu in self.sched.resched_ipis.drain(..) {
+        for cpu in self.host.sched.resched_ipis.drain(..) {
             self.queue.push(self.now + d, Ev::ReschedIpi(cpu));
         }
-        for (p, flags) in self.sched.wakelist.drain(..) {
+        for (p, flags) in self.host.sched.wakelist.drain(..) {
             self.queue.push(self.now + d, Ev::TtwuPending(p, flags));
         }
     }
@@ -851,11 +529,11 @@ impl Simulator {
     fn serve_resched(&mut self) {
         // Most events leave no IPI and no HRTICK request, and often no
         // reschedule: test that before a call.
-        let first = if self.sched.resched_ipis.is_empty()
-            && self.sched.wakelist.is_empty()
-            && self.sched.hrtick_requests.is_empty()
+        let first = if self.host.sched.resched_ipis.is_empty()
+            && self.host.sched.wakelist.is_empty()
+            && self.host.sched.hrtick_requests.is_empty()
         {
-            match self.sched.take_resched() {
+            match self.host.sched.take_resched() {
                 None => return,
                 cpu => cpu,
             }
@@ -874,85 +552,26 @@ impl Simulator {
                 Some(cpu) => cpu,
                 None => {
                     self.send_ipis();
-                    for (cpu, at) in self.sched.hrtick_requests.drain(..) {
-                        self.hrtick_gen[cpu.idx()] += 1;
-                        let gen = self.hrtick_gen[cpu.idx()];
-                        self.queue.push(Time(at), Ev::HrTick(cpu, gen));
-                    }
-                    let Some(cpu) = self.sched.take_resched() else {
+                    let queue = &mut self.queue;
+                    self.host.hrtick_start(self.now, self.end, |cpu, at, gen| {
+                        queue.push(at, Ev::HrTick(cpu, gen));
+                    });
+                    let Some(cpu) = self.host.next_resched() else {
                         break;
                     };
                     cpu
                 }
             };
-            if !self.sched.rqs[cpu.idx()].need_resched {
+            if !self.host.sched.rqs[cpu.idx()].need_resched {
                 continue;
             }
-            let this = self.sched.this_cpu.replace(cpu);
-            if let Some(sw) = self.sched.schedule(cpu) {
+            let this = self.host.sched.this_cpu.replace(cpu);
+            if let Some(sw) = self.host.sched.schedule(cpu) {
                 self.apply_switch(sw);
             }
-            self.sched.this_cpu = this;
+            self.host.sched.this_cpu = this;
         }
         self.send_ipis();
-    }
-
-    /// Per-VM results (empty without VMs).
-    pub fn vm_reports(&self, duration: Nanos) -> Vec<crate::report::VmReport> {
-        self.vms
-            .iter()
-            .enumerate()
-            .map(|(vi, v)| {
-                let mut cpu_ns = 0;
-                let mut steal = 0;
-                let mut lefts = Vec::new();
-                for k in 0..v.n {
-                    let id = v.tasks.task(VcpuIdx(k)).idx();
-                    let t = &self.sched.tasks[id];
-                    cpu_ns += self.sched.ses[t.se.idx()].sum_exec_runtime;
-                    steal += t.stats.wait_ns;
-                    // The unused part of each vCPU's current burst.
-                    let ts = &self.tasks[id];
-                    lefts.push(match (ts.remaining, ts.running_since) {
-                        (Some(r), Some(since)) => r - (self.now - since),
-                        (Some(r), None) => r,
-                        (None, _) => Nanos::ZERO,
-                    });
-                }
-                let mut r = v.report(duration, cpu_ns, steal, &lefts);
-                r.threads = self.guest_threads(vi);
-                if self.vms[vi].guest.is_some() {
-                    r.program = Some(crate::report::ProgramSummary::of(&r.threads));
-                }
-                r
-            })
-            .collect()
-    }
-
-    /// The program's results (None without a program).
-    pub fn program_report(&self) -> Option<crate::report::ProgramReport> {
-        let p = self.world.program.as_ref()?;
-        let prog = p.program();
-        Some(crate::report::ProgramReport {
-            completed: p.all_done(),
-            threads: prog
-                .threads
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    let s = p.stats(i);
-                    crate::report::ProgramThreadReport {
-                        name: t.name.clone(),
-                        phase_loops: s.phase_loops,
-                        finished_ns: s.finished_at.map(|f| f.0),
-                        lock_waits: s.lock_waits,
-                        lock_wait_ns: s.lock_wait_ns,
-                        loop_ns: s.loop_ns.clone(),
-                    }
-                })
-                .collect(),
-            fidelity: prog.fidelity.clone(),
-        })
     }
 
     /// Task ids in creation order with their cgroup paths (for reports).
@@ -965,19 +584,14 @@ impl Simulator {
 fn ev_cpu(ev: Ev) -> Option<CpuId> {
     match ev {
         Ev::Tick(c) | Ev::BurstEnd(c, _) | Ev::HrTick(c, _) | Ev::ReschedIpi(c) => Some(c),
-        Ev::Timer(_)
-        | Ev::TimerWake(..)
-        | Ev::GuestTimer(..)
-        | Ev::GuestTimerWake(..)
-        | Ev::GuestTick(..)
-        | Ev::GuestHrtimer(..)
-        | Ev::GuestHrtick(..)
-        | Ev::TtwuPending(..) => None,
+        Ev::Timer(_) | Ev::TimerWake(..) | Ev::TtwuPending(..) | Ev::Vm(_) => None,
     }
 }
 
+mod build;
 mod checks;
 mod hrtimer;
+mod level;
 mod result;
 mod tracing;
 mod vm;

@@ -4,13 +4,15 @@
 
 use super::Simulator;
 use crate::engine::Nanos;
+use crate::kvm::VcpuIdx;
 use crate::report::*;
+use crate::sched::TaskId;
 
 impl Simulator {
     pub(super) fn build_report(&mut self, duration: Nanos, wall_ns: u64) -> Report {
         let sim = self;
         let events = sim.events();
-        let s = &mut sim.sched;
+        let s = &mut sim.host.sched;
         let mut tasks = Vec::new();
         for t in s.tasks.iter_mut() {
             let cpu_ns = s.ses[t.se.idx()].sum_exec_runtime;
@@ -64,7 +66,7 @@ impl Simulator {
             }
         }
         let program = sim.program_report();
-        let s = &mut sim.sched;
+        let s = &mut sim.host.sched;
         let cpus = s
             .rqs
             .iter()
@@ -96,5 +98,65 @@ impl Simulator {
             scenario_file: String::new(),
             scenario: serde_json::Value::Null,
         }
+    }
+
+    /// Per-VM results (empty without VMs).
+    pub fn vm_reports(&self, duration: Nanos) -> Vec<crate::report::VmReport> {
+        self.vms
+            .iter()
+            .enumerate()
+            .map(|(vi, v)| {
+                let mut cpu_ns = 0;
+                let mut steal = 0;
+                let mut lefts = Vec::new();
+                for k in 0..v.n {
+                    let id = v.tasks.task(VcpuIdx(k)).idx();
+                    let t = &self.host.sched.tasks[id];
+                    cpu_ns += self.host.sched.ses[t.se.idx()].sum_exec_runtime;
+                    steal += t.stats.wait_ns;
+                    // The unused part of each vCPU's current burst.
+                    let ts = &self.tasks[id];
+                    lefts.push(
+                        match (self.host.remaining(TaskId(id as u32)), ts.running_since) {
+                            (Some(r), Some(since)) => r - (self.now - since),
+                            (Some(r), None) => r,
+                            (None, _) => Nanos::ZERO,
+                        },
+                    );
+                }
+                let mut r = v.report(duration, cpu_ns, steal, &lefts);
+                r.threads = self.guest_threads(vi);
+                if self.vms[vi].guest.is_some() {
+                    r.program = Some(crate::report::ProgramSummary::of(&r.threads));
+                }
+                r
+            })
+            .collect()
+    }
+
+    /// The program's results (None without a program).
+    pub fn program_report(&self) -> Option<crate::report::ProgramReport> {
+        let p = self.world.program.as_ref()?;
+        let prog = p.program();
+        Some(crate::report::ProgramReport {
+            completed: p.all_done(),
+            threads: prog
+                .threads
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let s = p.stats(i);
+                    crate::report::ProgramThreadReport {
+                        name: t.name.clone(),
+                        phase_loops: s.phase_loops,
+                        finished_ns: s.finished_at.map(|f| f.0),
+                        lock_waits: s.lock_waits,
+                        lock_wait_ns: s.lock_wait_ns,
+                        loop_ns: s.loop_ns.clone(),
+                    }
+                })
+                .collect(),
+            fidelity: prog.fidelity.clone(),
+        })
     }
 }

@@ -24,18 +24,18 @@ pub(super) struct TraceState {
 impl Simulator {
     /// Sends this run's events to `sink`.
     pub fn set_trace(&mut self, sink: Box<dyn TraceSink>) {
-        self.trace_yield = self.sched.yield_stats.clone();
+        self.trace_yield = self.host.sched.yield_stats.clone();
         self.trace_guest = self.vms.iter().map(|v| vec![None; v.n as usize]).collect();
         self.trace_st = TraceState {
             ipi_exits: self.vms.iter().map(|v| v.ipi_exits()).collect(),
-            in_guest: vec![false; self.sched.tasks.len()],
+            in_guest: vec![false; self.host.sched.tasks.len()],
             ..TraceState::default()
         };
         self.trace = Some(sink);
     }
 
     fn prio(&self, p: u32) -> i32 {
-        120 + self.sched.tasks[p as usize].nice
+        120 + self.host.sched.tasks[p as usize].nice
     }
 
     /// After each event (and once after the tasks' first activation):
@@ -47,19 +47,19 @@ impl Simulator {
         }
         let t = self.now.0;
         if self.trace_st.cpu.is_empty() {
-            self.trace_st.cpu = self.sched.tasks.iter().map(|x| x.cpu.0).collect();
+            self.trace_st.cpu = self.host.sched.tasks.iter().map(|x| x.cpu.0).collect();
         }
-        for p in 0..self.sched.tasks.len() {
+        for p in 0..self.host.sched.tasks.len() {
             self.trace_migrate(p as u32);
         }
         let mut now = Vec::new();
-        for (c, rq) in self.sched.rqs.iter().enumerate() {
+        for (c, rq) in self.host.sched.rqs.iter().enumerate() {
             now.push((CounterTrack::NrRunning(c as u32), u64::from(rq.nr_running)));
         }
         for (vi, vm) in self.vms.iter().enumerate() {
             let (mut run, mut wait) = (0, 0);
             for i in 0..vm.n as usize {
-                let st = &self.sched.tasks[vm.task(i).idx()];
+                let st = &self.host.sched.tasks[vm.task(i).idx()];
                 if st.on_cpu {
                     run += 1;
                 } else if st.state == crate::sched::TaskState::Running {
@@ -81,7 +81,7 @@ impl Simulator {
         let Some(&was) = self.trace_st.cpu.get(p as usize) else {
             return;
         };
-        let cpu = self.sched.tasks[p as usize].cpu.0;
+        let cpu = self.host.sched.tasks[p as usize].cpu.0;
         if cpu != was {
             self.trace_st.cpu[p as usize] = cpu;
             let (t, prio) = (self.now.0, self.prio(p));
@@ -118,7 +118,7 @@ impl Simulator {
     pub(super) fn trace_vcpu_wakeup(&mut self, vi: usize, i: usize, ns: u64, waited: bool) {
         if self.tracing() {
             let p = self.vms[vi].task(i);
-            let (t, cpu) = (self.now.0, self.sched.tasks[p.idx()].cpu.0);
+            let (t, cpu) = (self.now.0, self.host.sched.tasks[p.idx()].cpu.0);
             self.tr(TraceEvent::KvmVcpuWakeup {
                 t,
                 cpu,
@@ -213,7 +213,7 @@ impl Simulator {
             return;
         }
         let t = self.now.0;
-        let task = &self.sched.tasks[p.idx()];
+        let task = &self.host.sched.tasks[p.idx()];
         let (target_cpu, waking) = (task.cpu.0, task.waking);
         let cpu = waker_cpu.unwrap_or(CpuId(
             self.trace_st
@@ -223,7 +223,7 @@ impl Simulator {
                 .unwrap_or(target_cpu),
         ));
         let waker = waker_cpu
-            .and_then(|c| self.sched.rqs[c.idx()].curr)
+            .and_then(|c| self.host.sched.rqs[c.idx()].curr)
             .map(|w| w.0);
         let prio = self.prio(p.0);
         self.tr(TraceEvent::SchedWaking {
@@ -249,7 +249,7 @@ impl Simulator {
     pub(super) fn trace_wakeup_pending(&mut self, p: TaskId) {
         if self.tracing() {
             let (t, prio) = (self.now.0, self.prio(p.0));
-            let target_cpu = self.sched.tasks[p.idx()].cpu.0;
+            let target_cpu = self.host.sched.tasks[p.idx()].cpu.0;
             self.tr(TraceEvent::SchedWakeup {
                 t,
                 pid: p.0,
@@ -306,7 +306,7 @@ impl Simulator {
         if !self.tracing() {
             return;
         }
-        let (now, was) = (&self.sched.yield_stats, &self.trace_yield);
+        let (now, was) = (&self.host.sched.yield_stats, &self.trace_yield);
         let levels = (now.deboosts_applied - was.deboosts_applied)
             + (now.credits - was.credits)
             + (now.borrows - was.borrows);
@@ -332,12 +332,12 @@ impl Simulator {
         let Some(g) = vm.guest.as_ref() else {
             return;
         };
-        let now = g.sched.rqs[i].curr.map(|t| t.0);
+        let now = g.kernel.sched.rqs[i].curr.map(|t| t.0);
         let was = std::mem::replace(&mut self.trace_guest[vi][i], now);
         if was == now {
             return;
         }
-        let name = |t: Option<u32>| t.map(|t| g.sched.tasks[t as usize].name.clone());
+        let name = |t: Option<u32>| t.map(|t| g.kernel.sched.tasks[t as usize].name.clone());
         let ev = TraceEvent::GuestSwitch {
             t: self.now.0,
             vcpu: vm.task(i).0,
@@ -353,7 +353,7 @@ impl Simulator {
         if !self.tracing() {
             return;
         }
-        let now = self.sched.yield_stats.clone();
+        let now = self.host.sched.yield_stats.clone();
         let was = std::mem::replace(&mut self.trace_yield, now.clone());
         let cpu = cpu.map(|c| c.0).unwrap_or(0);
         let t = self.now.0;

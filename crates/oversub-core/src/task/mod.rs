@@ -162,9 +162,6 @@ pub enum Behaviour {
     Receiver { recv: Nanos, pipe: usize },
     /// Thread `thread` of the world's program (`task::program`).
     Program { thread: u32 },
-    /// vCPU `idx` of VM `vm`: driven by the simulator's guest/KVM model
-    /// (src/sim.rs), never through `on_burst_end`.
-    Vcpu { vm: u32, idx: u32 },
 }
 
 const FOREVER: Nanos = Nanos(u64::MAX / 4);
@@ -275,8 +272,6 @@ impl Behaviour {
                     next,
                 }
             }
-            // The simulator steps vCPUs itself; blocking is the safe answer.
-            Behaviour::Vcpu { .. } => Step::just(Next::Sleep(None)),
         }
     }
 }

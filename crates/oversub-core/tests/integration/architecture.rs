@@ -46,6 +46,12 @@ const FORBIDDEN: &[(&str, &str)] = &[
     ("workload", "task"),
 ];
 
+/// Inside `sim/`: (from, to) between its parts (`level`, `vm`, `build`,
+/// ...; `*` = any other part of `sim`). The kernel level and the host
+/// sleep timers sit below the loop: they know neither the loop nor the
+/// VMs; the VM runtime never reaches the builder that creates it.
+const FORBIDDEN_IN_SIM: &[(&str, &str)] = &[("level", "*"), ("hrtimer", "*"), ("vm", "build")];
+
 /// External crates the core must not use (they belong to the leaves).
 const FORBIDDEN_CRATES: &[&str] = &["clap", "pyo3", "rustix", "signal_hook", "indicatif"];
 
@@ -141,10 +147,19 @@ fn group_heads(s: &str) -> Vec<String> {
     heads
 }
 
-/// The second-level paths (`[top, next]`) that `src`, the text of the
-/// file whose module path is `module`, names through `crate::` or
-/// `super::`.
+/// The top-level modules that `src`, the text of the file whose module
+/// path is `module`, names through `crate::` or `super::`.
 fn arrows(module: &[String], src: &str) -> BTreeSet<String> {
+    paths(module, src)
+        .into_iter()
+        .filter_map(|p| p.first().cloned())
+        .collect()
+}
+
+/// The paths (their first two segments, `[top, next]`) that `src`, the
+/// text of the file whose module path is `module`, names through
+/// `crate::` or `super::`.
+fn paths(module: &[String], src: &str) -> BTreeSet<Vec<String>> {
     let text = strip(src);
     let mut tops = BTreeSet::new();
     let bytes = text.as_bytes();
@@ -174,13 +189,37 @@ fn arrows(module: &[String], src: &str) -> BTreeSet<String> {
                 .map(|s| vec![s.to_string()])
                 .unwrap_or_default(),
         };
+        // `crate::sim::level`: the segment after a lone head, for a path
+        // that reaches only one level deep from the root.
+        let next: Vec<String> = match (heads.as_slice(), rest.strip_prefix('{')) {
+            ([h], None) if base.is_empty() => match rest[h.len()..].strip_prefix("::") {
+                Some(r) => match r.strip_prefix('{') {
+                    Some(g) => group_heads(g),
+                    None => ident_at(r).map(|s| vec![s.to_string()]).unwrap_or_default(),
+                },
+                None => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
         for h in heads {
             let mut path = base.clone();
             if h != "self" {
                 path.push(h);
             }
-            if let Some(top) = path.first() {
-                tops.insert(top.clone());
+            if next.is_empty() {
+                let mut p = path.clone();
+                p.truncate(2);
+                if !p.is_empty() {
+                    tops.insert(p);
+                }
+            }
+            for n in &next {
+                let mut p = path.clone();
+                if n != "self" {
+                    p.push(n.clone());
+                }
+                p.truncate(2);
+                tops.insert(p);
             }
         }
         i += 1;
@@ -235,6 +274,7 @@ fn violations() -> Vec<String> {
                 bad.push(format!("{}: {from} -> {to}", rel.display()));
             }
         }
+        bad.extend(sim_violations(&module, &text).map(|v| format!("{}: {v}", rel.display())));
         let code = strip(&text);
         for c in FORBIDDEN_CRATES {
             if code.contains(&format!("{c}::")) {
@@ -243,6 +283,24 @@ fn violations() -> Vec<String> {
         }
     }
     bad
+}
+
+/// The forbidden arrows between parts of `sim/` that a file of module
+/// `module` with text `src` has, as "sim::from -> sim::to".
+fn sim_violations(module: &[String], src: &str) -> impl Iterator<Item = String> {
+    let from = match module {
+        [top, part, ..] if top == "sim" => part.clone(),
+        _ => String::new(),
+    };
+    paths(module, src)
+        .into_iter()
+        .filter_map(move |p| match &p[..] {
+            [top, to] if top == "sim" && !from.is_empty() && *to != from => FORBIDDEN_IN_SIM
+                .iter()
+                .any(|&(a, b)| a == from && (b == to || b == "*"))
+                .then(|| format!("sim::{from} -> sim::{to}")),
+            _ => None,
+        })
 }
 
 #[test]
@@ -317,6 +375,35 @@ fn the_scanner_ignores_prose_and_messages() {
     let src = "//! see crate::sim for the loop\n/* crate::kvm */ fn f() { \
                let s = \"crate::guest\"; let c = '\"'; } // crate::trace\n";
     assert!(arrows(&m("sched/fair.rs"), src).is_empty());
+}
+
+/// The mutants inside `sim/`: the kernel level naming the VM runtime (by
+/// `super::` or `crate::`) or the loop is reported; the loop naming the
+/// level, and the level's own tests, are not.
+#[test]
+fn a_forbidden_arrow_inside_sim_is_reported() {
+    let level = m("sim/level.rs");
+    let hits = |src: &str| sim_violations(&level, src).collect::<Vec<_>>();
+    assert_eq!(hits("use super::vm::VmRt;"), ["sim::level -> sim::vm"]);
+    assert_eq!(
+        hits("use crate::sim::Simulator;"),
+        ["sim::level -> sim::Simulator"]
+    );
+    assert!(hits("mod tests { use super::*; }").is_empty());
+    let guest = m("sim/vm/guest.rs");
+    assert_eq!(
+        sim_violations(&guest, "use super::super::build::SimBuilder;").collect::<Vec<_>>(),
+        ["sim::vm -> sim::build"]
+    );
+    let lp = m("sim/mod.rs");
+    assert_eq!(
+        sim_violations(
+            &lp,
+            "use level::KernelLevel; use self::level::X; use super::sim::level::Y;"
+        )
+        .count(),
+        0
+    );
 }
 
 /// The mutant the test must kill: a forbidden import written into a

@@ -14,6 +14,7 @@ mod host_costs;
 mod ipi_variants;
 mod kvm_fixes;
 mod kvm_integration;
+mod level_contract;
 mod load_balance;
 mod nested_guests;
 mod periodic_cycles;

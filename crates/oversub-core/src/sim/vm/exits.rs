@@ -30,7 +30,7 @@ impl Simulator {
     pub(super) fn halt(&mut self, cpu: CpuId, vi: usize, i: usize, pv_lock: Option<usize>) -> Act {
         self.trace_exit(cpu, self.vms[vi].task(i), "HLT");
         let now = self.now;
-        let single = self.sched.rqs[cpu.idx()].nr_running == 1;
+        let single = self.host.sched.rqs[cpu.idx()].nr_running == 1;
         let vm = &mut self.vms[vi];
         let poll = vm.vcpus[i]
             .halt_poll
@@ -135,7 +135,7 @@ impl Simulator {
             _ => None,
         };
         let tasks = vm.tasks;
-        let sched = &mut self.sched;
+        let sched = &mut self.host.sched;
         let mut out = None;
         // handle_pause (VMX) passes true; pause_interception (SVM) passes
         // `!sev_es_guest && CPL == 0` (every spin here is at CPL 0).
@@ -204,11 +204,11 @@ impl Simulator {
         i: usize,
         target: usize,
     ) -> Option<Option<Switch>> {
-        let single = self.sched.rqs[cpu.idx()].nr_running == 1;
+        let single = self.host.sched.rqs[cpu.idx()].nr_running == 1;
         let vm = &mut self.vms[vi];
         vm.stats.dy_attempted += 1;
         let tasks = vm.tasks;
-        let sched = &mut self.sched;
+        let sched = &mut self.host.sched;
         let mut out = None;
         let r = kvm_sched_yield(&vm.vcpus, VcpuIdx(i as u32), target as u64, single, |t| {
             let r = sched.yield_to(cpu, tasks.task(t), true);

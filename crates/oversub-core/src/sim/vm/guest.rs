@@ -22,15 +22,17 @@
 //!   guest's `update_rq_clock_task()` subtracts that wait from the task
 //!   clock if the guest uses PV steal time (`[guest.pv] steal_time`).
 
-use super::super::{allowed_mask, place_round_robin};
+use super::super::level::{allowed_mask, KernelLevel};
 use super::super::{Ev, Simulator};
+use super::VmEv;
 use crate::engine::{Nanos, Time};
 use crate::kvm::irq_vectors::{LOCAL_TIMER_VECTOR, RESCHEDULE_VECTOR};
 use crate::kvm::lapic::LapicIrq;
 use crate::kvm::{VcpuIdx, VmId};
 use crate::sched::features::KernelPreset;
-use crate::sched::{CpuId, SchedConfig, SchedFeatures, Scheduler, TaskId, ROOT_GROUP};
+use crate::sched::{CpuId, SchedConfig, SchedFeatures, TaskId, ROOT_GROUP};
 use crate::task::program::{Action, KernelOp, ProgramRt};
+use crate::task::Next;
 use crate::workload::ir::{Program, SleepMode};
 
 /// A guest thread: a task of the guest scheduler (its own id space).
@@ -64,12 +66,12 @@ fn gcpu(i: usize) -> CpuId {
     CpuId(i as u32)
 }
 
-/// The guest kernel of one VM.
+/// The guest kernel of one VM: a kernel level whose CPUs are the vCPUs,
+/// and what the VM puts around it.
 pub(crate) struct GuestLevel {
-    pub(crate) sched: Scheduler,
+    /// The guest kernel: its scheduler and its threads' bursts.
+    pub(crate) kernel: KernelLevel,
     prog: ProgramRt,
-    /// CPU time left in each thread's current burst (None: step it).
-    remaining: Vec<Option<Nanos>>,
     exited: Vec<bool>,
     /// Generation of each thread's pending hrtimer.
     timer_gen: Vec<u64>,
@@ -79,10 +81,8 @@ pub(crate) struct GuestLevel {
     pub(crate) running: Vec<Option<GuestTask>>,
     /// A guest tick is pending in vCPU i's LAPIC timer interrupt.
     pub(crate) tick_due: Vec<bool>,
-    /// Generation of each guest CPU's HRTICK timer (a new request
-    /// restarts it, as `hrtick_start()` does), and whether its expiry is
-    /// pending in the vCPU's LAPIC timer interrupt.
-    hrtick_gen: Vec<u64>,
+    /// An HRTICK expiry (of the level's armed timer) is pending in vCPU
+    /// i's LAPIC timer interrupt.
     hrtick_due: Vec<bool>,
     /// The host vCPU task's `wait_ns` at its last sched-in (steal baseline).
     steal_seen: Vec<u64>,
@@ -118,7 +118,7 @@ impl GuestLevel {
         preset: KernelPreset,
         features: SchedFeatures,
     ) -> GuestLevel {
-        let mut sched = Scheduler::new(SchedConfig {
+        let mut kernel = KernelLevel::new(SchedConfig {
             nr_cpus: vcpus,
             hz,
             features,
@@ -128,36 +128,30 @@ impl GuestLevel {
             costs: crate::sched::costs::HostCosts::ZERO,
         });
         let n = vcpus as usize;
-        let mut next = 0usize;
         for t in &prog.threads {
             let allowed = allowed_mask(n, t.cpus.as_deref());
-            let cpu = place_round_robin(&mut next, &allowed);
-            sched.create_task(&t.name, ROOT_GROUP, t.nice, allowed, cpu, None);
+            kernel.spawn(&t.name, ROOT_GROUP, t.nice, allowed, None);
         }
-        sched.now = 0;
+        kernel.set_now(Time::ZERO);
         // As the host starts its tasks: each new task is woken and the CPU
         // it preempts reschedules before the next one is created.
         for k in 0..prog.threads.len() {
-            sched.wake_up_new_task(TaskId(k as u32));
-            while let Some(c) = sched.take_resched() {
-                if sched.rqs[c.idx()].need_resched {
-                    let _ = sched.schedule(c);
-                }
+            kernel.sched.wake_up_new_task(TaskId(k as u32));
+            while let Some(c) = kernel.next_resched() {
+                let _ = kernel.sched.schedule(c);
             }
         }
         // HRTICK requests made here are armed on the first guest step
         // (`guest_send_resched`), the vCPUs not having run yet.
         let nt = prog.threads.len();
         GuestLevel {
-            sched,
+            kernel,
             prog: ProgramRt::new(prog.clone()),
-            remaining: vec![None; nt],
             exited: vec![false; nt],
             timer_gen: vec![0; nt],
             expired: vec![Vec::new(); n],
             running: vec![None; n],
             tick_due: vec![false; n],
-            hrtick_gen: vec![0; n],
             hrtick_due: vec![false; n],
             steal_seen: vec![0; n],
             steal_ns: 0,
@@ -178,18 +172,16 @@ impl GuestLevel {
     /// Guest work consumed by vCPU `i`'s last burst.
     pub(crate) fn consumed(&mut self, i: usize, work: Nanos) {
         if let Some(t) = self.running[i].take() {
-            if let Some(r) = self.remaining[t.0.idx()].as_mut() {
-                *r = Nanos(r.0.saturating_sub(work.0));
-            }
+            self.kernel.consume(t.0, work);
         }
     }
 }
 
 impl Simulator {
     fn guest(&mut self, vi: usize) -> &mut GuestLevel {
-        let now = self.now.0;
+        let now = self.now;
         let g = self.vms[vi].guest.as_mut().expect("a program VM");
-        g.sched.now = now;
+        g.kernel.set_now(now);
         g
     }
 
@@ -198,12 +190,13 @@ impl Simulator {
     /// HLT when the guest CPU is idle. Returns the work to run, or None for
     /// a halt.
     pub(crate) fn guest_run(&mut self, cpu: CpuId, vi: usize, i: usize) -> GuestNext {
-        let before = self.guest(vi).sched.rqs[i].curr;
+        let before = self.guest(vi).kernel.sched.rqs[i].curr;
         let next = self.guest_run_inner(cpu, vi, i);
         let g = self.guest(vi);
         // A sleeping lock was released, or a task left this guest CPU (an
         // owner's `on_cpu` went false): optimistic spinners look again.
-        if g.has_sleeping_locks && (g.prog.take_released() || g.sched.rqs[i].curr != before) {
+        if g.has_sleeping_locks && (g.prog.take_released() || g.kernel.sched.rqs[i].curr != before)
+        {
             self.poke_owner_spinners(vi);
         }
         next
@@ -216,8 +209,8 @@ impl Simulator {
     pub(crate) fn guest_owner_on_cpu(&self, vi: usize, owner: usize) -> bool {
         let vm = &self.vms[vi];
         let g = vm.guest.as_ref().expect("a program VM");
-        let c = g.sched.tasks[owner].cpu.idx();
-        g.sched.rqs[c].curr == Some(TaskId(owner as u32))
+        let c = g.kernel.sched.tasks[owner].cpu.idx();
+        g.kernel.sched.rqs[c].curr == Some(TaskId(owner as u32))
             && !(self.pv.steal_time && vm.vcpus[c].preempted)
     }
 
@@ -226,10 +219,10 @@ impl Simulator {
     /// the owner is on a CPU and this CPU needs no reschedule).
     pub(crate) fn guest_keeps_spinning(&self, vi: usize, i: usize) -> bool {
         let g = self.vms[vi].guest.as_ref().expect("a program VM");
-        let Some(t) = g.sched.rqs[i].curr else {
+        let Some(t) = g.kernel.sched.rqs[i].curr else {
             return false;
         };
-        !g.sched.rqs[i].need_resched
+        !g.kernel.sched.rqs[i].need_resched
             && g.prog
                 .sleeping_lock_owner(t.idx())
                 .is_some_and(|o| o != t.idx() && self.guest_owner_on_cpu(vi, o))
@@ -239,7 +232,7 @@ impl Simulator {
     /// free now (the spinner then steps and takes it).
     pub(crate) fn guest_spun_lock_free(&self, vi: usize, i: usize) -> bool {
         let g = self.vms[vi].guest.as_ref().expect("a program VM");
-        g.sched.rqs[i]
+        g.kernel.sched.rqs[i]
             .curr
             .is_some_and(|t| g.prog.sleeping_lock_free(t.idx()))
     }
@@ -248,9 +241,9 @@ impl Simulator {
     /// the slow path queues it on the wait list and it sleeps.
     pub(crate) fn guest_sleep_on_lock(&mut self, vi: usize, i: usize) {
         let g = self.guest(vi);
-        if let Some(t) = g.sched.rqs[i].curr {
+        if let Some(t) = g.kernel.sched.rqs[i].curr {
             if g.prog.sleeping_lock_wait(t.idx()) {
-                let _ = g.sched.block_current(gcpu(i));
+                let _ = g.kernel.sched.block_current(gcpu(i));
             }
         }
     }
@@ -259,52 +252,60 @@ impl Simulator {
         let now = self.now;
         loop {
             let g = self.guest(vi);
-            let rq = &g.sched.rqs[i];
+            let rq = &g.kernel.sched.rqs[i];
             if rq.need_resched || (rq.curr.is_none() && rq.nr_running > 0) {
-                let _ = g.sched.schedule(gcpu(i));
+                let _ = g.kernel.sched.schedule(gcpu(i));
             }
             self.guest_send_resched(cpu, vi, i);
             let g = self.guest(vi);
             // An idle guest CPU: the caller halts the vCPU.
-            let Some(t) = g.sched.rqs[i].curr else {
+            let Some(t) = g.kernel.sched.rqs[i].curr else {
                 return GuestNext::Idle;
             };
             let t = GuestTask(t);
-            match g.remaining[t.0.idx()] {
+            match g.kernel.remaining(t.0) {
                 Some(d) if d > Nanos::ZERO => {
                     g.running[i] = Some(t);
                     return GuestNext::Run(d);
                 }
                 _ => {}
             }
-            g.remaining[t.0.idx()] = None;
+            g.kernel.set_remaining(t.0, None);
             if g.exited[t.0.idx()] {
                 // An exited thread that is still current: leave the CPU.
-                let _ = g.sched.block_current(gcpu(i));
+                let _ = g.kernel.sched.block_current(gcpu(i));
                 continue;
             }
             g.wake_buf.clear();
             let action = g.prog.step_into(t.0.idx(), now, &mut g.wake_buf);
             for k in 0..g.wake_buf.len() {
                 let w = g.wake_buf[k];
-                g.sched.try_to_wake_up(TaskId(w as u32), 0, Some(gcpu(i)));
+                g.kernel
+                    .sched
+                    .try_to_wake_up(TaskId(w as u32), 0, Some(gcpu(i)));
             }
-            match action {
-                Action::Run(d) => g.remaining[t.0.idx()] = Some(d),
+            // What the level does with the step (guest switches are read
+            // from the runqueue on the next pass, so they are dropped here).
+            let next = match action {
+                Action::Run(d) => Next::Run(d),
                 Action::Sleep(timer) => {
                     g.timer_gen[t.0.idx()] += 1;
                     if let Some(at) = timer {
                         let gen = g.timer_gen[t.0.idx()];
                         let at = at.max(now);
                         if at <= self.end {
-                            self.queue
-                                .push(at, Ev::GuestHrtimer(VmId(vi as u32), t.0 .0, gen));
+                            self.push_vm_event(
+                                at,
+                                VmEv::ThreadHrtimer(VmId(vi as u32), t.0 .0, gen),
+                            );
                         }
                     }
-                    let _ = self.guest(vi).sched.block_current(gcpu(i));
+                    Next::Sleep(timer)
                 }
-                Action::Yield => {
-                    let _ = g.sched.do_sched_yield(gcpu(i));
+                Action::Yield => Next::Yield(Nanos::ZERO),
+                Action::Exit => {
+                    g.exited[t.0.idx()] = true;
+                    Next::Sleep(None)
                 }
                 // The thread stays current with preemption off (a
                 // spinlock) while the vCPU takes, holds and drops the lock.
@@ -318,7 +319,7 @@ impl Simulator {
                     handler,
                     wait,
                 }) => {
-                    let n = g.sched.rqs.len();
+                    let n = g.kernel.sched.rqs.len();
                     let k = (targets as usize).min(n - 1);
                     let targets: Vec<usize> = (1..=k).map(|d| (i + d) % n).collect();
                     if !targets.is_empty() {
@@ -328,11 +329,13 @@ impl Simulator {
                             wait,
                         };
                     }
+                    continue;
                 }
                 Action::Kernel(KernelOp::TlbShootdown { .. }) => {
                     if let Some(next) = self.guest_tlb_shootdown(vi, i) {
                         return next;
                     }
+                    continue;
                 }
                 // mutex_optimistic_spin / rwsem_optimistic_spin: a mutex or
                 // writer spins while the owner (a task) is on a CPU; readers
@@ -341,19 +344,17 @@ impl Simulator {
                 // readers is not modelled).
                 Action::Kernel(KernelOp::SleepingLockBusy { mode, owner, .. }) => {
                     let spin = mode != SleepMode::Read
-                        && !g.sched.rqs[i].need_resched
+                        && !g.kernel.sched.rqs[i].need_resched
                         && owner.is_some_and(|o| o != t.0.idx())
                         && self.guest_owner_on_cpu(vi, owner.unwrap_or(0));
                     if spin {
                         return GuestNext::OwnerSpin;
                     }
                     self.guest_sleep_on_lock(vi, i);
+                    continue;
                 }
-                Action::Exit => {
-                    g.exited[t.0.idx()] = true;
-                    let _ = g.sched.block_current(gcpu(i));
-                }
-            }
+            };
+            let _ = self.guest(vi).kernel.task_next(gcpu(i), t.0, next);
         }
     }
 
@@ -370,8 +371,8 @@ impl Simulator {
         let g = vm.guest.as_mut().expect("a program VM");
         g.tlb_shootdowns += 1;
         let mut targets = Vec::new();
-        for t in (0..g.sched.rqs.len()).filter(|&t| t != i) {
-            if g.sched.rqs[t].curr.is_none() {
+        for t in (0..g.kernel.sched.rqs.len()).filter(|&t| t != i) {
+            if g.kernel.sched.rqs[t].curr.is_none() {
                 continue;
             }
             if pv && vm.vcpus[t].preempted {
@@ -402,13 +403,13 @@ impl Simulator {
     #[inline]
     fn guest_send_resched(&mut self, cpu: CpuId, vi: usize, from: usize) {
         let g = self.guest(vi);
-        if !g.sched.hrtick_requests.is_empty() {
-            self.guest_arm_hrticks(vi);
+        if !g.kernel.sched.hrtick_requests.is_empty() {
+            self.guest_hrtick_start(vi);
         }
         let g = self.guest(vi);
         // Most steps (1.5 calls per event in dedup) mark no CPU: leave
         // here, inlined into the caller, before any call.
-        if let Some(first) = g.sched.take_resched() {
+        if let Some(first) = g.kernel.sched.take_resched() {
             self.guest_send_resched_to(cpu, vi, from, first);
         }
     }
@@ -420,12 +421,13 @@ impl Simulator {
         let g = self.guest(vi);
         let mut targets = std::mem::take(&mut g.resched_buf);
         targets.clear();
-        let mut c = Some(first);
+        let marked = g.kernel.sched.rqs[first.idx()].need_resched;
+        let mut c = marked.then_some(first).or_else(|| g.kernel.next_resched());
         while let Some(cpu) = c {
-            if cpu.idx() != from && g.sched.rqs[cpu.idx()].need_resched {
+            if cpu.idx() != from {
                 targets.push(cpu.idx());
             }
-            c = g.sched.take_resched();
+            c = g.kernel.next_resched();
         }
         if targets.is_empty() {
             g.resched_buf = targets;
@@ -455,20 +457,16 @@ impl Simulator {
     }
 
     /// Arms the HRTICK timers the guest scheduler asked for
-    /// (`hrtick_start()`: a guest hrtimer on that CPU's LAPIC timer).
+    /// (`hrtick_start()` of the guest level: a guest hrtimer on that CPU's
+    /// LAPIC timer).
     #[inline(never)]
-    fn guest_arm_hrticks(&mut self, vi: usize) {
+    fn guest_hrtick_start(&mut self, vi: usize) {
         let (now, end) = (self.now, self.end);
         let g = self.vms[vi].guest.as_mut().expect("a program VM");
-        for (c, at) in g.sched.hrtick_requests.drain(..) {
-            g.hrtick_gen[c.idx()] += 1;
-            let at = Time(at).max(now);
-            if at <= end {
-                let gen = g.hrtick_gen[c.idx()];
-                self.queue
-                    .push(at, Ev::GuestHrtick(VmId(vi as u32), VcpuIdx(c.0), gen));
-            }
-        }
+        let queue = &mut self.queue;
+        g.kernel.hrtick_start(now, end, |c, at, gen| {
+            queue.push(at, Ev::Vm(VmEv::Hrtick(VmId(vi as u32), VcpuIdx(c.0), gen)));
+        });
     }
 
     /// A guest CPU's HRTICK timer expired: the LAPIC timer interrupt of its
@@ -476,12 +474,12 @@ impl Simulator {
     pub(crate) fn guest_hrtick(&mut self, vm: VmId, idx: VcpuIdx, gen: u64) {
         let (vi, i) = (vm.idx(), idx.idx());
         let g = self.guest(vi);
-        if g.hrtick_gen[i] != gen {
+        if !g.kernel.hrtick_armed(gcpu(i), gen) {
             self.stale += 1;
             return;
         }
         g.hrtick_due[i] = true;
-        let host_cpu = self.sched.tasks[self.vms[vi].task(i).idx()].cpu;
+        let host_cpu = self.host.sched.tasks[self.vms[vi].task(i).idx()].cpu;
         self.deliver(vi, i, i, LOCAL_TIMER_VECTOR, false, host_cpu);
     }
 
@@ -494,9 +492,9 @@ impl Simulator {
             return;
         }
         let g = self.guest(vi);
-        let v = g.sched.tasks[t as usize].cpu.idx();
+        let v = g.kernel.sched.tasks[t as usize].cpu.idx();
         g.expired[v].push(GuestTask(TaskId(t)));
-        let host_cpu = self.sched.tasks[self.vms[vi].task(v).idx()].cpu;
+        let host_cpu = self.host.sched.tasks[self.vms[vi].task(v).idx()].cpu;
         self.deliver(vi, v, v, LOCAL_TIMER_VECTOR, false, host_cpu);
     }
 
@@ -510,14 +508,14 @@ impl Simulator {
         // here queues one: that is `guest_hrtimer`, an event of its own).
         for k in 0..g.expired[i].len() {
             let t = g.expired[i][k];
-            g.sched.try_to_wake_up(t.0, 0, Some(gcpu(i)));
+            g.kernel.sched.try_to_wake_up(t.0, 0, Some(gcpu(i)));
         }
         g.expired[i].clear();
         if hrtick {
-            g.sched.hrtick(gcpu(i));
+            g.kernel.sched.hrtick(gcpu(i));
         }
         if tick {
-            g.sched.sched_tick(gcpu(i));
+            g.kernel.sched.sched_tick(gcpu(i));
         }
         self.guest_send_resched(cpu, vi, i);
     }
@@ -526,7 +524,7 @@ impl Simulator {
     /// entry is what KVM's `record_steal_time()` publishes; with PV steal
     /// time the guest subtracts it from its task clock.
     pub(crate) fn guest_vcpu_entry(&mut self, vi: usize, i: usize, task: TaskId) {
-        let waited = self.sched.tasks[task.idx()].stats.wait_ns;
+        let waited = self.host.sched.tasks[task.idx()].stats.wait_ns;
         let steal_on = self.pv.steal_time;
         let g = self.guest(vi);
         let steal = waited - g.steal_seen[i];
@@ -534,7 +532,7 @@ impl Simulator {
         if steal > 0 {
             g.steal_ns += steal;
             if steal_on {
-                g.sched.account_steal_time(gcpu(i), steal);
+                g.kernel.sched.account_steal_time(gcpu(i), steal);
             }
         }
     }
@@ -543,7 +541,7 @@ impl Simulator {
     pub(crate) fn guest_sync(&mut self) {
         for vi in 0..self.vms.len() {
             if self.vms[vi].guest.is_some() {
-                self.guest(vi).sched.sync_accounting();
+                self.guest(vi).kernel.sched.sync_accounting();
             }
         }
     }
@@ -558,11 +556,11 @@ impl Simulator {
             .iter()
             .enumerate()
             .map(|(k, th)| {
-                let t = &g.sched.tasks[k];
+                let t = &g.kernel.sched.tasks[k];
                 let s = g.prog.stats(k);
                 crate::report::GuestThreadReport {
                     name: th.name.clone(),
-                    cpu_ns: g.sched.ses[t.se.idx()].sum_exec_runtime,
+                    cpu_ns: g.kernel.sched.ses[t.se.idx()].sum_exec_runtime,
                     wait_ns: t.stats.wait_ns,
                     nr_switches: t.stats.nr_switches,
                     nr_migrations: t.stats.nr_migrations,

@@ -3,8 +3,9 @@
 //! the LAPIC model, and their delivery to the target vCPU
 //! (`__apic_accept_irq` + `kvm_vcpu_kick`).
 
-use super::super::{Ev, Simulator};
+use super::super::Simulator;
 use super::state::{Irq, Phase, VGuest};
+use super::VmEv;
 use super::VmRt;
 use crate::engine::{Nanos, SimRng, Time};
 use crate::kvm::irq_vectors::{
@@ -108,7 +109,7 @@ impl Simulator {
         let n = u64::from(self.vms[vi].n);
         for k in 0..n {
             let at = Time(period + period * k / n);
-            self.queue.push(at, Ev::GuestTick(vm, VcpuIdx(k as u32)));
+            self.push_vm_event(at, VmEv::Tick(vm, VcpuIdx(k as u32)));
         }
     }
 
@@ -124,7 +125,7 @@ impl Simulator {
         let (vi, i) = (vm.idx(), idx.idx());
         let now = self.now;
         let period = Nanos(1_000_000_000 / u64::from(self.kvm.guest_hz));
-        self.queue.push(now + period, Ev::GuestTick(vm, idx));
+        self.push_vm_event(now + period, VmEv::Tick(vm, idx));
         let exit = self.kvm.round_trip();
         let task = self.vms[vi].task(i);
         let vm = &mut self.vms[vi];
@@ -149,8 +150,8 @@ impl Simulator {
             extra: Nanos::ZERO,
         });
         vm.stats.guest_ticks += 1;
-        let st = &self.sched.tasks[task.idx()];
-        if st.on_cpu && self.sched.rqs[st.cpu.idx()].curr == Some(task) {
+        let st = &self.host.sched.tasks[task.idx()];
+        if st.on_cpu && self.host.sched.rqs[st.cpu.idx()].curr == Some(task) {
             vm.g[i].pending_exit += exit;
             self.poke(vi, i);
         } else {
@@ -202,8 +203,8 @@ impl Simulator {
             self.wake_vcpu(vi, t, Some(cpu));
             return;
         }
-        let st = &self.sched.tasks[task.idx()];
-        let running = st.on_cpu && self.sched.rqs[st.cpu.idx()].curr == Some(task);
+        let st = &self.host.sched.tasks[task.idx()];
+        let running = st.on_cpu && self.host.sched.rqs[st.cpu.idx()].curr == Some(task);
         if running {
             // In guest mode: a posted interrupt (APICv) needs no exit; without
             // it the kick IPI forces an exit and the injection on re-entry.

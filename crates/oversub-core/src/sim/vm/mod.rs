@@ -1,5 +1,6 @@
-//! VMs on the simulated host: each vCPU is a host task whose behaviour is
-//! the guest/KVM model below (module `sim::vm`, a child of the simulator so
+//! VMs on the simulated host: each vCPU is a host task in `KVM_RUN`, known to
+//! the host level only by its preempt notifier (notifier.rs), whose bursts
+//! the guest/KVM model below runs (module `sim::vm`, a child of the simulator so
 //! it can drive the scheduler directly). docs/kvm-model.md, "Integration",
 //! describes the mechanisms and their kernel sources.
 //!
@@ -13,7 +14,7 @@
 use super::Simulator;
 use crate::engine::{Nanos, SimRng, Time};
 use crate::guest::machine::GuestLock;
-use crate::guest::workload::{LockKind, WorkloadProfile};
+use crate::guest::workload::{LockKind, LockPattern, WorkloadProfile};
 use crate::kvm::ipi_hint::IpiHint;
 use crate::kvm::lapic::{IpiTracker, IpiTrackingParams};
 use crate::kvm::on_spin::{OnSpinVariant, SpinVm};
@@ -25,6 +26,7 @@ use crate::sched::core::Switch;
 use crate::sched::TaskId;
 use state::{Cat, Phase, VGuest, VmStats, Wait};
 
+mod events;
 mod exits;
 mod guest;
 mod irq;
@@ -32,7 +34,9 @@ mod notifier;
 mod phases;
 mod state;
 mod step;
+pub(super) use events::VmEv;
 pub(super) use guest::GuestLevel;
+pub(super) use notifier::PreemptNotifier;
 
 const FOREVER: Nanos = Nanos(u64::MAX / 4);
 
@@ -134,8 +138,7 @@ impl VmRt {
         );
         let hint = matches!(kvm.on_spin, OnSpinSpec::Variant(OnSpinVariant::IpiHint))
             .then(|| IpiHint::new(v.vcpus, kvm.ipi_window));
-        // "phase:pingpong" from a scenario, "pingpong" from a bare profile.
-        let pingpong = prof.name.strip_prefix("phase:").unwrap_or(&prof.name) == "pingpong";
+        let pingpong = prof.pattern == LockPattern::Turns;
         let nlocks = if pingpong { 1 } else { prof.locks as usize };
         // Without KVM_FEATURE_PV_UNHALT ([guest.pv] spinlock = false) the
         // guest's qspinlock is the native one.

@@ -1,11 +1,35 @@
-//! The vCPU seen from the host scheduler: the preempt notifiers
-//! (`kvm_sched_out` / `kvm_sched_in`) the context switch calls, the wakeups
-//! of a blocked vCPU (`kvm_vcpu_wake_up`, its LAPIC timer) and the check
-//! that KVM's view of every vCPU agrees with the scheduler's.
+//! The vCPU seen from the host scheduler: the preempt notifier each vCPU
+//! task registers (`kvm_sched_out` / `kvm_sched_in`), which the host
+//! level's context switch calls and which is all the host level knows of a
+//! VM; the wakeups of a blocked vCPU (`kvm_vcpu_wake_up`, its LAPIC timer)
+//! and the check that KVM's view of every vCPU agrees with the scheduler's.
 
-use super::super::Simulator;
+use super::super::{Body, Simulator};
+use crate::engine::Nanos;
 use crate::kvm::{VcpuIdx, VmId};
 use crate::sched::{CpuId, TaskId};
+
+/// A vCPU task's preempt notifier: `vcpu->preempt_notifier` with
+/// `kvm_preempt_ops` (virt/kvm/kvm_main.c, Linux 6.12), registered on the
+/// vCPU thread by `vcpu_load()`. The host level holds it as an opaque
+/// handle and calls it from the context switch
+/// ([`Simulator::fire_sched_out_preempt_notifiers`],
+/// [`Simulator::fire_sched_in_preempt_notifiers`]); the vCPU it names is
+/// KVM's business.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::sim) struct PreemptNotifier {
+    vm: VmId,
+    idx: VcpuIdx,
+}
+
+impl PreemptNotifier {
+    /// Linux 6.12: `preempt_notifier_init()` with `kvm_preempt_ops` for vCPU `idx` of VM
+    /// `vm` (`kvm_vm_ioctl_create_vcpu`); `preempt_notifier_register()` of
+    /// `vcpu_load()` is storing it in the task (sim/build.rs).
+    pub(in crate::sim) fn register(vm: VmId, idx: VcpuIdx) -> PreemptNotifier {
+        PreemptNotifier { vm, idx }
+    }
+}
 
 impl Simulator {
     /// KVM's view of every vCPU agrees with the host scheduler's (checked
@@ -17,7 +41,7 @@ impl Simulator {
         for vm in &self.vms {
             for (i, v) in vm.vcpus.iter().enumerate() {
                 let id = vm.task(i);
-                let t = &self.sched.tasks[id.idx()];
+                let t = &self.host.sched.tasks[id.idx()];
                 let name = || format!("{}.vcpu{i}", vm.name);
                 if t.on_cpu && (v.preempted || v.ready) {
                     return Err(format!("{} runs but is preempted/ready", name()));
@@ -40,8 +64,69 @@ impl Simulator {
         Ok(())
     }
 
-    /// `kvm_sched_out` from the context switch (preempt notifier).
-    pub(in crate::sim) fn vcpu_sched_out(&mut self, vm: VmId, idx: VcpuIdx, runnable: bool) {
+    /// The vCPU of host task `p`, if it is one (its notifier's).
+    fn notifier(&self, p: TaskId) -> Option<PreemptNotifier> {
+        match self.tasks[p.idx()].body {
+            Body::Notified(n) => Some(n),
+            Body::Steps(_) => None,
+        }
+    }
+
+    /// Linux 6.12: `fire_sched_out_preempt_notifiers()` (kernel/sched/core.c), from
+    /// `prepare_task_switch()`: `prev` is switched out, still `runnable`
+    /// (preempted) or not.
+    pub(in crate::sim) fn fire_sched_out_preempt_notifiers(
+        &mut self,
+        prev: TaskId,
+        runnable: bool,
+    ) {
+        if let Some(n) = self.notifier(prev) {
+            self.kvm_sched_out(n.vm, n.idx, runnable);
+        }
+    }
+
+    /// Linux 6.12: `fire_sched_in_preempt_notifiers()` (kernel/sched/core.c), from
+    /// `finish_task_switch()`: `next` now runs on `cpu`. For a vCPU this is
+    /// `kvm_sched_in`, and the vCPU thread, back in `vcpu_run()`, enters the
+    /// guest at once: the CPU time the switch cost it (owed by the host
+    /// task) becomes exit overhead paid at that entry, and the burst the
+    /// entry starts supersedes any other. Returns whether a notifier
+    /// started `next`'s burst so (else the host level starts it).
+    pub(in crate::sim) fn fire_sched_in_preempt_notifiers(
+        &mut self,
+        next: TaskId,
+        cpu: CpuId,
+    ) -> bool {
+        let Some(n) = self.notifier(next) else {
+            return false;
+        };
+        let ts = &mut self.tasks[next.idx()];
+        let owed = std::mem::replace(&mut ts.overhead, Nanos::ZERO);
+        ts.running_since = Some(self.now);
+        self.vms[n.vm.idx()].g_owe(n.idx, owed);
+        self.kvm_sched_in(n.vm, n.idx);
+        // VM entry: the guest looks at its state again (pending
+        // interrupts, a lock granted while it was away, a new PAUSE loop
+        // with the current window).
+        self.kick_burst(cpu);
+        true
+    }
+
+    /// The burst of vCPU task `p` (notifier `n`) on `cpu` ended, or was cut
+    /// short with `left` unused: KVM's run loop goes on (`vcpu_step`).
+    pub(in crate::sim) fn notified_burst_end(
+        &mut self,
+        cpu: CpuId,
+        p: TaskId,
+        n: PreemptNotifier,
+        left: Nanos,
+    ) {
+        self.vcpu_step(cpu, p, n.vm, n.idx, left);
+    }
+
+    /// Linux 6.12: `kvm_sched_out()` (virt/kvm/kvm_main.c), the vCPU's preempt
+    /// notifier when its task is switched out.
+    fn kvm_sched_out(&mut self, vm: VmId, idx: VcpuIdx, runnable: bool) {
         let (vi, i) = (vm.idx(), idx.idx());
         let protected = self.vms[vi].protected;
         self.vms[vi].vcpus[i].kvm_sched_out(runnable, protected);
@@ -58,9 +143,10 @@ impl Simulator {
         }
     }
 
-    /// `kvm_sched_in` + `vmx_vcpu_load`/`svm_vcpu_load`: shrink the PLE
-    /// window if the vCPU had been scheduled out.
-    pub(in crate::sim) fn vcpu_sched_in(&mut self, vm: VmId, idx: VcpuIdx) {
+    /// Linux 6.12: `kvm_sched_in()` (virt/kvm/kvm_main.c) + `vmx_vcpu_load`/`svm_vcpu_load`:
+    /// steal time on entry; shrink the PLE window if the vCPU had been
+    /// scheduled out.
+    fn kvm_sched_in(&mut self, vm: VmId, idx: VcpuIdx) {
         let (vi, i) = (vm.idx(), idx.idx());
         if self.vms[vi].guest.is_some() {
             let task = self.vms[vi].task(i);
@@ -76,10 +162,10 @@ impl Simulator {
 
     /// The LAPIC timer of a halted vCPU fired: `kvm_vcpu_kick`.
     pub(in crate::sim) fn guest_timer(&mut self, p: TaskId, gen: u64) {
-        let crate::task::Behaviour::Vcpu { vm, idx } = self.tasks[p.idx()].behaviour else {
+        let Some(n) = self.notifier(p) else {
             return;
         };
-        let (vi, i) = (vm as usize, idx as usize);
+        let (vi, i) = (n.vm.idx(), n.idx.idx());
         if self.vms[vi].g[i].timer_gen != gen {
             self.stale += 1;
             return;
@@ -90,12 +176,8 @@ impl Simulator {
     /// Whether vCPU task `p`'s guest timer of generation `gen` was
     /// superseded (the vCPU ran again, or re-armed it, since).
     pub(in crate::sim) fn guest_timer_stale(&self, p: TaskId, gen: u64) -> bool {
-        match self.tasks[p.idx()].behaviour {
-            crate::task::Behaviour::Vcpu { vm, idx } => {
-                self.vms[vm as usize].g[idx as usize].timer_gen != gen
-            }
-            _ => false,
-        }
+        self.notifier(p)
+            .is_some_and(|n| self.vms[n.vm.idx()].g[n.idx.idx()].timer_gen != gen)
     }
 
     /// Which vCPUs of VM `vi` are on a CPU now.
@@ -104,8 +186,8 @@ impl Simulator {
         (0..vm.n as usize)
             .map(|t| {
                 let id = vm.task(t);
-                let st = &self.sched.tasks[id.idx()];
-                st.on_cpu && self.sched.rqs[st.cpu.idx()].curr == Some(id)
+                let st = &self.host.sched.tasks[id.idx()];
+                st.on_cpu && self.host.sched.rqs[st.cpu.idx()].curr == Some(id)
             })
             .collect()
     }
@@ -129,7 +211,7 @@ impl Simulator {
         let v = &mut self.vms[vi].vcpus[i];
         let was_ready = v.ready;
         if v.kvm_vcpu_wake_up() {
-            if self.sched.try_to_wake_up(task, 0, waker) {
+            if self.host.sched.try_to_wake_up(task, 0, waker) {
                 self.trace_wakeup_from(task, waker);
             } else {
                 self.vms[vi].vcpus[i].ready = was_ready;
@@ -142,8 +224,8 @@ impl Simulator {
     /// change when it next enters the guest.
     pub(super) fn poke(&mut self, vi: usize, i: usize) {
         let task = self.vms[vi].task(i);
-        let t = &self.sched.tasks[task.idx()];
-        if t.on_cpu && self.sched.rqs[t.cpu.idx()].curr == Some(task) {
+        let t = &self.host.sched.tasks[task.idx()];
+        if t.on_cpu && self.host.sched.rqs[t.cpu.idx()].curr == Some(task) {
             let cpu = t.cpu;
             self.kick_burst(cpu);
         }

@@ -261,7 +261,7 @@ impl Simulator {
                 let was_ready = vm.vcpus[c.idx()].ready;
                 if kvm_pv_kick_cpu_op(&mut vm.vcpus, u64::from(c.0)) {
                     let task = vm.task(c.idx());
-                    if self.sched.try_to_wake_up(task, 0, Some(cpu)) {
+                    if self.host.sched.try_to_wake_up(task, 0, Some(cpu)) {
                         self.trace_wakeup_from(task, Some(cpu));
                     } else {
                         self.vms[vi].vcpus[c.idx()].ready = was_ready;

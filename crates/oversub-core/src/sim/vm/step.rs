@@ -2,10 +2,11 @@
 //! CPU time again (`Act::Run`), blocks in KVM (`Act::Sleep`) or yielded
 //! (`Act::Switched`): interrupt injection on entry, then the current phase.
 
-use super::super::{Ev, Simulator};
+use super::super::Simulator;
 use super::exits::spin_iters;
 use super::guest::GuestNext;
 use super::state::{AfterStage, Cat, Phase, Wait};
+use super::VmEv;
 use super::{Act, FOREVER};
 use crate::engine::{Nanos, Time};
 use crate::guest::spinlock::LockStep;
@@ -71,7 +72,7 @@ impl Simulator {
                     Phase::Compute { user: true, .. } => Cpl::User,
                     _ => Cpl::Kernel,
                 };
-                self.tasks[p.idx()].remaining = Some(g.plan_exit + work);
+                self.host.set_remaining(p, Some(g.plan_exit + work));
                 self.start_burst(cpu, p);
                 self.trace_entry(cpu, p);
             }
@@ -83,16 +84,16 @@ impl Simulator {
                     let gen = g.timer_gen;
                     let at = at.max(self.now);
                     if at <= self.end {
-                        self.queue.push(at, Ev::GuestTimer(p, gen));
+                        self.push_vm_event(at, VmEv::LapicTimer(p, gen));
                     }
                 }
-                self.tasks[p.idx()].remaining = None;
-                let sw = self.sched.block_current(cpu);
+                self.host.set_remaining(p, None);
+                let sw = self.host.sched.block_current(cpu);
                 self.after_own_switch(cpu, p, sw);
             }
             Act::Switched(sw) => {
                 vm.vcpus[i].cpl = Cpl::Kernel;
-                self.tasks[p.idx()].remaining = None;
+                self.host.set_remaining(p, None);
                 self.after_own_switch(cpu, p, sw);
             }
         }
@@ -521,7 +522,7 @@ impl Simulator {
             vm.g[i].phase = Phase::Halted { pv_lock };
             return None;
         }
-        if left > Nanos::ZERO && self.sched.rqs[cpu.idx()].nr_running == 1 {
+        if left > Nanos::ZERO && self.host.sched.rqs[cpu.idx()].nr_running == 1 {
             // Nothing arrived yet (an arrival pokes): keep polling.
             return Some(Act::Run(Cat::Poll, left));
         }
