@@ -15,6 +15,7 @@
 //!   test-and-set fallback used when running under a hypervisor without PV
 //!   spinlocks: unfair, no queue.
 
+use crate::guest::workload::LockKind;
 use crate::kvm::VcpuIdx;
 use std::collections::VecDeque;
 
@@ -348,9 +349,67 @@ impl TasLock {
     }
 }
 
+/// `kvm_spinlock_init()` (arch/x86/kernel/kvm.c, Linux 6.12) after
+/// `native_pv_lock_init()` (arch/x86/kernel/paravirt.c): the lock a KVM
+/// guest's qspinlock becomes. `native_pv_lock_init()` enables
+/// `virt_spin_lock_key` in every guest (X86_FEATURE_HYPERVISOR); then
+/// `kvm_spinlock_init()` disables it (native qspinlock) with one possible
+/// CPU, with `nopvspin`, or with the KVM_HINTS_REALTIME hint (not
+/// modelled: the dedicated-pCPU hint also turns off PV TLB flush and PV
+/// sched yield); keeps it (test-and-set `virt_spin_lock()`) when the host
+/// does not offer KVM_FEATURE_PV_UNHALT; and otherwise installs the PV
+/// slow path. Only a profile's default `pv_qspinlock` (the lock of a KVM
+/// guest kernel) goes through this; a profile that names another kind
+/// (`ticket`, `tas`, `native_qspinlock`) keeps it.
+pub fn kvm_spinlock_init(
+    requested: LockKind,
+    pv_unhalt: bool,
+    nopvspin: bool,
+    possible_cpus: u32,
+) -> LockKind {
+    if requested != LockKind::PvQspinlock {
+        return requested;
+    }
+    if possible_cpus == 1 || nopvspin {
+        LockKind::NativeQspinlock
+    } else if !pv_unhalt {
+        LockKind::Tas
+    } else {
+        LockKind::PvQspinlock
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
     use super::*;
+
+    #[test]
+    fn kvm_spinlock_init_picks_the_lock_as_6_12_does() {
+        use LockKind::*;
+        // PV_UNHALT offered: the PV slow path.
+        assert_eq!(kvm_spinlock_init(PvQspinlock, true, false, 16), PvQspinlock);
+        // No PV_UNHALT: virt_spin_lock() stays on, a test-and-set lock.
+        assert_eq!(kvm_spinlock_init(PvQspinlock, false, false, 16), Tas);
+        // nopvspin or one CPU: virt_spin_lock_key off, the native qspinlock,
+        // whatever the host offers.
+        assert_eq!(
+            kvm_spinlock_init(PvQspinlock, true, true, 16),
+            NativeQspinlock
+        );
+        assert_eq!(
+            kvm_spinlock_init(PvQspinlock, false, true, 16),
+            NativeQspinlock
+        );
+        assert_eq!(
+            kvm_spinlock_init(PvQspinlock, true, false, 1),
+            NativeQspinlock
+        );
+        // A profile that names its lock keeps it.
+        for k in [Ticket, Tas, NativeQspinlock] {
+            assert_eq!(kvm_spinlock_init(k, false, false, 16), k);
+        }
+    }
 
     fn c(i: u32) -> VcpuIdx {
         VcpuIdx(i)

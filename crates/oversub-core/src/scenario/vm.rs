@@ -83,6 +83,7 @@ pub(super) struct RawKvm {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawGuest {
     pv: Option<RawPv>,
+    nopvspin: Option<bool>,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -221,7 +222,9 @@ impl Default for KvmSpec {
 pub struct PvSpec {
     /// Steal-time `preempted` flag (`vcpu_is_preempted`).
     pub steal_time: bool,
-    /// PV qspinlock halt/kick (KVM_FEATURE_PV_UNHALT); off: native qspinlock.
+    /// The host offers KVM_FEATURE_PV_UNHALT: the guest's qspinlock is the PV
+    /// one (halt/kick); without it, the test-and-set `virt_spin_lock()`
+    /// (`guest::spinlock::kvm_spinlock_init`).
     pub spinlock: bool,
     /// KVM_HC_SCHED_YIELD in `smp_call_function_many` towards a preempted target.
     pub sched_yield: bool,
@@ -229,6 +232,10 @@ pub struct PvSpec {
     pub tlb_flush: bool,
     /// KVM_HC_SEND_IPI for multicast IPIs (one exit, never tracked).
     pub send_ipi: bool,
+    /// `[guest] nopvspin`, the guest kernel parameter: PV spinlocks and
+    /// `virt_spin_lock()` off, the native qspinlock, whatever the host
+    /// offers.
+    pub nopvspin: bool,
 }
 
 impl Default for PvSpec {
@@ -239,6 +246,7 @@ impl Default for PvSpec {
             sched_yield: true,
             tlb_flush: true,
             send_ipi: true,
+            nopvspin: false,
         }
     }
 }
@@ -498,13 +506,16 @@ pub(super) fn kvm(cx: &Ctx, k: RawKvm) -> Result<KvmSpec, ScenarioError> {
 
 pub(super) fn pv(g: Option<RawGuest>) -> PvSpec {
     let d = PvSpec::default();
-    let p = g.and_then(|g| g.pv).unwrap_or_default();
+    let (p, nopvspin) = g.map_or((RawPv::default(), None), |g| {
+        (g.pv.unwrap_or_default(), g.nopvspin)
+    });
     PvSpec {
         steal_time: p.steal_time.unwrap_or(d.steal_time),
         spinlock: p.spinlock.unwrap_or(d.spinlock),
         sched_yield: p.sched_yield.unwrap_or(d.sched_yield),
         tlb_flush: p.tlb_flush.unwrap_or(d.tlb_flush),
         send_ipi: p.send_ipi.unwrap_or(d.send_ipi),
+        nopvspin: nopvspin.unwrap_or(d.nopvspin),
     }
 }
 

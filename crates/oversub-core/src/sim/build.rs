@@ -250,7 +250,7 @@ impl<'a> SimBuilder<'a> {
                 sim.push_vcpu_task(VmId(vi as u32), VcpuIdx(k));
             }
             let rng = SimRng::new(sc.host.seed, 1 + vi as u64);
-            let mut rt = VmRt::new(v, &sc.kvm, sc.pv.spinlock, tasks, rng);
+            let mut rt = VmRt::new(v, &sc.kvm, &sc.pv, tasks, rng);
             if let Some(p) = &v.program {
                 // The guest kernel ([vm] kernel/features, default the
                 // host's); its HZ is the guest tick rate when that is a
@@ -259,7 +259,7 @@ impl<'a> SimBuilder<'a> {
                     100 | 250 | 300 | 1000 => sc.kvm.guest_hz,
                     _ => sc.host.hz,
                 };
-                rt.set_program_locks(p.klocks.len(), sc.pv.spinlock);
+                rt.set_program_locks(p.klocks.len(), &sc.pv);
                 let p = &start_jitter(p, sc.host.seed, sc.host.hz, vi);
                 rt.guest = Some(vm::GuestLevel::new(
                     p,

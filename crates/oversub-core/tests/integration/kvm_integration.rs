@@ -472,14 +472,37 @@ workload = "phase:kernbench"
     assert!(v.ops > 0);
 }
 
+/// `kvm_spinlock_init()`: without PV_UNHALT (`[guest.pv] spinlock = false`)
+/// a KVM guest's qspinlock is the test-and-set `virt_spin_lock()`, with
+/// `nopvspin` the native qspinlock. The run is exactly the run of a profile
+/// that names that lock (the simulator is deterministic), and neither
+/// halts nor kicks.
 #[test]
-fn pv_spinlock_off_uses_the_native_lock() {
+fn pv_spinlock_off_is_virt_spin_lock_and_nopvspin_the_native_lock() {
     let src = lhp("pv_qspinlock", "off").replace("cs_ns = 2000", "cs_ns = 20000");
     let on = run_fast(&src);
-    let off = run_fast(&src.replace("[kvm]", "[guest.pv]\nspinlock = false\n[kvm]"));
     assert!(vm(&on, "a").pv_kicks > 0);
-    assert_eq!(vm(&off, "a").pv_kicks, 0);
-    assert_eq!(vm(&off, "a").halts, 0);
+    let no_unhalt = run_fast(&src.replace("[kvm]", "[guest.pv]\nspinlock = false\n[kvm]"));
+    let nopvspin = run_fast(&src.replace("[kvm]", "[guest]\nnopvspin = true\n[kvm]"));
+    for r in [&no_unhalt, &nopvspin] {
+        assert_eq!(vm(r, "a").pv_kicks, 0);
+        assert_eq!(vm(r, "a").halts, 0);
+    }
+    let tas = run_fast(&src.replace("lock_kind = \"pv_qspinlock\"", "lock_kind = \"tas\""));
+    let native = run_fast(&src.replace(
+        "lock_kind = \"pv_qspinlock\"",
+        "lock_kind = \"native_qspinlock\"",
+    ));
+    // The run, not the scenario it echoes.
+    let run = |r: &Report| {
+        let mut v = json_without_wall(r);
+        v.as_object_mut().unwrap().remove("scenario");
+        v
+    };
+    let (no_unhalt, nopvspin) = (run(&no_unhalt), run(&nopvspin));
+    assert_eq!(no_unhalt, run(&tas));
+    assert_eq!(nopvspin, run(&native));
+    assert_ne!(no_unhalt, nopvspin, "the two locks behave alike here");
 }
 
 #[test]

@@ -14,14 +14,15 @@
 use super::Simulator;
 use crate::engine::{Nanos, SimRng, Time};
 use crate::guest::machine::GuestLock;
-use crate::guest::workload::{LockKind, LockPattern, WorkloadProfile};
+use crate::guest::spinlock::kvm_spinlock_init;
+use crate::guest::workload::{LockPattern, WorkloadProfile};
 use crate::kvm::ipi_hint::IpiHint;
 use crate::kvm::lapic::{IpiTracker, IpiTrackingParams};
 use crate::kvm::on_spin::{OnSpinVariant, SpinVm};
 use crate::kvm::vcpu::VcpuState;
 use crate::kvm::{VcpuIdx, VmId};
 use crate::report::VmReport;
-use crate::scenario::{KvmSpec, OnSpinSpec, VmSpec};
+use crate::scenario::{KvmSpec, OnSpinSpec, PvSpec, VmSpec};
 use crate::sched::core::Switch;
 use crate::sched::TaskId;
 use state::{Cat, Phase, VGuest, VmStats, Wait};
@@ -105,7 +106,7 @@ impl VmRt {
     pub(super) fn new(
         v: &VmSpec,
         kvm: &KvmSpec,
-        pv_spinlock: bool,
+        pv: &PvSpec,
         tasks: VcpuTasks,
         rng: SimRng,
     ) -> VmRt {
@@ -140,12 +141,8 @@ impl VmRt {
             .then(|| IpiHint::new(v.vcpus, kvm.ipi_window));
         let pingpong = prof.pattern == LockPattern::Turns;
         let nlocks = if pingpong { 1 } else { prof.locks as usize };
-        // Without KVM_FEATURE_PV_UNHALT ([guest.pv] spinlock = false) the
-        // guest's qspinlock is the native one.
-        let kind = match prof.lock_kind {
-            LockKind::PvQspinlock if !pv_spinlock => LockKind::NativeQspinlock,
-            k => k,
-        };
+        // The guest's qspinlock as kvm_spinlock_init() leaves it.
+        let kind = kvm_spinlock_init(prof.lock_kind, pv.spinlock, pv.nopvspin, v.vcpus);
         let locks = (0..nlocks).map(|_| GuestLock::new(kind)).collect();
         VmRt {
             name: v.name.clone(),
@@ -170,13 +167,10 @@ impl VmRt {
     }
 
     /// A program VM's guest kernel spinlocks (the program's `syscall`
-    /// locks): the profile's lock kind (PV qspinlock by default; the native
-    /// one without `[guest.pv] spinlock`).
-    pub(super) fn set_program_locks(&mut self, n: usize, pv_spinlock: bool) {
-        let kind = match self.prof.lock_kind {
-            LockKind::PvQspinlock if !pv_spinlock => LockKind::NativeQspinlock,
-            k => k,
-        };
+    /// locks): the profile's lock kind (PV qspinlock by default) as
+    /// `kvm_spinlock_init()` leaves it.
+    pub(super) fn set_program_locks(&mut self, n: usize, pv: &PvSpec) {
+        let kind = kvm_spinlock_init(self.prof.lock_kind, pv.spinlock, pv.nopvspin, self.n);
         self.locks = (0..n).map(|_| GuestLock::new(kind)).collect();
     }
 
