@@ -1,0 +1,340 @@
+//! Unit tests of the thread-program interpreter (program.rs).
+
+use super::*;
+use crate::workload::rtapp;
+
+fn rt(src: &str) -> ProgramRt {
+    ProgramRt::new(rtapp::parse(src).unwrap().program)
+}
+
+#[test]
+fn a_syscall_runs_its_kernel_work_then_asks_for_its_lock() {
+    let mut p = rt(r#"{"tasks": {"t": {"loop": 1, "phases": {"a": {"loop": 1,
+        "syscall": {"lock": "k", "run": 5, "hold": 2},
+        "syscall1": {"lock": "k", "run": 1, "hold": 1}}}}}}"#);
+    let t = Time::ZERO;
+    assert_eq!(p.step(0, t).1, Action::Run(Nanos::from_us(3)));
+    let hold = Nanos::from_us(2);
+    assert_eq!(
+        p.step(0, t).1,
+        Action::KernelLock {
+            lock: KlockId(0),
+            hold
+        }
+    );
+    // All of the second syscall is under the lock: no run first.
+    let hold = Nanos::from_us(1);
+    assert_eq!(
+        p.step(0, t).1,
+        Action::KernelLock {
+            lock: KlockId(0),
+            hold
+        }
+    );
+    assert_eq!(p.step(0, t).1, Action::Exit);
+}
+
+#[test]
+fn rwsem_readers_share_a_writer_waits_and_a_mutex_reports_its_owner() {
+    let mut p = rt(r#"{"global": {"duration": 1}, "tasks": {
+          "r": {"instance": 2, "syscall": {"lock": "sem", "kind": "rwsem_read", "hold": 10}},
+          "w": {"syscall": {"lock": "sem", "kind": "rwsem_write", "hold": 5}}}}"#);
+    let t0 = Time::ZERO;
+    let hold = |us| Action::Run(Nanos::from_us(us));
+    assert_eq!(p.step(0, t0).1, hold(10));
+    assert_eq!(p.step(1, t0).1, hold(10), "readers share");
+    let busy = Action::Kernel(KernelOp::SleepingLockBusy {
+        lock: KlockId(0),
+        mode: SleepMode::Write,
+        owner: None,
+    });
+    assert_eq!(p.step(2, t0).1, busy, "reader-owned: no owner to spin on");
+    assert!(p.sleeping_lock_wait(2));
+    assert!(
+        !p.sleeping_lock_wait(0),
+        "a reader that holds it waits for nothing"
+    );
+    // The first reader leaves: the second still holds it.
+    let t1 = Time(10_000);
+    let (w, _) = p.step(0, t1);
+    assert!(w.is_empty() && !p.sleeping_lock_free(2));
+    // The last reader wakes the writer, which takes it.
+    let (w, _) = p.step(1, t1);
+    assert_eq!(w, vec![2]);
+    assert!(p.take_released());
+    assert_eq!(p.step(2, t1).1, hold(5));
+    assert!(!p.sleeping_lock_wait(2), "the holder waits for nothing");
+    assert_eq!(p.stats(2).sleeping_lock_waits, 1);
+    assert_eq!(p.stats(2).sleeping_lock_wait_ns, 10_000);
+    // A reader behind the writer owner sees it as the owner.
+    assert_eq!(
+        p.step(0, t1).1,
+        Action::Kernel(KernelOp::SleepingLockBusy {
+            lock: KlockId(0),
+            mode: SleepMode::Read,
+            owner: Some(2),
+        })
+    );
+    assert_eq!(p.sleeping_lock_owner(0), Some(2));
+}
+
+#[test]
+fn munmap_and_smp_call_ask_the_guest_kernel() {
+    let mut p = rt(r#"{"global": {"duration": 1}, "tasks": {"t": {
+          "munmap": {"run": 3, "pages": 4}, "smp_call": {"targets": 2, "handler": 1, "wait": false}}}}"#);
+    let t0 = Time::ZERO;
+    assert_eq!(p.step(0, t0).1, Action::Run(Nanos::from_us(3)));
+    assert_eq!(
+        p.step(0, t0).1,
+        Action::Kernel(KernelOp::TlbShootdown { pages: 4 })
+    );
+    assert_eq!(
+        p.step(0, t0).1,
+        Action::Kernel(KernelOp::SmpCall {
+            targets: 2,
+            handler: Nanos::from_us(1),
+            wait: false
+        })
+    );
+    assert_eq!(p.stats(0).phase_loops, 0);
+    assert_eq!(p.step(0, t0).1, Action::Run(Nanos::from_us(3)));
+    assert_eq!(p.stats(0).phase_loops, 1);
+}
+
+/// A producer putting batches of `k` into queue "q" of capacity `cap`,
+/// and `consumers` threads taking batches of `k`.
+fn queue_prog(cap: u32, k: u32, consumers: u32) -> ProgramRt {
+    rt(&format!(
+        r#"{{"global": {{"duration": 1}}, "tasks": {{
+          "c": {{"instance": {consumers}, "get": {{"queue": "q", "items": {k}}}, "run": 5}},
+          "p": {{"run": 2, "put": {{"queue": "q", "items": {k}, "capacity": {cap}}}}}}}}}"#
+    ))
+}
+
+#[test]
+fn a_consumer_blocks_on_an_empty_queue_until_a_put_wakes_it() {
+    let mut p = queue_prog(100, 1, 1);
+    let t0 = Time::ZERO;
+    // The consumer (thread 0) finds the queue empty and blocks.
+    assert_eq!(p.step(0, t0), (vec![], Action::Sleep(None)));
+    // The producer (thread 1) runs, then puts: the consumer is woken.
+    assert_eq!(p.step(1, t0).1, Action::Run(Nanos::from_us(2)));
+    let t1 = Time(2_000);
+    assert_eq!(p.step(1, t1), (vec![0], Action::Run(Nanos::from_us(2))));
+    assert_eq!(p.queue_len(QueueId(0)), 1);
+    // The woken consumer takes the item and runs.
+    let t2 = Time(3_000);
+    assert_eq!(p.step(0, t2), (vec![], Action::Run(Nanos::from_us(5))));
+    assert_eq!(p.queue_len(QueueId(0)), 0);
+    assert_eq!(p.stats(0).queue_waits, 1);
+    assert_eq!(p.stats(0).queue_wait_ns, 3_000);
+}
+
+#[test]
+fn a_batch_wakes_one_consumer_and_a_loser_waits_again() {
+    let mut p = queue_prog(100, 20, 2);
+    let t0 = Time::ZERO;
+    assert_eq!(p.step(0, t0).1, Action::Sleep(None));
+    assert_eq!(p.step(1, t0).1, Action::Sleep(None));
+    assert_eq!(p.step(2, t0).1, Action::Run(Nanos::from_us(2)));
+    // One batch of 20: one wakeup (the first waiter), not a broadcast.
+    let t1 = Time(2_000);
+    assert_eq!(p.step(2, t1), (vec![0], Action::Run(Nanos::from_us(2))));
+    // The second batch wakes the other consumer.
+    let t2 = Time(4_000);
+    assert_eq!(p.step(2, t2), (vec![1], Action::Run(Nanos::from_us(2))));
+    assert_eq!(p.queue_len(QueueId(0)), 40);
+    // Both take their batch; a third get finds the queue empty again.
+    assert_eq!(p.step(1, t2).1, Action::Run(Nanos::from_us(5)));
+    assert_eq!(p.step(0, t2).1, Action::Run(Nanos::from_us(5)));
+    assert_eq!(p.queue_len(QueueId(0)), 0);
+    let t3 = Time(9_000);
+    assert_eq!(p.step(0, t3), (vec![], Action::Sleep(None)));
+    // A consumer woken for a batch another one took blocks again.
+    assert_eq!(p.step(2, t3), (vec![0], Action::Run(Nanos::from_us(2))));
+    assert_eq!(p.step(1, t3).1, Action::Run(Nanos::from_us(5)), "overtakes");
+    assert_eq!(
+        p.step(0, t3),
+        (vec![], Action::Sleep(None)),
+        "retries, waits"
+    );
+}
+
+#[test]
+fn a_full_queue_blocks_the_producer_until_a_get_makes_room() {
+    let mut p = queue_prog(40, 20, 1);
+    let t0 = Time::ZERO;
+    // Two batches fill the queue of 40; the third put blocks.
+    assert_eq!(p.step(1, t0).1, Action::Run(Nanos::from_us(2)));
+    assert_eq!(p.step(1, t0).1, Action::Run(Nanos::from_us(2)));
+    assert_eq!(p.step(1, t0).1, Action::Run(Nanos::from_us(2)));
+    assert_eq!(p.step(1, t0), (vec![], Action::Sleep(None)));
+    assert_eq!(p.queue_len(QueueId(0)), 40);
+    // The consumer takes a batch: the producer is woken and puts.
+    let t1 = Time(7_000);
+    assert_eq!(p.step(0, t1), (vec![1], Action::Run(Nanos::from_us(5))));
+    assert_eq!(p.step(1, t1).1, Action::Run(Nanos::from_us(2)));
+    assert_eq!(p.queue_len(QueueId(0)), 40);
+    assert_eq!(p.stats(1).queue_waits, 1);
+    assert_eq!(p.stats(1).queue_wait_ns, 7_000);
+}
+
+#[test]
+fn run_sleep_loop_and_exit() {
+    let mut p =
+        rt(r#"{"tasks": {"t": {"loop": 2, "phases": {"a": {"loop": 2, "run": 10, "sleep": 5}}}}}"#);
+    let mut now = Time::ZERO;
+    let mut runs = 0;
+    loop {
+        let (w, a) = p.step(0, now);
+        assert!(w.is_empty());
+        match a {
+            Action::Run(d) => {
+                runs += 1;
+                now += d;
+            }
+            Action::Sleep(Some(at)) => now = at,
+            Action::Exit => break,
+            a => panic!("{a:?}"),
+        }
+    }
+    assert_eq!(runs, 4);
+    assert_eq!(now, Time(4 * 15_000));
+    assert_eq!(p.stats(0).phase_loops, 4);
+    assert_eq!(p.stats(0).finished_at, Some(now));
+    assert!(p.all_done());
+}
+
+#[test]
+fn mutex_waiter_is_woken_and_a_runner_can_steal() {
+    let mut p = rt(
+        r#"{"global": {"duration": 1}, "tasks": {"a": {"lock": "m", "run": 10, "unlock": "m", "run1": 1}, "b": {"lock": "m", "run": 10, "unlock": "m", "run1": 1}}}"#,
+    );
+    let t0 = Time::ZERO;
+    assert_eq!(p.step(0, t0), (vec![], Action::Run(Nanos::from_us(10))));
+    // b finds the mutex taken and blocks.
+    assert_eq!(p.step(1, t0), (vec![], Action::Sleep(None)));
+    // a unlocks: b is woken; a runs on.
+    let t1 = Time(10_000);
+    assert_eq!(p.step(0, t1), (vec![1], Action::Run(Nanos::from_us(1))));
+    // a comes back and takes the free mutex before b ran (steal).
+    let t2 = Time(11_000);
+    assert_eq!(p.step(0, t2), (vec![], Action::Run(Nanos::from_us(10))));
+    // b retries, loses, queues again.
+    assert_eq!(p.step(1, t2), (vec![], Action::Sleep(None)));
+    let t3 = Time(21_000);
+    assert_eq!(p.step(0, t3), (vec![1], Action::Run(Nanos::from_us(1))));
+    assert_eq!(p.step(1, t3), (vec![], Action::Run(Nanos::from_us(10))));
+    assert_eq!(p.stats(1).lock_waits, 1);
+    assert_eq!(p.stats(1).lock_wait_ns, 21_000);
+}
+
+#[test]
+fn condition_wait_releases_and_reacquires_the_mutex() {
+    let mut p = rt(r#"{"global": {"duration": 1}, "tasks": {
+          "c": {"lock": "m", "wait": {"ref": "q", "mutex": "m"}, "unlock": "m", "run": 5},
+          "p": {"lock": "m", "signal": "q", "run": 3, "unlock": "m", "sleep": 100}}}"#);
+    let t0 = Time::ZERO;
+    assert_eq!(
+        p.step(0, t0),
+        (vec![], Action::Sleep(None)),
+        "waits, mutex released"
+    );
+    // The producer gets the mutex, signals (waking c) and runs holding it.
+    assert_eq!(p.step(1, t0), (vec![0], Action::Run(Nanos::from_us(3))));
+    // c wakes while p holds the mutex: it blocks on the mutex.
+    assert_eq!(p.step(0, t0), (vec![], Action::Sleep(None)));
+    // p unlocks: c is woken again, now takes it and runs.
+    let t1 = Time(3_000);
+    assert_eq!(p.step(1, t1), (vec![0], Action::Sleep(Some(Time(103_000)))));
+    assert_eq!(p.step(0, t1), (vec![], Action::Run(Nanos::from_us(5))));
+}
+
+#[test]
+fn barrier_releases_on_the_last_arrival() {
+    let mut p = rt(
+        r#"{"global": {"duration": 1}, "tasks": {"w": {"instance": 3, "barrier": "b", "run": 1}}}"#,
+    );
+    let t0 = Time::ZERO;
+    assert_eq!(p.step(0, t0).1, Action::Sleep(None));
+    assert_eq!(p.step(1, t0).1, Action::Sleep(None));
+    assert_eq!(p.step(2, t0), (vec![0, 1], Action::Run(Nanos::from_us(1))));
+    assert_eq!(p.step(0, t0).1, Action::Run(Nanos::from_us(1)));
+    assert_eq!(p.step(1, t0).1, Action::Run(Nanos::from_us(1)));
+    // Next round needs all three again.
+    let t1 = Time(1_000);
+    assert_eq!(p.step(2, t1).1, Action::Sleep(None));
+    assert_eq!(p.step(0, t1).1, Action::Sleep(None));
+    assert_eq!(p.step(1, t1), (vec![2, 0], Action::Run(Nanos::from_us(1))));
+}
+
+/// The last arrival at a barrier in a loop of nothing else passes
+/// again at once (the threads it woke have not run yet): the step stops
+/// after the zero-time bound, parks the thread and names it.
+#[test]
+fn a_barrier_passed_alone_in_a_loop_stops_at_the_zero_time_bound() {
+    let mut p = rt(
+        r#"{"global": {"duration": 1}, "tasks": {"a": {"instance": 1, "barrier0": "b", "run1": 1}, "w": {"loop": -1, "instance": 2, "barrier0": "b"}}}"#,
+    );
+    let t0 = Time(5_000);
+    assert_eq!(p.step(0, t0).1, Action::Sleep(None));
+    assert_eq!(p.step(1, t0).1, Action::Sleep(None));
+    assert_eq!(p.zero_time_loop(), None);
+    assert_eq!(p.step(2, t0), (vec![0, 1], Action::Sleep(None)));
+    let (name, at) = p.zero_time_loop().expect("stuck");
+    assert_eq!((name, at), (p.program().threads[2].name.as_str(), t0));
+    // The others still step normally; the record stays the first one.
+    assert_eq!(p.step(0, t0).1, Action::Run(Nanos::from_us(1)));
+    assert_eq!(p.zero_time_loop().map(|(_, at)| at), Some(t0));
+}
+
+#[test]
+fn relative_timer_rebases_when_late_absolute_does_not() {
+    for (mode, late_sleep) in [("relative", 110_000), ("absolute", 100_000)] {
+        let src = format!(
+            r#"{{"global": {{"duration": 1}}, "tasks": {{"t": {{"timer": {{"ref": "x", "period": 50, "mode": "{mode}"}}, "run": 10}}}}}}"#
+        );
+        let mut p = rt(&src);
+        assert_eq!(p.step(0, Time::ZERO).1, Action::Sleep(Some(Time(50_000))));
+        assert_eq!(p.step(0, Time(50_000)).1, Action::Run(Nanos::from_us(10)));
+        // Late: the run ended at 110 us, past the 100 us expiry.
+        assert_eq!(
+            p.step(0, Time(110_000)).1,
+            Action::Run(Nanos::from_us(10)),
+            "{mode}"
+        );
+        // Next expiry: relative 110 + 50 = 160 us; absolute 150 us.
+        let next = Time(late_sleep + 50_000);
+        assert_eq!(
+            p.step(0, Time(120_000)).1,
+            Action::Sleep(Some(next)),
+            "{mode}"
+        );
+    }
+}
+
+#[test]
+fn zero_sleep_does_not_block() {
+    let mut p = rt(r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 3, "sleep": 0}}}"#);
+    assert_eq!(p.step(0, Time::ZERO).1, Action::Run(Nanos::from_us(3)));
+    assert_eq!(p.step(0, Time(3_000)).1, Action::Run(Nanos::from_us(3)));
+    assert_eq!(p.stats(0).phase_loops, 1);
+}
+
+#[test]
+fn zero_period_timer_never_sleeps() {
+    let mut p = rt(
+        r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 3, "timer": {"ref": "x", "period": 0}}}}"#,
+    );
+    assert_eq!(p.step(0, Time::ZERO).1, Action::Run(Nanos::from_us(3)));
+    assert_eq!(p.step(0, Time(3_000)).1, Action::Run(Nanos::from_us(3)));
+}
+
+#[test]
+fn delay_and_yield() {
+    let mut p =
+        rt(r#"{"global": {"duration": 1}, "tasks": {"t": {"delay": 7, "yield": "", "run": 2}}}"#);
+    assert_eq!(p.step(0, Time::ZERO).1, Action::Sleep(Some(Time(7_000))));
+    assert_eq!(p.step(0, Time(7_000)).1, Action::Yield);
+    assert_eq!(p.step(0, Time(7_000)).1, Action::Run(Nanos::from_us(2)));
+}

@@ -1,0 +1,311 @@
+//! Unit tests of the rt-app JSON front end (rtapp.rs).
+
+use super::*;
+
+fn prog(src: &str) -> Program {
+    parse(src).unwrap_or_else(|e| panic!("{e}")).program
+}
+
+fn err(src: &str) -> String {
+    parse(src).unwrap_err().to_string()
+}
+
+#[test]
+fn provenance_is_accepted_as_documentation_and_must_be_an_object() {
+    let with = prog(
+        r#"{"provenance": {"command": "hackbench", "derivation": {"run": "mean burst"}},
+            "global": {"duration": 1}, "tasks": {"t": {"run": 10, "sleep": 5}}}"#,
+    );
+    let without = prog(r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 10, "sleep": 5}}}"#);
+    assert_eq!(with, without);
+    let e = parse(r#"{"provenance": 3, "global": {"duration": 1}, "tasks": {"t": {"run": 1}}}"#)
+        .unwrap_err();
+    assert_eq!(e.field, "provenance", "{e}");
+}
+
+#[test]
+fn single_phase_task_loops_forever_with_phase_loop() {
+    let p = prog(
+        r#"{"global": {"duration": 2}, "tasks": {"t": {"loop": 3, "run": 1000, "sleep0": 500, "run1": 7}}}"#,
+    );
+    assert_eq!(p.duration, Some(Nanos::from_secs(2)));
+    let t = &p.threads[0];
+    assert_eq!(t.loops, None);
+    assert_eq!(t.phases.len(), 1);
+    assert_eq!(t.phases[0].loops, Some(3));
+    // A task-level loop of -1 without phases: the phase repeats forever.
+    let p = prog(r#"{"global": {"duration": 1}, "tasks": {"t": {"loop": -1, "run": 1}}}"#);
+    assert_eq!(p.threads[0].phases[0].loops, None);
+    // With duration -1, a phase that loops forever is refused.
+    assert!(
+        parse(r#"{"tasks": {"t": {"loop": 1, "phases": {"a": {"loop": -1, "run": 1}}}}}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("forever")
+    );
+    assert_eq!(
+        t.phases[0].events,
+        [
+            Event::Run(Nanos::from_us(1000)),
+            Event::Sleep(Nanos::from_us(500)),
+            Event::Run(Nanos::from_us(7))
+        ]
+    );
+}
+
+#[test]
+fn phases_instances_resources_and_timers() {
+    let p = prog(
+        r#"{
+        /* two workers and a producer */
+        "global": {"duration": -1, "calibration": "CPU0", "log_size": 0},
+        "tasks": {
+          "w": {"instance": 2, "priority": 5, "cpus": [1, 0, 1], "loop": 4, "phases": {
+              "a": {"lock": "m", "wait": {"ref": "c", "mutex": "m"}, "unlock": "m", "run": 10},
+              "b": {"loop": 2, "timer": {"ref": "unique", "period": 100}, "barrier": "B"}}},
+          "p": {"loop": 1, "phases": {"x": {"lock": "m", "broad": "c", "unlock": "m", "barrier": "B",
+                "timer": {"ref": "shared", "period": 50, "mode": "absolute"}}}}
+        }}"#,
+    );
+    assert_eq!(p.duration, None);
+    assert!(p.finite());
+    let names: Vec<&str> = p.threads.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["w.0", "w.1", "p"]);
+    assert_eq!(p.threads[0].nice, 5);
+    assert_eq!(p.threads[0].cpus, Some(vec![0, 1]));
+    assert_eq!(p.threads[1].loops, Some(4));
+    assert_eq!(p.mutexes, ["m"]);
+    assert_eq!(p.conds, ["c"]);
+    // Three references: two instances of w and p.
+    assert_eq!(p.barriers, [("B".to_string(), 3)]);
+    // "unique" timers are per thread, others shared.
+    assert_eq!(p.timers, ["unique@w.0", "unique@w.1", "shared"]);
+    assert_eq!(p.fidelity.len(), 1, "{:?}", p.fidelity);
+    assert_eq!(p.fidelity[0].at, "global.calibration");
+}
+
+#[test]
+fn suspend_resume_lower_to_condition_variables() {
+    let p = prog(
+        r#"{"global": {"duration": 1}, "tasks": {"a": {"run": 1, "suspend": ""}, "b": {"run": 1, "resume": "a"}}}"#,
+    );
+    let a = &p.threads[0].phases[0].events;
+    assert_eq!(a.len(), 4);
+    assert!(matches!(a[2], Event::Wait { .. }));
+    assert!(matches!(p.threads[1].phases[0].events[2], Event::Broad(_)));
+    assert_eq!(p.conds, ["suspend:a"]);
+}
+
+#[test]
+fn extensions_parse() {
+    let p = prog(
+        r#"{"global": {"duration": 1}, "tasks": {"t": {"syscall": {"lock": "dcache", "run": 2, "hold": 0.5},
+           "munmap": {"run": 3, "pages": 16}, "smp_call": {"targets": 3, "handler": 1.5}}}}"#,
+    );
+    assert!(p.uses_kernel_extensions());
+    assert_eq!(
+        p.threads[0].phases[0].events,
+        [
+            Event::Syscall {
+                lock: KlockId(0),
+                run: Nanos::from_us(2),
+                hold: Nanos(500)
+            },
+            Event::Munmap {
+                run: Nanos::from_us(3),
+                pages: 16
+            },
+            Event::SmpCall {
+                targets: 3,
+                handler: Nanos(1500),
+                wait: true
+            }
+        ]
+    );
+}
+
+#[test]
+fn queues_parse_with_one_capacity_and_bad_ones_name_the_field() {
+    let p = prog(
+        r#"{"global": {"duration": 1}, "tasks": {
+          "p": {"run": 1, "put": {"queue": "q", "items": 20, "capacity": 1048576}},
+          "c": {"get": {"queue": "q", "items": 20, "capacity": 1048576}, "run": 1, "get1": {"queue": "r", "capacity": 4}},
+          "d": {"put": {"queue": "r"}, "run": 1}}}"#,
+    );
+    assert_eq!(p.queues, [("q".to_string(), 1 << 20), ("r".to_string(), 4)]);
+    assert_eq!(
+        p.threads[1].phases[0].events[0],
+        Event::Get {
+            queue: QueueId(0),
+            items: 20
+        }
+    );
+    assert_eq!(
+        p.threads[2].phases[0].events[0],
+        Event::Put {
+            queue: QueueId(1),
+            items: 1
+        }
+    );
+    assert!(!p.uses_kernel_extensions(), "queues are user-space objects");
+    for (src, want) in [
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"t": {"put": {"queue": "q"}, "run": 1}}}"#,
+            "tasks.t.put.capacity: queue \"q\" has no capacity",
+        ),
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"t": {"put": {"queue": "q", "capacity": 8}, "get": {"queue": "q", "capacity": 9}}}}"#,
+            "tasks.t.get.capacity: 9: queue \"q\" has capacity 8 at tasks.t.put.capacity",
+        ),
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"t": {"put": {"queue": "q", "items": 0, "capacity": 8}}}}"#,
+            "tasks.t.put.items: 0 is out of range: allowed 1 ..= 4294967296 items",
+        ),
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"t": {"put": {"queue": "q", "items": 9, "capacity": 8}}}}"#,
+            "a batch of 9 items on queue \"q\" of capacity 8: allowed 1 ..= 8",
+        ),
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"t": {"put": {"queue": "q", "capacity": 0}}}}"#,
+            "tasks.t.put.capacity: 0 is out of range",
+        ),
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"t": {"get": {"queue": "q", "capacity": 2, "batch": 1}}}}"#,
+            "tasks.t.get.batch: unknown key: allowed queue, items, capacity",
+        ),
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"t": {"get": {"items": 1}}}}"#,
+            "tasks.t.get.queue: required",
+        ),
+    ] {
+        let e = err(src);
+        assert!(e.contains(want), "{e} (wanted {want})");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+}
+
+#[test]
+fn task_timer_slack_extension_parses_and_bad_values_name_the_field() {
+    let p = prog(
+        r#"{"global": {"duration": 1}, "tasks": {
+            "a": {"oversub": {"timer_slack": 0.001}, "loop": 1, "phases": {"p": {"run": 1, "sleep": 5}}},
+            "b": {"oversub": {"timer_slack": 300}, "run": 1, "sleep": 5},
+            "c": {"run": 1, "sleep": 5}}}"#,
+    );
+    let slack: Vec<_> = p.threads.iter().map(|t| t.timer_slack).collect();
+    assert_eq!(slack, vec![Some(Nanos(1)), Some(Nanos(300_000)), None]);
+    for (ext, want) in [
+        (
+            r#"{"timer_slack": 0}"#,
+            "tasks.t.oversub.timer_slack: 0 is out of range: allowed 0.001 ..= 1000000 us",
+        ),
+        (
+            r#"{"timer_slack": 0.0004}"#,
+            "tasks.t.oversub.timer_slack: 0.0004 is out of range",
+        ),
+        (
+            r#"{"timer_slack": 1000001}"#,
+            "tasks.t.oversub.timer_slack: 1000001 is out of range",
+        ),
+        (
+            r#"{"timer_slack": "1ns"}"#,
+            "tasks.t.oversub.timer_slack: expected a number of us",
+        ),
+        (
+            r#"{"slack": 1}"#,
+            "tasks.t.oversub.slack: unknown key: allowed timer_slack",
+        ),
+        (
+            r#"{"timer_slack": 1, "timer_slack": 2}"#,
+            "tasks.t.oversub.timer_slack: repeated key",
+        ),
+        ("3", "tasks.t.oversub"),
+    ] {
+        for t in [
+            format!(r#"{{"oversub": {ext}, "run": 1}}"#),
+            format!(r#"{{"oversub": {ext}, "loop": 1, "phases": {{"p": {{"run": 1}}}}}}"#),
+        ] {
+            let e = err(&format!(
+                r#"{{"global": {{"duration": 1}}, "tasks": {{"t": {t}}}}}"#
+            ));
+            assert!(e.contains(want), "{e} (wanted {want})");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+}
+
+#[test]
+fn errors_are_one_line_and_name_the_field() {
+    for (src, want) in [
+        (
+            r#"{"tasks": {"t": {"run": 1, "slep": 2}}, "global": {"duration": 1}}"#,
+            "tasks.t.slep: unknown key",
+        ),
+        (
+            r#"{"tasks": {"t": {"run": 1, "run": 2}}, "global": {"duration": 1}}"#,
+            "tasks.t.run: repeated key",
+        ),
+        (
+            r#"{"tasks": {"t": {"run": -1}}, "global": {"duration": 1}}"#,
+            "tasks.t.run: -1 is out of range",
+        ),
+        (
+            r#"{"tasks": {"t": {"run": 1, "policy": "SCHED_FIFO"}}, "global": {"duration": 1}}"#,
+            "SCHED_FIFO is not modelled",
+        ),
+        (
+            r#"{"tasks": {"t": {"mem": 100}}, "global": {"duration": 1}}"#,
+            "tasks.t.mem: mem and iorun are not modelled",
+        ),
+        (r#"{"tasks": {"t": {"run": 1}}}"#, "global.duration: -1"),
+        (
+            r#"{"tasks": {"t": {"unlock": "m"}}, "global": {"duration": 1}}"#,
+            "does not hold",
+        ),
+        (
+            r#"{"tasks": {"t": {"lock": "m", "run": 1}}, "global": {"duration": 1}}"#,
+            "still held",
+        ),
+        (
+            r#"{"tasks": {"t": {"run": 1, "barrier": "b"}}, "global": {"duration": 1}}"#,
+            "needs at least 2",
+        ),
+        (
+            r#"{"tasks": {"t": {"timer": {"ref": "x"}}}, "global": {"duration": 1}}"#,
+            "tasks.t.timer.period: required",
+        ),
+        (
+            r#"{"tasks": {"t": {"loop": 2, "phases": {"p": {"run": 1}}, "run": 3}}}"#,
+            "tasks.t.run: unknown key beside phases",
+        ),
+        (
+            r#"{"tasks": {"t": {"phases": {"p": {"run": 1, "cpus": [1]}}}}, "global": {"duration": 1}}"#,
+            "phase-level affinity",
+        ),
+        (r#"{"tasks": {}, "global": {"duration": 1}}"#, "no tasks"),
+        (r#"{"task": {}}"#, "task: unknown key"),
+        (
+            "{\"tasks\": \n {\"t\": {\"run\": 1 \"sleep\": 2}}}",
+            "line 2 column",
+        ),
+    ] {
+        let e = err(src);
+        assert!(e.contains(want), "{src}\n  -> {e}\n  want {want}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+}
+
+#[test]
+fn prefix_rule_matches_rtapp() {
+    assert_eq!(event_kind("runtime3"), Some("runtime"));
+    assert_eq!(event_kind("run_x"), Some("run"));
+    assert_eq!(event_kind("unlock2"), Some("unlock"));
+    assert_eq!(event_kind("synchronise"), Some("sync"));
+    assert_eq!(event_kind("syscall"), Some("syscall"));
+    assert_eq!(event_kind("smp_call1"), Some("smp_call"));
+    assert_eq!(event_kind("loop"), None);
+    // No extension is prefixed by an rt-app event (rt-app would read it).
+    for e in EXT_EVENTS {
+        assert!(!EVENTS.iter().any(|r| e.starts_with(r)), "{e}");
+    }
+}
