@@ -14,6 +14,7 @@ use super::load_avg::{DO_ATTACH, DO_DETACH, UPDATE_TG};
 use super::timeline::vec_remove;
 use super::weight::{calc_delta_fair, scale_load_down};
 use super::{Scheduler, TaskState};
+use std::borrow::BorrowMut;
 
 /// `enqueue_entity()`/`enqueue_task_fair()` flags (ENQUEUE_*).
 pub const ENQUEUE_WAKEUP: u32 = 0x01;
@@ -999,26 +1000,7 @@ impl Scheduler {
         let p = self.pick_task_fair(cpu)?;
         match prev {
             Some(prev) if prev != p => {
-                let mut se = self.tasks[p.idx()].se;
-                let mut pse = self.tasks[prev.idx()].se;
-                // is_same_group(): climb until both sit on one cfs_rq.
-                loop {
-                    let (cs, cp) = (self.cfs_rq_of(se), self.cfs_rq_of(pse));
-                    if cs == cp {
-                        self.put_prev_entity(cs, pse);
-                        self.set_next_entity(cs, se);
-                        break;
-                    }
-                    let (sd, pd) = (self.ses[se.idx()].depth, self.ses[pse.idx()].depth);
-                    if sd <= pd {
-                        self.put_prev_entity(cp, pse);
-                        pse = self.parent_entity(pse).expect("depth");
-                    }
-                    if sd >= pd {
-                        self.set_next_entity(cs, se);
-                        se = self.parent_entity(se).expect("depth");
-                    }
-                }
+                switch_levels(self, p, prev, Self::put_prev_entity, Self::set_next_entity);
                 self.cfs_tasks_move_to_head(cpu, p);
                 self.hrtick_start_fair(cpu, p);
             }
@@ -1219,5 +1201,42 @@ impl Scheduler {
     pub fn task_is_waiting(&self, p: TaskId) -> bool {
         let t = &self.tasks[p.idx()];
         t.state == TaskState::Running && t.on_rq && !t.on_cpu
+    }
+}
+
+/// The hierarchy walk of `pick_next_task_fair()`'s simple path (Linux 6.1
+/// and 6.12 alike, kernel/sched/fair.c): from `next`'s and `prev`'s task
+/// entities up to the first cfs_rq they share (the `is_same_group()`
+/// climb), `put` on each level of prev's that differs and `set` on each of
+/// next's, in the kernel's order, then both on the shared queue. One walk
+/// for every preset; each gives its own `put_prev_entity()` /
+/// `set_next_entity()` (`S` is the scheduler or a preset's view of it).
+#[inline]
+pub(super) fn switch_levels<S: BorrowMut<Scheduler>>(
+    s: &mut S,
+    next: TaskId,
+    prev: TaskId,
+    mut put: impl FnMut(&mut S, CfsRqId, SeId),
+    mut set: impl FnMut(&mut S, CfsRqId, SeId),
+) {
+    let k: &Scheduler = (*s).borrow();
+    let (mut se, mut pse) = (k.tasks[next.idx()].se, k.tasks[prev.idx()].se);
+    loop {
+        let k: &Scheduler = (*s).borrow();
+        let (cs, cp) = (k.cfs_rq_of(se), k.cfs_rq_of(pse));
+        if cs == cp {
+            put(s, cs, pse);
+            set(s, cs, se);
+            return;
+        }
+        let (sd, pd) = (k.ses[se.idx()].depth, k.ses[pse.idx()].depth);
+        if sd <= pd {
+            put(s, cp, pse);
+            pse = (*s).borrow().parent_entity(pse).expect("depth");
+        }
+        if sd >= pd {
+            set(s, cs, se);
+            se = (*s).borrow().parent_entity(se).expect("depth");
+        }
     }
 }

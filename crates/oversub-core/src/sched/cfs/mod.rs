@@ -52,6 +52,20 @@ impl DerefMut for Cfs<'_> {
     }
 }
 
+/// The scheduler under the view, for code shared with the other presets
+/// (`fair::switch_levels`).
+impl std::borrow::Borrow<Scheduler> for Cfs<'_> {
+    fn borrow(&self) -> &Scheduler {
+        self.0
+    }
+}
+
+impl std::borrow::BorrowMut<Scheduler> for Cfs<'_> {
+    fn borrow_mut(&mut self) -> &mut Scheduler {
+        self.0
+    }
+}
+
 impl Scheduler {
     /// The CFS (Linux 6.1) view of this scheduler.
     #[inline]

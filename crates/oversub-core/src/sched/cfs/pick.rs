@@ -117,25 +117,13 @@ impl Cfs<'_> {
         let p = self.pick_task_fair(cpu)?;
         match prev {
             Some(prev) if prev != p => {
-                let mut se = self.tasks[p.idx()].se;
-                let mut pse = self.tasks[prev.idx()].se;
-                loop {
-                    let (cs, cp) = (self.cfs_rq_of(se), self.cfs_rq_of(pse));
-                    if cs == cp {
-                        self.put_prev_entity(cs, pse);
-                        self.set_next_entity(cs, se);
-                        break;
-                    }
-                    let (sd, pd) = (self.ses[se.idx()].depth, self.ses[pse.idx()].depth);
-                    if sd <= pd {
-                        self.put_prev_entity(cp, pse);
-                        pse = self.parent_entity(pse).expect("depth");
-                    }
-                    if sd >= pd {
-                        self.set_next_entity(cs, se);
-                        se = self.parent_entity(se).expect("depth");
-                    }
-                }
+                crate::sched::fair::switch_levels(
+                    self,
+                    p,
+                    prev,
+                    Self::put_prev_entity,
+                    Self::set_next_entity,
+                );
                 self.cfs_tasks_move_to_head(cpu, p);
             }
             Some(_) => {}

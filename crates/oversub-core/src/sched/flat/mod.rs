@@ -71,6 +71,20 @@ impl DerefMut for Flat<'_> {
     }
 }
 
+/// The scheduler under the view, for code shared with the other presets
+/// (`fair::switch_levels`).
+impl std::borrow::Borrow<Scheduler> for Flat<'_> {
+    fn borrow(&self) -> &Scheduler {
+        self.0
+    }
+}
+
+impl std::borrow::BorrowMut<Scheduler> for Flat<'_> {
+    fn borrow_mut(&mut self) -> &mut Scheduler {
+        self.0
+    }
+}
+
 impl Scheduler {
     /// The sched/flat view of this scheduler.
     #[inline]

@@ -130,25 +130,13 @@ impl Flat<'_> {
         let p = self.pick_task_fair(cpu)?;
         match prev {
             Some(prev) if prev != p => {
-                let mut se = self.tasks[p.idx()].se;
-                let mut pse = self.tasks[prev.idx()].se;
-                loop {
-                    let (cs, cp) = (self.cfs_rq_of(se), self.cfs_rq_of(pse));
-                    if cs == cp {
-                        self.put_prev_hier(cs, pse);
-                        self.set_next_hier(cs, se);
-                        break;
-                    }
-                    let (sd, pd) = (self.ses[se.idx()].depth, self.ses[pse.idx()].depth);
-                    if sd <= pd {
-                        self.put_prev_hier(cp, pse);
-                        pse = self.parent_entity(pse).expect("depth");
-                    }
-                    if sd >= pd {
-                        self.set_next_hier(cs, se);
-                        se = self.parent_entity(se).expect("depth");
-                    }
-                }
+                crate::sched::fair::switch_levels(
+                    self,
+                    p,
+                    prev,
+                    Self::put_prev_hier,
+                    Self::set_next_hier,
+                );
                 let f = self.rq_of(cpu);
                 let fprev = self.fse(prev);
                 self.put_prev_flat(f, fprev);
