@@ -524,6 +524,60 @@ fn vm_counters_and_kvm_events_agree_with_the_switches() {
     );
 }
 
+/// Two VMs alone on the host share every CPU's root queue, where the
+/// weighted lags of the queued entities sum to zero: the two VMs' lag
+/// counters are opposite (up to their µs truncation) every time one is
+/// written, and move by far more than that. A CFS host has no lag track.
+#[test]
+fn vm_lag_counters_balance_between_two_vms() {
+    let (_, v, _) = traced(
+        "lag",
+        &[
+            "scenarios/overcommit/dedup-2x16.toml",
+            "--duration",
+            "20ms",
+            "--brief",
+        ],
+    );
+    // Each VM's value as of the end of each instant that wrote one.
+    let mut lag: std::collections::BTreeMap<String, i64> = Default::default();
+    let mut at: Vec<(f64, std::collections::BTreeMap<String, i64>)> = Vec::new();
+    for e in events(&v).iter().filter(|e| e["ph"] == "C") {
+        let Some(x) = e["args"].get("lag (us)") else {
+            continue;
+        };
+        lag.insert(e["name"].as_str().unwrap().into(), x.as_i64().unwrap());
+        let ts = e["ts"].as_f64().unwrap();
+        match at.last_mut() {
+            Some((t, m)) if *t == ts => *m = lag.clone(),
+            _ => at.push((ts, lag.clone())),
+        }
+    }
+    let (mut checked, mut max) = (0, 0);
+    for (ts, lag) in at.iter().filter(|(_, m)| m.len() == 2) {
+        let sum: i64 = lag.values().sum();
+        assert!(sum.abs() <= 1, "at {ts}: {lag:?}");
+        max = max.max(lag["vm0"].abs());
+        checked += 1;
+    }
+    assert!(
+        checked > 100 && max > 100,
+        "{checked} writes, max |lag| {max} us"
+    );
+    let (_, v, _) = traced(
+        "lag-cfs",
+        &[
+            "scenarios/cfs/ebizzy-2x16.toml",
+            "--duration",
+            "5ms",
+            "--brief",
+        ],
+    );
+    assert!(events(&v)
+        .iter()
+        .all(|e| e["ph"] != "C" || e["args"].get("lag (us)").is_none()));
+}
+
 /// Three hogs on two CPUs: the balancer moves them; each task's
 /// switch-ins are on the CPU its last `sched_migrate_task` named.
 #[test]

@@ -86,6 +86,21 @@ impl Scheduler {
     /// `avg_vruntime()` (6.12.117): the weighted average vruntime V, with a left
     /// (floor) bias; re-centres `zero_vruntime` on it as a side effect.
     pub fn avg_vruntime(&mut self, cfs: CfsRqId) -> u64 {
+        let delta = self.avg_vruntime_delta(cfs);
+        self.update_zero_vruntime(cfs, delta);
+        self.cfs_rqs[cfs.idx()].zero_vruntime
+    }
+
+    /// V as `avg_vruntime()` computes it, without re-centring `zero_vruntime`
+    /// (which moves rounding, so the simulation itself never uses this): for
+    /// observers such as the tracer, which must not change the run.
+    pub fn avg_vruntime_peek(&self, cfs: CfsRqId) -> u64 {
+        let zero = self.cfs_rqs[cfs.idx()].zero_vruntime;
+        zero.wrapping_add(self.avg_vruntime_delta(cfs) as u64)
+    }
+
+    /// `avg_vruntime()`'s V - zero_vruntime.
+    fn avg_vruntime_delta(&self, cfs: CfsRqId) -> i64 {
         let curr = self.queued_curr(cfs);
         let q = &self.cfs_rqs[cfs.idx()];
         let mut weight = q.avg_load;
@@ -104,8 +119,7 @@ impl Scheduler {
         } else if let Some(c) = curr {
             delta = self.entity_key(cfs, c);
         }
-        self.update_zero_vruntime(cfs, delta);
-        self.cfs_rqs[cfs.idx()].zero_vruntime
+        delta
     }
 
     /// `entity_lag()`: V - v clamped to ±calc_delta_fair(max(2*slice, TICK_NSEC)).

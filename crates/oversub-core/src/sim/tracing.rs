@@ -4,7 +4,9 @@
 
 use super::Simulator;
 use crate::sched::core::Switch;
-use crate::sched::{CpuId, TaskId};
+use crate::sched::fair::vdiff;
+use crate::sched::weight::scale_load_down;
+use crate::sched::{CpuId, GroupId, TaskId, ROOT_GROUP};
 use crate::trace::{CounterTrack, TraceEvent, TraceSink};
 
 /// What the tracer last reported, to report changes only.
@@ -16,9 +18,13 @@ pub(super) struct TraceState {
     /// Per vCPU task: in guest mode since its last `kvm_entry`.
     in_guest: Vec<bool>,
     /// The counters' last values.
-    counters: std::collections::BTreeMap<CounterTrack, u64>,
+    counters: std::collections::BTreeMap<CounterTrack, i64>,
     /// Per VM, its APIC-write exits traced so far.
     ipi_exits: Vec<u64>,
+    /// Per VM, the host task group holding all its vCPU tasks (the VM's
+    /// cgroup), for its lag track; empty when the host is not an EEVDF
+    /// preset (CFS has no lag, flat queues no group entities).
+    vm_groups: Vec<Option<GroupId>>,
 }
 
 impl Simulator {
@@ -26,12 +32,57 @@ impl Simulator {
     pub fn set_trace(&mut self, sink: Box<dyn TraceSink>) {
         self.trace_yield = self.host.sched.yield_stats.clone();
         self.trace_guest = self.vms.iter().map(|v| vec![None; v.n as usize]).collect();
+        let eevdf = !self.host.sched.is_cfs() && !self.host.sched.is_flat();
+        let vm_groups = if eevdf {
+            (0..self.vms.len()).map(|vi| self.vm_group(vi)).collect()
+        } else {
+            Vec::new()
+        };
         self.trace_st = TraceState {
             ipi_exits: self.vms.iter().map(|v| v.ipi_exits()).collect(),
             in_guest: vec![false; self.host.sched.tasks.len()],
+            vm_groups,
             ..TraceState::default()
         };
         self.trace = Some(sink);
+    }
+
+    /// The innermost non-root task group holding every vCPU task of VM `vi`
+    /// (None: a vCPU is in the root group).
+    fn vm_group(&self, vi: usize) -> Option<GroupId> {
+        let s = &self.host.sched;
+        let in_group = |mut g: GroupId, anc: GroupId| loop {
+            if g == anc {
+                return true;
+            }
+            match s.groups[g.idx()].parent {
+                Some(p) => g = p,
+                None => return false,
+            }
+        };
+        let vm = &self.vms[vi];
+        let group_of = |i: usize| s.tasks[vm.task(i).idx()].group;
+        let mut g = group_of(0);
+        while !(1..vm.n as usize).all(|i| in_group(group_of(i), g)) {
+            g = s.groups[g.idx()].parent?;
+        }
+        (g != ROOT_GROUP).then_some(g)
+    }
+
+    /// The lag of task group `g` in whole µs of CPU time: Σ over CPUs where
+    /// its entity is queued of (V - v)·w / 1024 (`avg_vruntime()` without
+    /// its side effect, the entity's vruntime and weight).
+    fn group_lag_us(&self, g: GroupId) -> i64 {
+        let s = &self.host.sched;
+        let mut ns: i128 = 0;
+        for se in s.groups[g.idx()].se.iter().flatten() {
+            let e = &s.ses[se.idx()];
+            if e.on_rq {
+                let v = vdiff(s.avg_vruntime_peek(e.cfs_rq), e.vruntime());
+                ns += i128::from(v) * i128::from(scale_load_down(e.load.weight)) / 1024;
+            }
+        }
+        (ns / 1000) as i64
     }
 
     fn prio(&self, p: u32) -> i32 {
@@ -54,7 +105,7 @@ impl Simulator {
         }
         let mut now = Vec::new();
         for (c, rq) in self.host.sched.rqs.iter().enumerate() {
-            now.push((CounterTrack::NrRunning(c as u32), u64::from(rq.nr_running)));
+            now.push((CounterTrack::NrRunning(c as u32), i64::from(rq.nr_running)));
         }
         for (vi, vm) in self.vms.iter().enumerate() {
             let (mut run, mut wait) = (0, 0);
@@ -68,6 +119,9 @@ impl Simulator {
             }
             now.push((CounterTrack::VcpusRunning(vi as u32), run));
             now.push((CounterTrack::VcpusWaiting(vi as u32), wait));
+            if let Some(&Some(g)) = self.trace_st.vm_groups.get(vi) {
+                now.push((CounterTrack::VmLag(vi as u32), self.group_lag_us(g)));
+            }
         }
         for (track, value) in now {
             if self.trace_st.counters.insert(track, value) != Some(value) {

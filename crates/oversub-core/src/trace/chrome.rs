@@ -14,8 +14,8 @@
 //! (`wakeup`), a `yield_to()` caller to its target's (`yield_to`) and an
 //! IPI's sender to the receiving vCPU's current or next slice (`ipi`).
 //! Counter tracks (`ph` `C`, written when the value changes) show each
-//! CPU's `nr_running` and, per VM, its vCPUs on a CPU and those waiting for
-//! one (accruing steal time).
+//! CPU's `nr_running` and, per VM, its vCPUs on a CPU, those waiting for
+//! one (accruing steal time) and its cgroup's lag on the host.
 //!
 //! Thread ids are unique across the processes and start at 1 (older
 //! Perfetto releases merge tid 0 with tid 1 in JSON traces). In the events'
@@ -361,6 +361,7 @@ impl<W: Write> ChromeWriter<W> {
                     CounterTrack::VcpusWaiting(v) => {
                         (PID_VMS, self.vm_name(*v), "vcpus waiting (steal)")
                     }
+                    CounterTrack::VmLag(v) => (PID_VMS, self.vm_name(*v), "lag (us)"),
                 };
                 let mut args = serde_json::Map::new();
                 args.insert(key.to_string(), json!(value));

@@ -70,12 +70,12 @@ pub enum TraceEvent {
         waited: bool,
     },
     /// A counter track's new value (written only when it changed): the
-    /// runqueue's `nr_running` per CPU, a VM's vCPUs on a CPU and its
-    /// runnable vCPUs waiting for one (accruing steal time).
+    /// runqueue's `nr_running` per CPU, a VM's vCPUs on a CPU, its
+    /// runnable vCPUs waiting for one (accruing steal time) and its lag.
     Counter {
         t: u64,
         track: CounterTrack,
-        value: u64,
+        value: i64,
     },
     /// `kvm_exit` of a vCPU task on `cpu` with its exit reason as the
     /// kernel names it (`PAUSE_INSTRUCTION`, `HLT`, ...).
@@ -173,6 +173,11 @@ pub enum CounterTrack {
     /// Runnable vCPUs of VM index `vm` waiting for a CPU: the rate at
     /// which the VM accrues steal time (vCPUs).
     VcpusWaiting(u32),
+    /// The lag of VM index `vm`'s cgroup on the host (EEVDF presets only),
+    /// in whole µs of CPU time: Σ over CPUs where the group's entity is
+    /// queued of (V - v)·w / 1024, V its cfs_rq's `avg_vruntime()`. Positive:
+    /// the VM is owed service there; negative: it ran ahead.
+    VmLag(u32),
 }
 
 /// Where a run writes its events.
