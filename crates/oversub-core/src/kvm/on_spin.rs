@@ -74,15 +74,16 @@ pub enum OnSpinVariant {
 /// candidate in user mode which is delivering interrupt", 2021).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum HistoricForm {
-    /// 2011, Linux 3.0-3.5: "KVM: use yield_to instead of sleep in
-    /// kvm_vcpu_on_spin" (Rik van Riel), the form the 2012 rework replaced:
+    /// 2011, Linux 3.0-3.5: 217ece6129f2 "KVM: use yield_to instead of sleep
+    /// in kvm_vcpu_on_spin" (Rik van Riel), the form the 2012 rework replaced:
     /// the same two passes, but pass 0 starts *at* `last_boosted_vcpu`
     /// (`i < last_boosted_vcpu` is skipped), no `in_spin_loop` /
     /// `dy_eligible`; halted vCPUs and vCPUs running the guest (`PF_VCPU`)
     /// skipped; `yield_to(task, 1)` as a bool, no budget.
     Y2011YieldTo,
-    /// 2012, Linux 3.6: "KVM: Note down when cpu relax intercepted or pause
-    /// loop exited" + "KVM: Choose better candidate for directed yield"
+    /// 2012, Linux 3.6: 4c088493c8d0 "KVM: Note down when cpu relax
+    /// intercepted or pause loop exited" + "KVM: Choose better candidate for
+    /// directed yield"
     /// (Raghavendra K T; `in_spin_loop` / `dy_eligible`). Candidates: any
     /// other vCPU that is not halted (`waitqueue_active(&vcpu->wq)`, whatever
     /// is pending) and not running in guest mode (`task->flags & PF_VCPU` in
@@ -95,8 +96,8 @@ pub enum HistoricForm {
     /// runqueues have one task): `try = 3`, decremented on `yielded < 0`.
     Y2013TryBudget,
     /// 2014: only `vcpu->preempted` vCPUs (scheduled out while runnable, set
-    /// by the `kvm_sched_out` preempt notifier) are candidates, and a halted
-    /// vCPU is skipped only if `!kvm_arch_vcpu_runnable` ("KVM: add
+    /// by the `kvm_sched_out` preempt notifier; 3a08a8f9f093) are candidates, and a halted
+    /// vCPU is skipped only if `!kvm_arch_vcpu_runnable` (98f4a1467 "KVM: add
     /// kvm_arch_vcpu_runnable() test to kvm_vcpu_on_spin() loop"): a kicked
     /// or interrupted halted vCPU may be boosted.
     Y2014Preempted,
@@ -104,7 +105,7 @@ pub enum HistoricForm {
     /// (`yield_to_kernel_mode`): a candidate not in guest kernel mode
     /// (`kvm_arch_vcpu_in_kernel`, the CPL cached at sched-out) is skipped.
     Y2017KernelMode,
-    /// 2019, Linux 5.3: d73eb57b80b "KVM: Boost vCPUs that are delivering
+    /// 2019, Linux 5.3: d73eb57b80b9 "KVM: Boost vCPUs that are delivering
     /// interrupts": `vcpu->ready` replaces `vcpu->preempted` as the first
     /// filter, so a vCPU woken from halt (by an IPI or a PV kick) and not yet
     /// running is a candidate; with 17e433b54393 ("KVM: Fix leak vCPU's VMCS
