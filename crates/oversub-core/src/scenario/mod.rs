@@ -6,7 +6,9 @@
 //! allowed. Parsing never panics (property-tested).
 
 pub mod duration;
+mod kvm;
 pub mod overrides;
+mod pv;
 pub mod rtapp;
 pub mod vm;
 pub mod yield_spec;
@@ -74,8 +76,8 @@ struct RawScenario {
     task: Vec<RawTask>,
     #[serde(default)]
     vm: Vec<vm::RawVm>,
-    kvm: Option<vm::RawKvm>,
-    guest: Option<vm::RawGuest>,
+    kvm: Option<kvm::RawKvm>,
+    guest: Option<pv::RawGuest>,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -481,8 +483,8 @@ impl Scenario {
             }
             tasks.push(spec);
         }
-        let kvm = vm::kvm(&cx, raw.kvm.unwrap_or_default())?;
-        let pv = vm::pv(raw.guest);
+        let kvm = kvm::kvm(&cx, raw.kvm.unwrap_or_default())?;
+        let pv = pv::pv(raw.guest);
         let mut vms = Vec::new();
         for (i, v) in raw.vm.iter().enumerate() {
             let spec = vm::vm(&cx, i, v, &host, &mut cgroups, &mut index)?;
