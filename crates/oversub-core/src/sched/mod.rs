@@ -183,58 +183,100 @@ pub struct Rq {
 
 /// The host scheduler state. See the module doc.
 pub struct Scheduler {
-    pub cfg: SchedConfig,
-    pub feat: SchedFeatures,
+    pub(crate) cfg: SchedConfig,
+    pub(crate) feat: SchedFeatures,
     /// The virtual instant every entry point runs at (`rq_clock()`).
-    pub now: u64,
-    pub tasks: Vec<Task>,
-    pub ses: Vec<SchedEntity>,
-    pub cfs_rqs: Vec<CfsRq>,
-    pub groups: Vec<TaskGroup>,
-    pub rqs: Vec<Rq>,
+    pub(crate) now: u64,
+    pub(crate) tasks: Vec<Task>,
+    pub(crate) ses: Vec<SchedEntity>,
+    pub(crate) cfs_rqs: Vec<CfsRq>,
+    pub(crate) groups: Vec<TaskGroup>,
+    pub(crate) rqs: Vec<Rq>,
     enqueue_seq: u64,
     resched: Vec<CpuId>,
     /// HRTICK timers armed by `hrtick_start_fair()`: (cpu, expiry), drained by
     /// the simulator.
-    pub hrtick_requests: Vec<(CpuId, u64)>,
+    pub(crate) hrtick_requests: Vec<(CpuId, u64)>,
     /// Tasks homed on each CPU (`task_cpu(p) == cpu`), for the balancer.
-    pub cpu_tasks: Vec<Vec<TaskId>>,
+    pub(crate) cpu_tasks: Vec<Vec<TaskId>>,
     /// `rd->overloaded` (some CPU has two or more runnable tasks).
-    pub rd_overloaded: bool,
+    pub(crate) rd_overloaded: bool,
     /// `nohz.has_blocked`, `nohz.next_blocked` (ns).
-    pub nohz_has_blocked: bool,
-    pub nohz_next_blocked: u64,
+    pub(crate) nohz_has_blocked: bool,
+    pub(crate) nohz_next_blocked: u64,
     /// `nohz.idle_cpus_mask` and `nohz.nr_cpus`, kept on idle entry and exit.
-    pub nohz: CpuMask,
+    pub(crate) nohz: CpuMask,
     /// CPUs with two or more runnable tasks right now (what sets
     /// `rd->overloaded`), kept by `add_nr_running()`/`sub_nr_running()`.
-    pub overloaded_cpus: CpuMask,
+    pub(crate) overloaded_cpus: CpuMask,
     /// `sd_llc_shared->nr_idle_scan` (SIS_UTIL), set by the load balancer.
-    pub nr_idle_scan: u32,
+    pub(crate) nr_idle_scan: u32,
     /// Scratch for `__update_blocked_fair()` (kept to avoid allocations).
     pub(crate) scratch_child_on: Vec<bool>,
     /// `[host.yield]`: the yield_to() policy and its knobs.
-    pub yield_cfg: yield_to::YieldConfig,
+    pub(crate) yield_cfg: yield_to::YieldConfig,
     /// Per-rq state of the yield policies.
-    pub yield_rq: Vec<yield_to::YieldRqState>,
+    pub(crate) yield_rq: Vec<yield_to::YieldRqState>,
     /// What the yield policies did.
-    pub yield_stats: yield_to::YieldStats,
+    pub(crate) yield_stats: yield_to::YieldStats,
     /// The CPU the current entry point runs on (`smp_processor_id()`), set by
     /// the simulator; None for a context without one (treated as local).
-    pub this_cpu: Option<CpuId>,
+    pub(crate) this_cpu: Option<CpuId>,
     /// Reschedule IPIs to other CPUs raised by `resched_curr()` (served by the
     /// simulator after `HostCosts::remote_wakeup`).
-    pub resched_ipis: Vec<CpuId>,
+    pub(crate) resched_ipis: Vec<CpuId>,
     /// Wakeups queued on a remote CPU's wakelist (`ttwu_queue_wakelist()`),
     /// activated by the simulator after `HostCosts::remote_wakeup` with
     /// [`Scheduler::sched_ttwu_pending`]: (task, enqueue flags).
-    pub wakelist: Vec<(TaskId, u32)>,
+    pub(crate) wakelist: Vec<(TaskId, u32)>,
     /// The `flat` preset's runqueues and task entities (None otherwise).
-    pub flat: Option<flat::FlatState>,
+    pub(crate) flat: Option<flat::FlatState>,
 }
 
 /// The root task group.
 pub const ROOT_GROUP: GroupId = GroupId(0);
+
+/// Access for code outside the crate (the front ends and the integration
+/// tests): the state stays `pub(crate)`, these name what they return.
+impl Scheduler {
+    /// The scheduler's clock (ns): `rq_clock()`, set by the level's driver
+    /// before every call in.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// Sets the scheduler's clock (ns), as the level's driver does before it
+    /// calls in.
+    pub fn set_now(&mut self, now: u64) {
+        self.now = now;
+    }
+
+    /// The run-time sched features (`/sys/kernel/debug/sched/features`), to
+    /// switch one before a run.
+    pub fn features_mut(&mut self) -> &mut SchedFeatures {
+        &mut self.feat
+    }
+
+    /// CPU `cpu`'s runqueue.
+    pub fn rq(&self, cpu: CpuId) -> &Rq {
+        &self.rqs[cpu.idx()]
+    }
+
+    /// Task `t`.
+    pub fn task(&self, t: TaskId) -> &Task {
+        &self.tasks[t.idx()]
+    }
+
+    /// Task `t`, to change it directly (its affinity mask, say).
+    pub fn task_mut(&mut self, t: TaskId) -> &mut Task {
+        &mut self.tasks[t.idx()]
+    }
+
+    /// Scheduling entity `se`.
+    pub fn se(&self, se: SeId) -> &SchedEntity {
+        &self.ses[se.idx()]
+    }
+}
 
 impl Scheduler {
     pub fn new(cfg: SchedConfig) -> Scheduler {

@@ -154,7 +154,7 @@ fn one_cpu(
 fn serve(s: &mut Scheduler) -> Vec<Switch> {
     let mut v = Vec::new();
     while let Some(c) = s.take_resched() {
-        if s.rqs[c.idx()].need_resched {
+        if s.rq(c).need_resched {
             v.extend(s.schedule(c));
         }
     }
@@ -162,33 +162,35 @@ fn serve(s: &mut Scheduler) -> Vec<Switch> {
 }
 
 fn curr(s: &Scheduler) -> Option<TaskId> {
-    s.rqs[0].curr
+    s.rq(CpuId(0)).curr
 }
 
 #[test]
 fn place_lag_preserves_a_sleepers_lag() {
     for place_lag in [true, false] {
-        let (mut s, t) = one_cpu(KernelPreset::V6_12_117, 3, |s| s.feat.place_lag = place_lag);
+        let (mut s, t) = one_cpu(KernelPreset::V6_12_117, 3, |s| {
+            s.features_mut().place_lag = place_lag
+        });
         serve(&mut s);
         let first = curr(&s).unwrap();
         // The first task runs 3 ms (ticks charge it), then someone else runs.
-        s.now = 3_000_000;
+        s.set_now(3_000_000);
         s.sched_tick(CpuId(0));
         serve(&mut s);
         let second = curr(&s).unwrap();
         assert_ne!(first, second);
         // The second runs 100 us and blocks: it leaves with positive lag.
-        s.now += 100_000;
+        s.set_now(s.now() + 100_000);
         s.block_current(CpuId(0));
-        let se = s.tasks[second.idx()].se;
-        let vlag = s.ses[se.idx()].vlag;
+        let se = s.task(second).se;
+        let vlag = s.se(se).vlag;
         assert!(vlag > 500_000, "lag at sleep {vlag}");
         // It sleeps 1 ms and wakes: placed `lag` (inflated) before V.
-        s.now += 1_000_000;
+        s.set_now(s.now() + 1_000_000);
         serve(&mut s);
         s.try_to_wake_up(second, 0, None);
         let cfs = s.task_cfs_rq(second);
-        let v = s.ses[se.idx()].vruntime();
+        let v = s.se(se).vruntime();
         let avg = s.avg_vruntime(cfs);
         let lag_now = avg as i64 - v as i64;
         if place_lag {
@@ -216,7 +218,7 @@ fn after_yield_to(preset: KernelPreset) -> (TaskId, TaskId, TaskId) {
     let y = curr(&s).unwrap();
     let others: Vec<TaskId> = ids.iter().copied().filter(|&t| t != y).collect();
     let (o, t) = (others[0], others[1]);
-    s.now = 100_000;
+    s.set_now(100_000);
     let r = s.yield_to(CpuId(0), t, true);
     let YieldTo::Yielded(sw) = r else {
         panic!("yield_to fails ({r:?}) though the target is queued and not running");
@@ -249,17 +251,17 @@ fn yield_to_returns_esrch_with_one_task_per_runqueue() {
     s.wake_up_new_task(a);
     s.wake_up_new_task(b);
     serve(&mut s);
-    assert_eq!(s.rqs[0].curr, Some(a));
-    assert_eq!(s.rqs[1].curr, Some(b));
+    assert_eq!(s.rq(CpuId(0)).curr, Some(a));
+    assert_eq!(s.rq(CpuId(1)).curr, Some(b));
     assert_eq!(s.yield_to(CpuId(0), b, true), YieldTo::Esrch);
     // A running target fails with 0 once a second task makes the rq busier.
     let c = s.create_task("c", ROOT_GROUP, 0, vec![true, false], CpuId(0), None);
     s.wake_up_new_task(c);
     serve(&mut s);
-    let runner = s.rqs[0].curr.unwrap();
+    let runner = s.rq(CpuId(0)).curr.unwrap();
     let r = s.yield_to(CpuId(0), b, true);
     assert_eq!(r, YieldTo::Refused, "target running on another CPU");
-    assert_eq!(s.rqs[0].curr, Some(runner));
+    assert_eq!(s.rq(CpuId(0)).curr, Some(runner));
 }
 
 /// Mean wakeup latency of a short-slice periodic waker against one hog with a

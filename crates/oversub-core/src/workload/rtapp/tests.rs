@@ -1,6 +1,7 @@
 //! Unit tests of the rt-app JSON front end (rtapp.rs).
 
 use super::*;
+use crate::workload::ir::{Event, KlockId, QueueId};
 
 fn prog(src: &str) -> Program {
     parse(src).unwrap_or_else(|e| panic!("{e}")).program

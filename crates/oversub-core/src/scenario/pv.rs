@@ -1,0 +1,70 @@
+//! `[guest]` and `[guest.pv]`: which KVM paravirtual features the guest
+//! kernel uses, validated into a [`PvSpec`].
+
+use serde::Deserialize;
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGuest {
+    pv: Option<RawPv>,
+    nopvspin: Option<bool>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPv {
+    steal_time: Option<bool>,
+    spinlock: Option<bool>,
+    sched_yield: Option<bool>,
+    tlb_flush: Option<bool>,
+    send_ipi: Option<bool>,
+}
+
+/// `[guest.pv]`, validated: which KVM paravirtual features the guest uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PvSpec {
+    /// Steal-time `preempted` flag (`vcpu_is_preempted`).
+    pub steal_time: bool,
+    /// The host offers KVM_FEATURE_PV_UNHALT: the guest's qspinlock is the PV
+    /// one (halt/kick); without it, the test-and-set `virt_spin_lock()`
+    /// (`guest::spinlock::kvm_spinlock_init`).
+    pub spinlock: bool,
+    /// KVM_HC_SCHED_YIELD in `smp_call_function_many` towards a preempted target.
+    pub sched_yield: bool,
+    /// PV TLB flush: preempted targets are not sent the shootdown IPI.
+    pub tlb_flush: bool,
+    /// KVM_HC_SEND_IPI for multicast IPIs (one exit, never tracked).
+    pub send_ipi: bool,
+    /// `[guest] nopvspin`, the guest kernel parameter: PV spinlocks and
+    /// `virt_spin_lock()` off, the native qspinlock, whatever the host
+    /// offers.
+    pub nopvspin: bool,
+}
+
+impl Default for PvSpec {
+    fn default() -> Self {
+        PvSpec {
+            steal_time: true,
+            spinlock: true,
+            sched_yield: true,
+            tlb_flush: true,
+            send_ipi: true,
+            nopvspin: false,
+        }
+    }
+}
+
+pub(super) fn pv(g: Option<RawGuest>) -> PvSpec {
+    let d = PvSpec::default();
+    let (p, nopvspin) = g.map_or((RawPv::default(), None), |g| {
+        (g.pv.unwrap_or_default(), g.nopvspin)
+    });
+    PvSpec {
+        steal_time: p.steal_time.unwrap_or(d.steal_time),
+        spinlock: p.spinlock.unwrap_or(d.spinlock),
+        sched_yield: p.sched_yield.unwrap_or(d.sched_yield),
+        tlb_flush: p.tlb_flush.unwrap_or(d.tlb_flush),
+        send_ipi: p.send_ipi.unwrap_or(d.send_ipi),
+        nopvspin: nopvspin.unwrap_or(d.nopvspin),
+    }
+}

@@ -1,0 +1,254 @@
+//! One rt-app event (`run`, `sleep`, `lock`, `wait`, `barrier`, the
+//! extensions, ...) lowered to the program IR.
+
+use super::value::{boolean, fields, int, micros, string};
+use super::{event_kind, intern, us, Builder, MAX_QUEUE_ITEMS};
+use crate::engine::Nanos;
+use crate::workload::ir::{
+    BarrierId, CondId, Event, Fidelity, KlockId, MutexId, QueueId, SleepMode, TimerId,
+};
+use crate::workload::json::Json;
+use crate::workload::InputError;
+
+impl Builder {
+    /// One event of a phase; `out` receives its IR (rt-app's compound
+    /// events become several).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn event(
+        &mut self,
+        key: &str,
+        v: &Json,
+        at: &str,
+        thread: &str,
+        task: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), InputError> {
+        let kind = event_kind(key).expect("caller checked");
+        let time = |v: &Json| int(v, at, 0, 3_600_000_000, " us").map(us);
+        match kind {
+            "run" => out.push(Event::Run(time(v)?)),
+            "runtime" => {
+                out.push(Event::Runtime(time(v)?));
+                self.note(
+                    at,
+                    Fidelity::Approximated,
+                    "runtime (busy until a wall-clock time) runs as CPU time: a preempted runtime event ends later than rt-app's",
+                );
+            }
+            "sleep" => out.push(Event::Sleep(time(v)?)),
+            "timer" => {
+                let f = fields(v, at, &["ref", "period", "mode"], &["ref", "period"])?;
+                let mut r = String::new();
+                let mut period = Nanos::ZERO;
+                let mut absolute = false;
+                for (k, x) in f {
+                    let a = format!("{at}.{k}");
+                    match k {
+                        "ref" => r = string(x, &a)?.to_string(),
+                        // 0 is allowed: the timer never sleeps (rt-app's
+                        // tune_json.py uses it to switch timers off).
+                        "period" => period = int(x, &a, 0, 3_600_000_000, " us").map(us)?,
+                        _ => {
+                            absolute = match string(x, &a)? {
+                                "relative" => false,
+                                "absolute" => true,
+                                m => {
+                                    return Err(InputError::new(
+                                        a,
+                                        format!("unknown mode \"{m}\": allowed relative, absolute"),
+                                    ))
+                                }
+                            }
+                        }
+                    }
+                }
+                // A "unique..." timer is per thread (rt-app tags it with the
+                // thread); any other name is shared by every thread using it.
+                let name = if r.starts_with("unique") {
+                    format!("{r}@{thread}")
+                } else {
+                    r
+                };
+                out.push(Event::Timer {
+                    timer: TimerId(intern(&mut self.timers, &name)),
+                    period,
+                    absolute,
+                });
+            }
+            "lock" | "unlock" => {
+                let m = MutexId(intern(&mut self.mutexes, string(v, at)?));
+                out.push(if kind == "lock" {
+                    Event::Lock(m)
+                } else {
+                    Event::Unlock(m)
+                });
+            }
+            "signal" | "broad" => {
+                let c = CondId(intern(&mut self.conds, string(v, at)?));
+                out.push(if kind == "signal" {
+                    Event::Signal(c)
+                } else {
+                    Event::Broad(c)
+                });
+            }
+            "wait" | "sync" => {
+                let f = fields(v, at, &["ref", "mutex"], &["ref", "mutex"])?;
+                let get = |name: &str| {
+                    let (_, x) = f.iter().find(|(k, _)| *k == name).expect("required");
+                    string(x, &format!("{at}.{name}"))
+                };
+                let cond = CondId(intern(&mut self.conds, get("ref")?));
+                let mutex = MutexId(intern(&mut self.mutexes, get("mutex")?));
+                out.push(if kind == "wait" {
+                    Event::Wait { cond, mutex }
+                } else {
+                    Event::SignalWait { cond, mutex }
+                });
+            }
+            "barrier" => {
+                let name = string(v, at)?;
+                let i = match self.barriers.iter().position(|(n, _)| n == name) {
+                    Some(i) => i,
+                    None => {
+                        self.barriers.push((name.to_string(), 0));
+                        self.barriers.len() - 1
+                    }
+                };
+                // Every reference (per thread instance) is one user.
+                self.barriers[i].1 += 1;
+                out.push(Event::Barrier(BarrierId(i as u32)));
+            }
+            "suspend" | "resume" => {
+                // rt-app: suspend = lock; cond_wait; unlock on the target's
+                // resources; resume = lock; broadcast; unlock. An empty
+                // suspend names the thread itself (workgen fills it in).
+                let s = string(v, at)?;
+                let target = if s.is_empty() { task } else { s };
+                let m = MutexId(intern(&mut self.mutexes, &format!("suspend:{target}")));
+                let c = CondId(intern(&mut self.conds, &format!("suspend:{target}")));
+                out.push(Event::Lock(m));
+                out.push(if kind == "suspend" {
+                    Event::Wait { cond: c, mutex: m }
+                } else {
+                    Event::Broad(c)
+                });
+                out.push(Event::Unlock(m));
+            }
+            "yield" => out.push(Event::Yield),
+            "mem" | "iorun" => return Err(InputError::new(
+                at,
+                "mem and iorun are not modelled (no memory-bandwidth or I/O device model): use run",
+            )),
+            "syscall" => {
+                let f = fields(v, at, &["lock", "run", "hold", "kind"], &["lock", "hold"])?;
+                let mut lock = KlockId(0);
+                let (mut run, mut hold) = (Nanos::ZERO, Nanos::ZERO);
+                let mut mode = None;
+                for (k, x) in f {
+                    let a = format!("{at}.{k}");
+                    match k {
+                        "lock" => lock = KlockId(intern(&mut self.klocks, string(x, &a)?)),
+                        "run" => run = micros(x, &a)?,
+                        "kind" => {
+                            mode = match string(x, &a)? {
+                                "spin" => None,
+                                "mutex" => Some(SleepMode::Mutex),
+                                "rwsem_read" => Some(SleepMode::Read),
+                                "rwsem_write" => Some(SleepMode::Write),
+                                other => {
+                                    return Err(InputError::new(
+                                        &a,
+                                        format!(
+                                        "\"{other}\": allowed spin, mutex, rwsem_read, rwsem_write"
+                                    ),
+                                    ))
+                                }
+                            }
+                        }
+                        _ => hold = micros(x, &a)?,
+                    }
+                }
+                out.push(match mode {
+                    None => Event::Syscall { lock, run, hold },
+                    Some(mode) => Event::SleepingLock {
+                        lock,
+                        mode,
+                        run,
+                        hold,
+                    },
+                });
+            }
+            "munmap" => {
+                let f = fields(v, at, &["run", "pages"], &["run"])?;
+                let mut run = Nanos::ZERO;
+                let mut pages = 1;
+                for (k, x) in f {
+                    let a = format!("{at}.{k}");
+                    match k {
+                        "run" => run = micros(x, &a)?,
+                        _ => pages = int(x, &a, 1, 1 << 30, " pages")? as u32,
+                    }
+                }
+                out.push(Event::Munmap { run, pages });
+            }
+            "smp_call" => {
+                let f = fields(v, at, &["targets", "handler", "wait"], &["handler"])?;
+                let (mut targets, mut handler, mut wait) = (1, Nanos::ZERO, true);
+                for (k, x) in f {
+                    let a = format!("{at}.{k}");
+                    match k {
+                        "targets" => targets = int(x, &a, 1, 1024, " CPUs")? as u32,
+                        "handler" => handler = micros(x, &a)?,
+                        _ => wait = boolean(x, &a)?,
+                    }
+                }
+                out.push(Event::SmpCall {
+                    targets,
+                    handler,
+                    wait,
+                });
+            }
+            "put" | "get" => {
+                let f = fields(v, at, &["queue", "items", "capacity"], &["queue"])?;
+                let (mut name, mut items, mut cap) = ("", 1, None);
+                for (k, x) in f {
+                    let a = format!("{at}.{k}");
+                    match k {
+                        "queue" => name = string(x, &a)?,
+                        "items" => items = int(x, &a, 1, MAX_QUEUE_ITEMS, " items")? as u32,
+                        _ => cap = Some((int(x, &a, 1, MAX_QUEUE_ITEMS, " items")? as u64, a)),
+                    }
+                }
+                let i = match self.queues.iter().position(|(n, ..)| n == name) {
+                    Some(i) => i,
+                    None => {
+                        self.queues.push((name.to_string(), None, at.to_string()));
+                        self.queues.len() - 1
+                    }
+                };
+                if let Some((c, a)) = cap {
+                    match &self.queues[i].1 {
+                        Some((c0, a0)) if *c0 != c => {
+                            return Err(InputError::new(
+                                a,
+                                format!(
+                                    "{c}: queue \"{name}\" has capacity {c0} at {a0}: one queue has one capacity"
+                                ),
+                            ))
+                        }
+                        Some(_) => {}
+                        None => self.queues[i].1 = Some((c, a)),
+                    }
+                }
+                let queue = QueueId(i as u32);
+                out.push(if kind == "put" {
+                    Event::Put { queue, items }
+                } else {
+                    Event::Get { queue, items }
+                });
+            }
+            _ => unreachable!("every event kind is handled"),
+        }
+        Ok(())
+    }
+}
