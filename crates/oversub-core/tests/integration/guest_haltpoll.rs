@@ -111,3 +111,13 @@ fn the_polling_vcpu_is_busy_for_the_host_and_takes_cpu_from_a_neighbour() {
     );
     assert!(hp(&on.vms[0]).polling_ns > 20_000_000);
 }
+
+#[test]
+fn the_switch_without_a_program_vm_is_a_one_line_error() {
+    let src = "[host]\ncpus = 2\n[guest]\ncpuidle_haltpoll = true\n\
+               [[vm]]\nname = \"p\"\nvcpus = 2\nworkload = \"phase:dedup\"\n";
+    let e = Scenario::parse("t.toml", src).unwrap_err().to_string();
+    assert!(e.contains("guest.cpuidle_haltpoll"), "{e}");
+    assert!(e.contains("program VMs only"), "{e}");
+    assert!(!e.contains('\n'), "{e}");
+}
