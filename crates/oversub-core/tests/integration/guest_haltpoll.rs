@@ -69,6 +69,11 @@ fn a_short_idle_is_polled_through_without_hlt_or_ipi_and_woken_sooner() {
     );
     assert!(von.ipi_exits * 20 < voff.ipi_exits);
     assert!(h.polling_ns > 0);
+    // The polling is a fifth part of the vCPUs' CPU time.
+    let split =
+        |v: &VmReport| v.guest_useful_ns + v.spinning_ns + v.halt_polling_ns + v.exit_overhead_ns;
+    assert_eq!(split(voff), voff.cpu_ns);
+    assert_eq!(split(von) + h.polling_ns, von.cpu_ns);
     // Woken sooner: no exit, host wakeup and interrupt on the way.
     let (woff, won) = (
         thread(&off, "b").wakeup_latency_ns.p50,

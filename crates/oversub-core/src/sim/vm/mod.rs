@@ -238,7 +238,7 @@ impl VmRt {
             spinning_ns: s.spin,
             halt_polling_ns: s.poll,
             exit_overhead_ns: s.exit,
-            guest_haltpoll: self.haltpoll.then(|| crate::report::GuestHaltpollReport {
+            guest_haltpoll: self.haltpoll.then_some(crate::report::GuestHaltpollReport {
                 polling_ns: s.guest_poll,
                 polls: s.guest_polls,
                 polls_woken: s.guest_polls_woken,
