@@ -126,3 +126,36 @@ fn the_switch_without_a_program_vm_is_a_one_line_error() {
     assert!(e.contains("program VMs only"), "{e}");
     assert!(!e.contains('\n'), "{e}");
 }
+
+#[test]
+fn a_cross_cpu_call_to_a_polling_cpu_sends_no_ipi() {
+    // send_call_function_single_ipi -> call_function_single_prep_ipi: the
+    // idle vCPU 1 polls between the calls, so after the first short halt
+    // grew its window each call reaches it without an IPI or an exit.
+    let off = run("smp_call_idle.json", false, false);
+    let on = run("smp_call_idle.json", true, false);
+    let (voff, von) = (&off.vms[0], &on.vms[0]);
+    let calls = thread(&on, "caller").phase_loops;
+    assert!(calls > 2000, "{calls}");
+    assert!(voff.ipi_exits >= thread(&off, "caller").phase_loops);
+    let h = hp(von);
+    assert!(
+        h.wakeups_without_ipi >= calls * 9 / 10,
+        "{h:?} calls {calls}"
+    );
+    assert!(
+        von.ipi_exits * 20 < voff.ipi_exits,
+        "{} vs {}",
+        von.ipi_exits,
+        voff.ipi_exits
+    );
+    // The calls are all waited for either way, and sooner when polled.
+    assert!(von.csd_waits.abs_diff(calls) <= 1);
+    let per_call = |v: &VmReport| v.csd_wait_ns / v.csd_waits.max(1);
+    assert!(
+        per_call(von) < per_call(voff),
+        "{} vs {}",
+        per_call(von),
+        per_call(voff)
+    );
+}

@@ -54,17 +54,27 @@ impl Simulator {
         if !woken && now < until {
             return Some(Act::Run(Cat::GuestPoll, until - now));
         }
-        let vm = &mut self.vms[vi];
-        let dev = &mut vm.g[i].cpuidle;
-        poll_idle_end(dev, !woken);
-        // The poll's residency is not used by the governor.
-        haltpoll_reflect(dev, &HaltpollParams::default(), IdleState::Poll, 0);
         if woken {
-            vm.stats.guest_polls_woken += 1;
-            vm.g[i].phase = Phase::Guest;
+            self.idle_poll_woken(vi, i);
             return None;
         }
+        let dev = &mut self.vms[vi].g[i].cpuidle;
+        poll_idle_end(dev, true);
+        // The poll's residency is not used by the governor.
+        haltpoll_reflect(dev, &HaltpollParams::default(), IdleState::Poll, 0);
         Some(self.cpuidle_idle_call(cpu, vi, i))
+    }
+
+    /// `poll_idle` of guest CPU `i` saw `need_resched()`: the poll ends
+    /// before its limit and the CPU leaves idle (`Phase::Guest`; it polls
+    /// afresh if it finds nothing to run).
+    pub(super) fn idle_poll_woken(&mut self, vi: usize, i: usize) {
+        let vm = &mut self.vms[vi];
+        let dev = &mut vm.g[i].cpuidle;
+        poll_idle_end(dev, false);
+        haltpoll_reflect(dev, &HaltpollParams::default(), IdleState::Poll, 0);
+        vm.stats.guest_polls_woken += 1;
+        vm.g[i].phase = Phase::Guest;
     }
 
     /// An idle HLT of guest CPU `i` returned: `haltpoll_reflect` with the
