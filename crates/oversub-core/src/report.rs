@@ -101,6 +101,11 @@ pub struct VmReport {
     pub spinning_ns: u64,
     pub halt_polling_ns: u64,
     pub exit_overhead_ns: u64,
+    /// With `[guest] cpuidle_haltpoll` (program VMs): the guest's own idle
+    /// polling, the fifth part of the split of `cpu_ns`, and its counts
+    /// (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_haltpoll: Option<GuestHaltpollReport>,
     /// Time the vCPU tasks were runnable but not running.
     pub steal_ns: u64,
     pub ple_exits: u64,
@@ -153,6 +158,20 @@ pub struct VmReport {
     /// (empty, and absent from the output, for the phase generator).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<GuestThreadReport>,
+}
+
+/// cpuidle-haltpoll in a program VM's guest (`vms[].guest_haltpoll`).
+#[derive(Serialize, Debug, Clone, Default, PartialEq, Eq)]
+pub struct GuestHaltpollReport {
+    /// vCPU time spent polling in the guest's idle loop (`poll_idle`).
+    pub polling_ns: u64,
+    /// Polls begun.
+    pub polls: u64,
+    /// Polls ended by a wakeup (the CPU did not HLT).
+    pub polls_woken: u64,
+    /// Wakeups of a polling guest CPU that sent no reschedule IPI
+    /// (`sched_wake_idle_without_ipi`).
+    pub wakeups_without_ipi: u64,
 }
 
 /// A program VM's program (`vms[].program`): completions and the time the

@@ -1,6 +1,8 @@
 //! Guest-side models: lock implementations as pure state machines
-//! (`spinlock`) and named workload profiles (`workload`).
+//! (`spinlock`), the cpuidle-haltpoll governor (`haltpoll`) and named
+//! workload profiles (`workload`).
 
+pub mod haltpoll;
 pub mod machine;
 pub mod spinlock;
 pub mod workload;

@@ -2,7 +2,9 @@
 //! (virt/kvm/kvm_main.c): before blocking a halted vCPU, poll for a wakeup
 //! for up to `vcpu->halt_poll_ns`, and after the halt adapt that interval to
 //! how long the vCPU was halted (`grow_halt_poll_ns` /
-//! `shrink_halt_poll_ns`, with the module's default parameters).
+//! `shrink_halt_poll_ns`, with the module's default parameters). A guest
+//! that polls itself (cpuidle-haltpoll) turns host polling off for its vCPU
+//! through `MSR_KVM_POLL_CONTROL` (`kvm_arch_no_poll`, arch/x86/kvm/x86.c).
 
 use crate::engine::{Nanos, Time};
 
@@ -50,15 +52,34 @@ pub struct HaltPollState {
     /// Inside `kvm_vcpu_halt` since `halt_start`.
     pub in_halt: bool,
     pub halt_start: Time,
+    /// Bit 0 of `vcpu->arch.msr_kvm_poll_control` clear (its reset value is
+    /// 1): the guest's `arch_haltpoll_enable` wrote 0.
+    pub no_poll: bool,
 }
 
 impl HaltPollState {
+    /// Linux 6.12 `kvm_arch_no_poll` (arch/x86/kvm/x86.c): the guest turned
+    /// host halt polling off (`MSR_KVM_POLL_CONTROL` bit 0 clear).
+    pub fn kvm_arch_no_poll(&self) -> bool {
+        self.no_poll
+    }
+
+    /// Linux 6.12 `kvm_set_msr_common` for `MSR_KVM_POLL_CONTROL` (only the
+    /// enable bit exists): the guest's `arch_haltpoll_enable` writes 0,
+    /// `arch_haltpoll_disable` 1.
+    pub fn set_msr_kvm_poll_control(&mut self, enable: bool) {
+        self.no_poll = !enable;
+    }
+
     /// Entry of `kvm_vcpu_halt` at `now`: the interval to poll for before
     /// blocking (the dynamic interval clamped to `max`,
-    /// `kvm_vcpu_max_halt_poll_ns`).
+    /// `kvm_vcpu_max_halt_poll_ns`); none when `kvm_arch_no_poll`.
     pub fn kvm_vcpu_halt_begin(&mut self, mode: HaltPoll, now: Time) -> Nanos {
         self.in_halt = true;
         self.halt_start = now;
+        if self.kvm_arch_no_poll() {
+            return Nanos::ZERO;
+        }
         match mode {
             HaltPoll::Off => Nanos::ZERO,
             HaltPoll::Fixed(d) => d,
@@ -71,12 +92,16 @@ impl HaltPollState {
 
     /// End of `kvm_vcpu_halt` at `now` (if one is in progress): adapt
     /// `vcpu->halt_poll_ns` to how long the vCPU was halted (every wakeup
-    /// counts as valid).
+    /// counts as valid); left alone when `kvm_arch_no_poll`
+    /// (`halt_poll_allowed` false).
     pub fn kvm_vcpu_halt_end(&mut self, mode: HaltPoll, now: Time) {
         if !self.in_halt {
             return;
         }
         self.in_halt = false;
+        if self.kvm_arch_no_poll() {
+            return;
+        }
         let HaltPoll::Dynamic { max } = mode else {
             return;
         };
@@ -147,5 +172,19 @@ mod tests {
             Nanos(7)
         );
         assert_eq!(f.kvm_vcpu_halt_begin(HaltPoll::Off, Time(0)), Nanos::ZERO);
+    }
+
+    #[test]
+    fn a_guest_that_clears_poll_control_gets_no_host_polling_and_no_adaptation() {
+        let mut s = HaltPollState {
+            halt_poll_ns: 40_000,
+            ..HaltPollState::default()
+        };
+        s.set_msr_kvm_poll_control(false);
+        assert_eq!(halt(&mut s, 0, 5_000), Nanos::ZERO);
+        halt(&mut s, 100_000, 1_000_000);
+        assert_eq!(s.halt_poll_ns, 40_000);
+        s.set_msr_kvm_poll_control(true);
+        assert_eq!(halt(&mut s, 2_000_000, 5_000), Nanos(40_000));
     }
 }

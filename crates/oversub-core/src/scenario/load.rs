@@ -211,6 +211,12 @@ impl Scenario {
             }
             vms.push(spec);
         }
+        if pv.cpuidle_haltpoll && vms.iter().all(|v| v.program.is_none()) {
+            return Err(cx.err(
+                "guest.cpuidle_haltpoll",
+                "true, but no VM runs a program (the guest idle loop is modelled for program VMs only): allowed false, or true with a [[vm]] program",
+            ));
+        }
         let rqs = (cgroups.len() as u64 + 1) * u64::from(host.cpus);
         if rqs > MAX_GROUP_RQS {
             return Err(cx.err(

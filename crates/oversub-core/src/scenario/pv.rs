@@ -8,6 +8,7 @@ use serde::Deserialize;
 pub(super) struct RawGuest {
     pv: Option<RawPv>,
     nopvspin: Option<bool>,
+    cpuidle_haltpoll: Option<bool>,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -39,6 +40,11 @@ pub struct PvSpec {
     /// `virt_spin_lock()` off, the native qspinlock, whatever the host
     /// offers.
     pub nopvspin: bool,
+    /// `[guest] cpuidle_haltpoll`: the guest loaded the cpuidle-haltpoll
+    /// driver (6.12 loads it only with the host's KVM_HINTS_REALTIME hint,
+    /// i.e. dedicated pCPUs, or `cpuidle_haltpoll.force=1`; hence off by
+    /// default). Program VMs only (`guest::haltpoll`).
+    pub cpuidle_haltpoll: bool,
 }
 
 impl Default for PvSpec {
@@ -50,14 +56,15 @@ impl Default for PvSpec {
             tlb_flush: true,
             send_ipi: true,
             nopvspin: false,
+            cpuidle_haltpoll: false,
         }
     }
 }
 
 pub(super) fn pv(g: Option<RawGuest>) -> PvSpec {
     let d = PvSpec::default();
-    let (p, nopvspin) = g.map_or((RawPv::default(), None), |g| {
-        (g.pv.unwrap_or_default(), g.nopvspin)
+    let (p, nopvspin, haltpoll) = g.map_or((RawPv::default(), None, None), |g| {
+        (g.pv.unwrap_or_default(), g.nopvspin, g.cpuidle_haltpoll)
     });
     PvSpec {
         steal_time: p.steal_time.unwrap_or(d.steal_time),
@@ -66,5 +73,6 @@ pub(super) fn pv(g: Option<RawGuest>) -> PvSpec {
         tlb_flush: p.tlb_flush.unwrap_or(d.tlb_flush),
         send_ipi: p.send_ipi.unwrap_or(d.send_ipi),
         nopvspin: nopvspin.unwrap_or(d.nopvspin),
+        cpuidle_haltpoll: haltpoll.unwrap_or(d.cpuidle_haltpoll),
     }
 }

@@ -260,6 +260,9 @@ impl<'a> SimBuilder<'a> {
                     _ => sc.host.hz,
                 };
                 rt.set_program_locks(p.klocks.len(), &sc.pv);
+                if sc.pv.cpuidle_haltpoll {
+                    rt.cpuidle_haltpoll_init();
+                }
                 let p = &start_jitter(p, sc.host.seed, sc.host.hz, vi);
                 rt.guest = Some(vm::GuestLevel::new(
                     p,

@@ -10,6 +10,7 @@ mod cfs_behaviour;
 mod event_budget;
 mod flat_behaviour;
 mod fuzz;
+mod guest_haltpoll;
 mod host_costs;
 mod ipi_variants;
 mod kvm_fixes;

@@ -435,6 +435,13 @@ impl Simulator {
         }
         let running = self.vcpus_running_if(self.kvm.avic, vi);
         for &t in &targets {
+            // set_nr_and_not_polling: a polling idle CPU notices
+            // TIF_NEED_RESCHED itself (sim::vm::idle), no IPI.
+            if self.guest_cpu_polling(vi, t) {
+                self.vms[vi].stats.wake_idle_without_ipi += 1;
+                self.poke(vi, t);
+                continue;
+            }
             let vm = &mut self.vms[vi];
             if vm.g[t].irqs.iter().any(|q| q.vector == RESCHEDULE_VECTOR) {
                 continue;

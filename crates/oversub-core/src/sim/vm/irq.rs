@@ -219,6 +219,33 @@ impl Simulator {
         }
     }
 
+    /// A cross-CPU call queued for a polling idle CPU without an IPI
+    /// (`call_function_single_prep_ipi` found it polling and set
+    /// `TIF_NEED_RESCHED`): no interrupt, no kick exit; the poller leaves
+    /// its loop and runs the call from `do_idle`'s
+    /// `flush_smp_call_function_queue` (modelled as the handler of an
+    /// interrupt that cost no exit), then goes idle again.
+    fn queue_polled_call(
+        &mut self,
+        vi: usize,
+        from: usize,
+        t: usize,
+        vector: Vector,
+        sync: bool,
+        extra: Nanos,
+    ) {
+        let now = self.now;
+        self.idle_poll_woken(vi, t);
+        self.vms[vi].g[t].irqs.push_back(Irq {
+            at: now,
+            vector,
+            from: from as u32,
+            sync,
+            extra,
+        });
+        self.poke(vi, t);
+    }
+
     /// `smp_call_function_many_cond` from vCPU `i` to `targets` (6.12
     /// kernel/smp.c with x86's IPI senders): the ICR writes (a unicast
     /// CALL_FUNCTION_SINGLE for one target, else PV send-IPI, the
@@ -246,15 +273,24 @@ impl Simulator {
         // Unicast ICR writes, for `kvm_apic_ipi` once `vm` is released.
         let mut icrs: Vec<(usize, u8, bool)> = Vec::new();
         let tracing = self.tracing();
+        let single = targets.len() == 1;
+        // send_call_function_single_ipi -> call_function_single_prep_ipi:
+        // a target polling in idle (cpuidle-haltpoll) gets TIF_NEED_RESCHED
+        // instead of the IPI and runs the call from its idle loop.
+        let polled = single && self.guest_cpu_polling(vi, targets[0]);
         let vm = &mut self.vms[vi];
-        vm.stats.ipis_sent += targets.len() as u64;
         // smp_call_function_many_cond(): one target goes through
         // send_call_function_single_ipi() -> the native unicast
         // ICR write (PV send-IPI and kvm_smp_send_call_func_ipi
         // only override the mask paths, so no hypercall and no
         // PV sched_yield): issue 11 bug 3.
-        let single = targets.len() == 1;
-        if single {
+        if polled {
+            vm.stats.wake_idle_without_ipi += 1;
+        } else {
+            vm.stats.ipis_sent += targets.len() as u64;
+        }
+        if polled {
+        } else if single {
             let w = vm.icr_write(
                 me,
                 &LapicIrq::unicast(VcpuIdx(targets[0] as u32), CALL_FUNCTION_SINGLE_VECTOR),
@@ -314,7 +350,11 @@ impl Simulator {
             CALL_FUNCTION_VECTOR
         };
         for &t in targets {
-            self.deliver_call(vi, i, t, vector, sync, handler, cpu);
+            if polled {
+                self.queue_polled_call(vi, i, t, vector, sync, handler);
+            } else {
+                self.deliver_call(vi, i, t, vector, sync, handler, cpu);
+            }
         }
         if let Some(t) = yield_to {
             self.vms[vi].g[i].pending_exit += exit;

@@ -30,6 +30,7 @@ use state::{Cat, Phase, VGuest, VmStats, Wait};
 mod events;
 mod exits;
 mod guest;
+mod idle;
 mod irq;
 mod notifier;
 mod phases;
@@ -85,6 +86,10 @@ pub(super) struct VmRt {
     pub(super) guest: Option<GuestLevel>,
     /// A kept buffer for a TLB shootdown's targets.
     targets_buf: Vec<usize>,
+    /// The guest loaded cpuidle-haltpoll (`[guest] cpuidle_haltpoll`, a
+    /// program VM): its idle CPUs poll before HLT and host halt polling is
+    /// off (`sim::vm::idle`).
+    haltpoll: bool,
 }
 
 /// What a vCPU step ends with.
@@ -163,6 +168,7 @@ impl VmRt {
             stats: VmStats::default(),
             guest: None,
             targets_buf: Vec::new(),
+            haltpoll: false,
         }
     }
 
@@ -172,6 +178,17 @@ impl VmRt {
     pub(super) fn set_program_locks(&mut self, n: usize, pv: &PvSpec) {
         let kind = kvm_spinlock_init(self.prof.lock_kind, pv.spinlock, pv.nopvspin, self.n);
         self.locks = (0..n).map(|_| GuestLock::new(kind)).collect();
+    }
+
+    /// Boot of a guest with cpuidle-haltpoll: `haltpoll_cpu_online` ->
+    /// `arch_haltpoll_enable` on every CPU writes 0 to
+    /// `MSR_KVM_POLL_CONTROL` (arch/x86/kernel/kvm.c, 6.12), turning host
+    /// halt polling off for each vCPU.
+    pub(super) fn cpuidle_haltpoll_init(&mut self) {
+        self.haltpoll = true;
+        for v in &mut self.vcpus {
+            v.halt_poll.set_msr_kvm_poll_control(false);
+        }
     }
 
     /// The host task running vCPU `i`.
@@ -221,6 +238,12 @@ impl VmRt {
             spinning_ns: s.spin,
             halt_polling_ns: s.poll,
             exit_overhead_ns: s.exit,
+            guest_haltpoll: self.haltpoll.then_some(crate::report::GuestHaltpollReport {
+                polling_ns: s.guest_poll,
+                polls: s.guest_polls,
+                polls_woken: s.guest_polls_woken,
+                wakeups_without_ipi: s.wake_idle_without_ipi,
+            }),
             steal_ns,
             ple_exits: s.ple_exits,
             on_spin_calls: s.on_spin_calls,

@@ -3,6 +3,7 @@
 //! queued interrupts, the burst it runs, and the VM's workload statistics.
 
 use crate::engine::{Nanos, Time};
+use crate::guest::haltpoll::CpuidleDevice;
 use crate::kvm::Vector;
 use crate::report::Hist;
 use std::collections::VecDeque;
@@ -13,6 +14,8 @@ pub(super) enum Cat {
     Useful,
     Spin,
     Poll,
+    /// The guest's own idle polling (cpuidle-haltpoll's `poll_idle`).
+    GuestPoll,
 }
 
 /// What a spinning vCPU waits for.
@@ -77,6 +80,12 @@ pub(super) enum Phase {
     Halted {
         pv_lock: Option<usize>,
     },
+    /// A program VM's idle guest CPU polls `need_resched()` in the guest
+    /// (cpuidle-haltpoll's `poll_idle`) until `until` (`poll_limit_ns`
+    /// after it began), then HLTs (`sim::vm::idle`).
+    IdlePoll {
+        until: Time,
+    },
     /// Halt polling before blocking.
     Poll {
         pv_lock: Option<usize>,
@@ -123,6 +132,10 @@ pub(super) struct VGuest {
     pub(super) hold_next: Option<Nanos>,
     /// Since when it waits in `csd_lock_wait`.
     pub(super) csd_since: Time,
+    /// The guest CPU's cpuidle device (cpuidle-haltpoll governor state).
+    pub(super) cpuidle: CpuidleDevice,
+    /// When the guest CPU's last idle HLT began (its `last_residency_ns`).
+    pub(super) hlt_since: Time,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -159,6 +172,13 @@ pub(super) struct VmStats {
     pub(super) lock_wait_total_ns: u64,
     /// Start to end of each op (a vCPU's work unit), preemption included.
     pub(super) op_latency: Hist,
+    /// cpuidle-haltpoll: guest idle polling time, polls begun, polls ended
+    /// by a wakeup, and wakeups of a polling CPU that sent no IPI
+    /// (`sched_wake_idle_without_ipi`).
+    pub(super) guest_poll: u64,
+    pub(super) guest_polls: u64,
+    pub(super) guest_polls_woken: u64,
+    pub(super) wake_idle_without_ipi: u64,
 }
 
 impl VGuest {
@@ -180,6 +200,8 @@ impl VGuest {
             last_turn_yield: None,
             hold_next: None,
             csd_since: Time::ZERO,
+            cpuidle: CpuidleDevice::default(),
+            hlt_since: Time::ZERO,
         }
     }
 
@@ -201,6 +223,7 @@ impl VmStats {
             Cat::Useful => self.useful += work.0,
             Cat::Spin => self.spin += work.0,
             Cat::Poll => self.poll += work.0,
+            Cat::GuestPoll => self.guest_poll += work.0,
         }
     }
 }

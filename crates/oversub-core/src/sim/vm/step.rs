@@ -6,9 +6,9 @@ use super::super::Simulator;
 use super::exits::spin_iters;
 use super::guest::GuestNext;
 use super::state::{AfterStage, Cat, Phase, Wait};
+use super::Act;
 use super::VmEv;
-use super::{Act, FOREVER};
-use crate::engine::{Nanos, Time};
+use crate::engine::Nanos;
 use crate::guest::spinlock::LockStep;
 use crate::kvm::irq_vectors::LOCAL_TIMER_VECTOR;
 use crate::kvm::vcpu::Cpl;
@@ -176,6 +176,7 @@ impl Simulator {
                 }
                 Phase::Halted { pv_lock } => self.halted_phase(cpu, vi, i, pv_lock),
                 Phase::Poll { pv_lock, left } => self.poll_phase(cpu, vi, i, pv_lock, left),
+                Phase::IdlePoll { until } => self.idle_poll_phase(cpu, vi, i, until),
                 Phase::Done => Some(Act::Sleep(None)),
             };
             if let Some(a) = act {
@@ -203,6 +204,7 @@ impl Simulator {
             Phase::Halted { pv_lock: None } | Phase::Poll { pv_lock: None, .. } => {
                 vm.g[i].timer_gen += 1;
                 self.halt_done(vi, i);
+                self.cpuidle_hlt_end(vi, i);
                 Phase::Start
             }
             Phase::Poll { pv_lock, .. } => Phase::Halted { pv_lock },
@@ -301,12 +303,8 @@ impl Simulator {
             }
             GuestNext::Idle => {}
         }
-        // The guest CPU is idle: HLT until an interrupt (its
-        // hrtimers and reschedule IPIs arrive as interrupts).
-        let vm = &mut self.vms[vi];
-        vm.stats.halts += 1;
-        vm.g[i].wait_start = Time(FOREVER.0);
-        Some(self.halt(cpu, vi, i, None))
+        // The guest CPU is idle: poll or HLT (sim::vm::idle).
+        Some(self.cpuidle_idle_call(cpu, vi, i))
     }
 
     /// A spinning vCPU's burst ended: did the wait end (lock granted, calls
@@ -473,6 +471,7 @@ impl Simulator {
             // Woken from an idle HLT (timer or interrupt): work again.
             None => {
                 self.halt_done(vi, i);
+                self.cpuidle_hlt_end(vi, i);
                 let vm = &mut self.vms[vi];
                 vm.g[i].timer_gen += 1;
                 vm.g[i].phase = Phase::Start;
