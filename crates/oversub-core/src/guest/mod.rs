@@ -1,8 +1,9 @@
 //! Guest-side models: lock implementations as pure state machines
-//! (`spinlock`), the cpuidle-haltpoll governor (`haltpoll`) and named
-//! workload profiles (`workload`).
+//! (`spinlock`, the sleeping locks' `osq`), the cpuidle-haltpoll governor
+//! (`haltpoll`) and named workload profiles (`workload`).
 
 pub mod haltpoll;
 pub mod machine;
+pub mod osq;
 pub mod spinlock;
 pub mod workload;

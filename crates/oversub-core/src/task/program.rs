@@ -415,6 +415,21 @@ impl ProgramRt {
         }
     }
 
+    /// The sleeping lock `t` wants (None: it wants none).
+    pub fn sleeping_lock_wanted(&self, t: usize) -> Option<KlockId> {
+        match self.threads[t].pending {
+            Pending::SleepingWant(l, ..) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// Whether `t` is on the wait list of the sleeping lock it wants (it
+    /// slept on it and was woken: `mutex_optimistic_spin`'s `waiter`).
+    pub fn sleeping_lock_is_waiter(&self, t: usize) -> bool {
+        self.sleeping_lock_wanted(t)
+            .is_some_and(|l| self.sleeping[l.idx()].waiters.iter().any(|(w, _)| *w == t))
+    }
+
     /// A thread that executed more than [`crate::limits::MAX_ZERO_TIME_STEPS`]
     /// events at one instant (its name, and when): a loop the load-time check
     /// (`Program::check_time_advances`) cannot see, because it depends on the

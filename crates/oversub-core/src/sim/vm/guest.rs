@@ -90,6 +90,8 @@ pub(crate) struct GuestLevel {
     pub(crate) resched_ipis: u64,
     /// The program has kernel sleeping locks (their spinners need pokes).
     pub(crate) has_sleeping_locks: bool,
+    /// The OSQ of each kernel sleeping lock (`guest::osq`; `[guest] osq`).
+    pub(crate) osq: Vec<crate::guest::osq::Osq>,
     /// TLB shootdown targets left out because preempted (PV TLB flush:
     /// they flush on their next entry).
     pub(crate) tlb_flush_deferred: u64,
@@ -162,6 +164,7 @@ impl GuestLevel {
                 .flat_map(|t| &t.phases)
                 .flat_map(|p| &p.events)
                 .any(|e| matches!(e, crate::workload::ir::Event::SleepingLock { .. })),
+            osq: vec![crate::guest::osq::Osq::new(); prog.klocks.len()],
             tlb_flush_deferred: 0,
             tlb_shootdowns: 0,
             wake_buf: Vec::new(),
@@ -250,6 +253,7 @@ impl Simulator {
 
     fn guest_run_inner(&mut self, cpu: CpuId, vi: usize, i: usize) -> GuestNext {
         let now = self.now;
+        let osq = self.pv.osq;
         loop {
             let g = self.guest(vi);
             let rq = &g.kernel.sched.rqs[i];
@@ -342,6 +346,13 @@ impl Simulator {
                 // and waiters of a reader-owned rwsem go to sleep (6.12
                 // readers do not spin; its time-bounded writer spin on
                 // readers is not modelled).
+                Action::Kernel(KernelOp::SleepingLockBusy { lock, mode, owner }) if osq => {
+                    if self.guest_optimistic_spin(vi, i, t.0.idx(), lock, mode, owner) {
+                        return GuestNext::OwnerSpin;
+                    }
+                    self.guest_sleep_on_lock(vi, i);
+                    continue;
+                }
                 Action::Kernel(KernelOp::SleepingLockBusy { mode, owner, .. }) => {
                     let spin = mode != SleepMode::Read
                         && !g.kernel.sched.rqs[i].need_resched
@@ -392,7 +403,7 @@ impl Simulator {
     /// looks at the lock and the owner again.
     pub(crate) fn poke_owner_spinners(&mut self, vi: usize) {
         for j in 0..self.vms[vi].n as usize {
-            if self.vms[vi].owner_spinning(j) {
+            if self.vms[vi].owner_spinning(j) && !(self.pv.osq && self.guest_osq_waiting(vi, j)) {
                 self.poke(vi, j);
             }
         }

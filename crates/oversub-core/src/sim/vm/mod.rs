@@ -33,6 +33,7 @@ mod guest;
 mod idle;
 mod irq;
 mod notifier;
+mod osq;
 mod phases;
 mod state;
 mod step;

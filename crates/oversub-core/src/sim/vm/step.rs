@@ -5,6 +5,7 @@
 use super::super::Simulator;
 use super::exits::spin_iters;
 use super::guest::GuestNext;
+use super::osq::OwnerLook;
 use super::state::{AfterStage, Cat, Phase, Wait};
 use super::Act;
 use super::VmEv;
@@ -368,6 +369,18 @@ impl Simulator {
             // mutex_spin_on_owner: the lock came free (take it
             // through the program), or the owner left its CPU
             // or was preempted, or need_resched: sleep.
+            Wait::Owner if self.pv.osq => match self.guest_owner_spin_look(vi, i) {
+                OwnerLook::Spin => {}
+                OwnerLook::Take => {
+                    self.vms[vi].g[i].phase = Phase::Guest;
+                    return None;
+                }
+                OwnerLook::Sleep => {
+                    self.guest_sleep_on_lock(vi, i);
+                    self.vms[vi].g[i].phase = Phase::Guest;
+                    return None;
+                }
+            },
             Wait::Owner => {
                 if self.guest_spun_lock_free(vi, i) {
                     self.vms[vi].g[i].phase = Phase::Guest;
