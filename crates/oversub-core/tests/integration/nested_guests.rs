@@ -505,3 +505,80 @@ fn guest_hrtick_preempts_at_the_slice_end() {
         "{on} switches with HRTICK, {off} without"
     );
 }
+
+/// `prog` on `n` vCPUs pinned to CPUs 0.., `[guest] osq = osq`, PV steal
+/// time `steal_time`, and a host hog on CPU 1 when `hog`.
+fn osq_run(prog: &str, n: u32, osq: bool, steal_time: bool, hog: bool) -> Report {
+    let hog = if hog {
+        "[[task]]\nname = \"hog\"\nkind = \"hog\"\ncpus = [1]\n"
+    } else {
+        ""
+    };
+    let pin: Vec<String> = (0..n).map(|c| c.to_string()).collect();
+    run_toml(&format!(
+        "[host]\ncpus = {n}\nduration = \"1s\"\n{hog}\
+         [guest]\nosq = {osq}\n[guest.pv]\nsteal_time = {steal_time}\n\
+         [[vm]]\nname = \"g\"\nvcpus = {n}\npin = [{}]\nprogram = \"{prog}\"\n",
+        pin.join(", ")
+    ))
+}
+
+#[test]
+fn the_osq_lets_one_spinner_at_a_time_take_the_mutex_in_queue_order() {
+    // Four vCPUs on idle CPUs, one thread each, one mutex held 100 us of
+    // every 110 us: three waiters at a time, all of them spinning (their
+    // owner always runs).
+    let with = osq_run("mutex_quad.json", 4, true, true, false);
+    let without = osq_run("mutex_quad.json", 4, false, true, false);
+    let loops = |r: &Report| -> Vec<u64> { threads(r).iter().map(|t| t.phase_loops).collect() };
+    // With the OSQ only its holder spins on the owner and takes the freed
+    // mutex; the others wait their turn on the queue, so the mutex goes
+    // round the four threads.
+    let l = loops(&with);
+    let (min, max) = (*l.iter().min().unwrap(), *l.iter().max().unwrap());
+    assert!(min > 2_000 && max - min < max / 20, "with the OSQ: {l:?}");
+    // Without it every waiter spins on the owner and the first to look
+    // takes the mutex: two threads take turns, two starve.
+    let l = loops(&without);
+    assert!(l.iter().filter(|&&n| n < 100).count() == 2, "without: {l:?}");
+    // The queued spinners still burn their vCPUs: nobody sleeps.
+    for r in [&with, &without] {
+        let v = &r.vms[0];
+        assert!(v.spinning_ns > 2_500_000_000, "spin {}", v.spinning_ns);
+        assert!(v.halts < 10, "halts {}", v.halts);
+    }
+}
+
+#[test]
+fn an_osq_waiter_behind_a_preempted_vcpu_gives_up_and_sleeps() {
+    // Three vCPUs, one thread each on one mutex; vCPU 1 shares its CPU
+    // with a host hog. A waiter queued on the OSQ behind vCPU 1's node
+    // cancels when vCPU 1 is preempted (vcpu_is_preempted(prev), PV steal
+    // time) and sleeps: vCPUs 0 and 2 halt and their threads switch out.
+    let osq = osq_run("mutex_trio.json", 3, true, true, true);
+    let spin_all = osq_run("mutex_trio.json", 3, false, true, true);
+    let switches = |r: &Report, n: &str| thread(r, n).nr_switches;
+    let (h_osq, h_all) = (osq.vms[0].halts, spin_all.vms[0].halts);
+    assert!(h_osq > 10 * h_all.max(1), "halts: osq {h_osq} without {h_all}");
+    for n in ["a", "c"] {
+        assert!(
+            switches(&osq, n) > 10 * switches(&spin_all, n).max(1),
+            "{n}: {} vs {}",
+            switches(&osq, n),
+            switches(&spin_all, n)
+        );
+    }
+    // b, on the preempted vCPU, is never behind a preempted node: it
+    // keeps spinning.
+    assert!(switches(&osq, "b") < 10, "b {}", switches(&osq, "b"));
+    // Without steal time the guest cannot see the preemption: the queued
+    // waiters spin on, and the vCPUs hardly halt.
+    let blind = osq_run("mutex_trio.json", 3, true, false, true);
+    assert!(blind.vms[0].halts < 10, "halts {}", blind.vms[0].halts);
+    assert!(
+        blind.vms[0].spinning_ns > 2 * osq.vms[0].spinning_ns,
+        "spin: blind {} seeing {}",
+        blind.vms[0].spinning_ns,
+        osq.vms[0].spinning_ns
+    );
+}
