@@ -10,6 +10,7 @@ pub(super) struct RawGuest {
     nopvspin: Option<bool>,
     cpuidle_haltpoll: Option<bool>,
     osq: Option<bool>,
+    wakeup_locks: Option<bool>,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -51,6 +52,10 @@ pub struct PvSpec {
     /// 3.15 does; false: every spinner spins on the owner (the model before
     /// the OSQ).
     pub osq: bool,
+    /// `[guest] wakeup_locks`: a program guest's futex waits and wakeups
+    /// take the futex hash-bucket lock and each wakee's `pi_lock` as guest
+    /// spinlocks (`guest::wakeup`); false (the default): they cost nothing.
+    pub wakeup_locks: bool,
 }
 
 impl Default for PvSpec {
@@ -64,15 +69,23 @@ impl Default for PvSpec {
             nopvspin: false,
             cpuidle_haltpoll: false,
             osq: true,
+            wakeup_locks: false,
         }
     }
 }
 
 pub(super) fn pv(g: Option<RawGuest>) -> PvSpec {
     let d = PvSpec::default();
-    let (p, nopvspin, haltpoll, osq) = g.map_or((RawPv::default(), None, None, None), |g| {
-        (g.pv.unwrap_or_default(), g.nopvspin, g.cpuidle_haltpoll, g.osq)
-    });
+    let (p, nopvspin, haltpoll, osq, wakeup_locks) =
+        g.map_or((RawPv::default(), None, None, None, None), |g| {
+            (
+                g.pv.unwrap_or_default(),
+                g.nopvspin,
+                g.cpuidle_haltpoll,
+                g.osq,
+                g.wakeup_locks,
+            )
+        });
     PvSpec {
         steal_time: p.steal_time.unwrap_or(d.steal_time),
         spinlock: p.spinlock.unwrap_or(d.spinlock),
@@ -82,5 +95,6 @@ pub(super) fn pv(g: Option<RawGuest>) -> PvSpec {
         nopvspin: nopvspin.unwrap_or(d.nopvspin),
         cpuidle_haltpoll: haltpoll.unwrap_or(d.cpuidle_haltpoll),
         osq: osq.unwrap_or(d.osq),
+        wakeup_locks: wakeup_locks.unwrap_or(d.wakeup_locks),
     }
 }

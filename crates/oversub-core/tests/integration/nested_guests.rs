@@ -582,3 +582,48 @@ fn an_osq_waiter_behind_a_preempted_vcpu_gives_up_and_sleeps() {
         osq.vms[0].spinning_ns
     );
 }
+
+/// `futex_churn.json` on 2 vCPUs pinned to idle CPUs, with `[guest]
+/// wakeup_locks = on` and the PV (or test-and-set) qspinlock.
+fn churn(wakeup_locks: bool, pv_spinlock: bool) -> Report {
+    run_toml(&format!(
+        "[host]\ncpus = 2\nduration = \"1s\"\n\
+         [guest]\nwakeup_locks = {wakeup_locks}\n[guest.pv]\nspinlock = {pv_spinlock}\n\
+         [[vm]]\nname = \"g\"\nvcpus = 2\npin = [0, 1]\nprogram = \"futex_churn.json\"\nops = \"a\"\n"
+    ))
+}
+
+#[test]
+fn futex_waits_and_wakes_take_the_hash_bucket_and_pi_locks_and_contend() {
+    let on = churn(true, true);
+    let off = churn(false, true);
+    let (v_on, v_off) = (&on.vms[0], &off.vms[0]);
+    // Without the switch the futex path takes no guest spinlock (the
+    // program has no kernel lock of its own).
+    assert_eq!(v_off.lock_wait_ns.samples, 0);
+    assert_eq!(v_off.spinning_ns, 0);
+    // With it, every FUTEX_WAIT and FUTEX_WAKE takes the mutex's bucket
+    // lock and every wakeup the wakee's pi_lock: at least one section per
+    // loop of the contended threads ...
+    let loops: u64 = threads(&on).iter().map(|t| t.phase_loops).sum();
+    let sections = v_on.lock_wait_ns.samples;
+    assert!(sections > loops / 2, "sections {sections} loops {loops}");
+    // ... held the model's times: the bucket lock 0.5 us, the pi_lock
+    // 1.5 us (the hold percentiles are those values, to the histogram's
+    // bucket).
+    let h = &v_on.lock_hold_ns;
+    assert!((500..=510).contains(&h.p50), "{h:?}");
+    assert!((1_500..=1_520).contains(&h.p99), "{h:?}");
+    // The two vCPUs meet on the bucket lock: a waiter spins up to a hold.
+    assert!(v_on.lock_wait_ns.p99 >= 500, "{:?}", v_on.lock_wait_ns);
+    assert!(v_on.spinning_ns > 1_000_000, "spin {}", v_on.spinning_ns);
+    // A thread woken while its own path still ran (before its futex wait
+    // blocked it) is not lost: every thread keeps going, at the pace it
+    // has without the locks.
+    for (t, u) in threads(&on).iter().zip(threads(&off)) {
+        assert!(t.phase_loops * 10 > u.phase_loops * 8, "{t:?} vs {u:?}");
+    }
+    // The sections are not the VM's ops (its ops are a's loops).
+    let a: u64 = ["a.0", "a.1"].iter().map(|n| thread(&on, n).phase_loops).sum();
+    assert_eq!(v_on.ops, a);
+}

@@ -37,6 +37,7 @@ mod osq;
 mod phases;
 mod state;
 mod step;
+mod wakeup;
 pub(super) use events::VmEv;
 pub(super) use guest::GuestLevel;
 pub(super) use notifier::PreemptNotifier;

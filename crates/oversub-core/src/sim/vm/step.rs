@@ -274,6 +274,13 @@ impl Simulator {
                 self.lock_start(vi, i, l);
                 return None;
             }
+            GuestNext::WakeLock(l, hold) => {
+                let g = &mut self.vms[vi].g[i];
+                g.hold_next = Some(hold);
+                g.wake_section = true;
+                self.lock_start(vi, i, l);
+                return None;
+            }
             GuestNext::Call {
                 targets,
                 handler,
