@@ -188,7 +188,10 @@ mod tests {
         assert_eq!(q.waiters(), [c(1), c(3)]);
         assert_eq!(q.prev(c(3)), Some(c(1)));
         assert_eq!(q.osq_poll(c(3), false, preempted), Ok(OsqStep::Cancelled));
-        assert_eq!(q.osq_poll(c(2), false, preempted), Err(OsqError::NotQueued(c(2))));
+        assert_eq!(
+            q.osq_poll(c(2), false, preempted),
+            Err(OsqError::NotQueued(c(2)))
+        );
         // The holder's own preemption is the owner check's business.
         assert_eq!(q.osq_poll(c(0), true, |_| true), Ok(OsqStep::Locked));
     }

@@ -53,7 +53,10 @@ impl WakeupLocks {
     pub fn new(prog: &Program) -> WakeupLocks {
         WakeupLocks {
             base: prog.klocks.len(),
-            futexes: prog.mutexes.len() + prog.conds.len() + prog.barriers.len() + prog.queues.len(),
+            futexes: prog.mutexes.len()
+                + prog.conds.len()
+                + prog.barriers.len()
+                + prog.queues.len(),
             threads: prog.threads.len(),
         }
     }

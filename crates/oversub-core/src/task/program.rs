@@ -480,10 +480,8 @@ impl ProgramRt {
             qr.count >= k
         };
         let th = &mut self.threads[t];
-        let futex = self.prog.mutexes.len()
-            + self.prog.conds.len()
-            + self.prog.barriers.len()
-            + q.idx();
+        let futex =
+            self.prog.mutexes.len() + self.prog.conds.len() + self.prog.barriers.len() + q.idx();
         if !fits {
             self.futex_ops.push(futex);
             th.queue_wait_since.get_or_insert(now);
@@ -692,7 +690,9 @@ impl ProgramRt {
                 }
                 Event::Barrier(b) => {
                     let futex = self.prog.mutexes.len() + self.prog.conds.len() + b.idx();
-                    if self.barrier_waiting[b.idx()] != 0 || !self.barrier_waiters[b.idx()].is_empty() {
+                    if self.barrier_waiting[b.idx()] != 0
+                        || !self.barrier_waiters[b.idx()].is_empty()
+                    {
                         self.futex_ops.push(futex);
                     }
                     if self.barrier_waiting[b.idx()] == 0 {

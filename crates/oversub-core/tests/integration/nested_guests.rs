@@ -540,7 +540,10 @@ fn the_osq_lets_one_spinner_at_a_time_take_the_mutex_in_queue_order() {
     // Without it every waiter spins on the owner and the first to look
     // takes the mutex: two threads take turns, two starve.
     let l = loops(&without);
-    assert!(l.iter().filter(|&&n| n < 100).count() == 2, "without: {l:?}");
+    assert!(
+        l.iter().filter(|&&n| n < 100).count() == 2,
+        "without: {l:?}"
+    );
     // The queued spinners still burn their vCPUs: nobody sleeps.
     for r in [&with, &without] {
         let v = &r.vms[0];
@@ -559,7 +562,10 @@ fn an_osq_waiter_behind_a_preempted_vcpu_gives_up_and_sleeps() {
     let spin_all = osq_run("mutex_trio.json", 3, false, true, true);
     let switches = |r: &Report, n: &str| thread(r, n).nr_switches;
     let (h_osq, h_all) = (osq.vms[0].halts, spin_all.vms[0].halts);
-    assert!(h_osq > 10 * h_all.max(1), "halts: osq {h_osq} without {h_all}");
+    assert!(
+        h_osq > 10 * h_all.max(1),
+        "halts: osq {h_osq} without {h_all}"
+    );
     for n in ["a", "c"] {
         assert!(
             switches(&osq, n) > 10 * switches(&spin_all, n).max(1),
@@ -624,6 +630,9 @@ fn futex_waits_and_wakes_take_the_hash_bucket_and_pi_locks_and_contend() {
         assert!(t.phase_loops * 10 > u.phase_loops * 8, "{t:?} vs {u:?}");
     }
     // The sections are not the VM's ops (its ops are a's loops).
-    let a: u64 = ["a.0", "a.1"].iter().map(|n| thread(&on, n).phase_loops).sum();
+    let a: u64 = ["a.0", "a.1"]
+        .iter()
+        .map(|n| thread(&on, n).phase_loops)
+        .sum();
     assert_eq!(v_on.ops, a);
 }

@@ -60,7 +60,9 @@ impl Simulator {
                         q.woken = true;
                     }
                 }
-                g.kernel.sched.try_to_wake_up(TaskId(w as u32), 0, Some(cpu));
+                g.kernel
+                    .sched
+                    .try_to_wake_up(TaskId(w as u32), 0, Some(cpu));
             }
             if let Some((l, hold, _)) = next {
                 return GuestStep::Lock(l, hold);
@@ -76,7 +78,9 @@ impl Simulator {
         let Some(wl) = g.wakeup else {
             for k in 0..g.wake_buf.len() {
                 let w = g.wake_buf[k];
-                g.kernel.sched.try_to_wake_up(TaskId(w as u32), 0, Some(cpu));
+                g.kernel
+                    .sched
+                    .try_to_wake_up(TaskId(w as u32), 0, Some(cpu));
             }
             return GuestStep::Act(action);
         };
