@@ -9,6 +9,8 @@ pub(super) struct RawGuest {
     pv: Option<RawPv>,
     nopvspin: Option<bool>,
     cpuidle_haltpoll: Option<bool>,
+    osq: Option<bool>,
+    wakeup_locks: Option<bool>,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -45,6 +47,15 @@ pub struct PvSpec {
     /// i.e. dedicated pCPUs, or `cpuidle_haltpoll.force=1`; hence off by
     /// default). Program VMs only (`guest::haltpoll`).
     pub cpuidle_haltpoll: bool,
+    /// `[guest] osq`: optimistic spinners of a kernel sleeping lock queue on
+    /// its OSQ (`osq_lock`), one spins on the owner, as every Linux since
+    /// 3.15 does; false: every spinner spins on the owner (the model before
+    /// the OSQ).
+    pub osq: bool,
+    /// `[guest] wakeup_locks`: a program guest's futex waits and wakeups
+    /// take the futex hash-bucket lock and each wakee's `pi_lock` as guest
+    /// spinlocks (`guest::wakeup`); false (the default): they cost nothing.
+    pub wakeup_locks: bool,
 }
 
 impl Default for PvSpec {
@@ -57,15 +68,24 @@ impl Default for PvSpec {
             send_ipi: true,
             nopvspin: false,
             cpuidle_haltpoll: false,
+            osq: true,
+            wakeup_locks: false,
         }
     }
 }
 
 pub(super) fn pv(g: Option<RawGuest>) -> PvSpec {
     let d = PvSpec::default();
-    let (p, nopvspin, haltpoll) = g.map_or((RawPv::default(), None, None), |g| {
-        (g.pv.unwrap_or_default(), g.nopvspin, g.cpuidle_haltpoll)
-    });
+    let (p, nopvspin, haltpoll, osq, wakeup_locks) =
+        g.map_or((RawPv::default(), None, None, None, None), |g| {
+            (
+                g.pv.unwrap_or_default(),
+                g.nopvspin,
+                g.cpuidle_haltpoll,
+                g.osq,
+                g.wakeup_locks,
+            )
+        });
     PvSpec {
         steal_time: p.steal_time.unwrap_or(d.steal_time),
         spinlock: p.spinlock.unwrap_or(d.spinlock),
@@ -74,5 +94,7 @@ pub(super) fn pv(g: Option<RawGuest>) -> PvSpec {
         send_ipi: p.send_ipi.unwrap_or(d.send_ipi),
         nopvspin: nopvspin.unwrap_or(d.nopvspin),
         cpuidle_haltpoll: haltpoll.unwrap_or(d.cpuidle_haltpoll),
+        osq: osq.unwrap_or(d.osq),
+        wakeup_locks: wakeup_locks.unwrap_or(d.wakeup_locks),
     }
 }

@@ -259,7 +259,13 @@ impl<'a> SimBuilder<'a> {
                     100 | 250 | 300 | 1000 => sc.kvm.guest_hz,
                     _ => sc.host.hz,
                 };
-                rt.set_program_locks(p.klocks.len(), &sc.pv);
+                // The wakeup-path locks come after the program's own.
+                let wakeup = sc
+                    .pv
+                    .wakeup_locks
+                    .then(|| crate::guest::wakeup::WakeupLocks::new(p));
+                let extra = wakeup.map_or(0, |w| w.count());
+                rt.set_program_locks(p.klocks.len() + extra, &sc.pv);
                 if sc.pv.cpuidle_haltpoll {
                     rt.cpuidle_haltpoll_init();
                 }
@@ -271,6 +277,9 @@ impl<'a> SimBuilder<'a> {
                     v.guest_kernel,
                     v.guest_features,
                 ));
+                if let Some(g) = rt.guest.as_mut() {
+                    g.wakeup = wakeup;
+                }
             }
             sim.vms.push(rt);
             sim.arm_guest_ticks(VmId(vi as u32));

@@ -186,6 +186,10 @@ pub struct ProgramRt {
     queues: Vec<QueueRt>,
     /// A sleeping lock was released since the last `take_released`.
     released: bool,
+    /// The futex words the current step waited on or woke a waiter of
+    /// (FUTEX_WAIT / a FUTEX_WAKE with a waiter), in order, as indices:
+    /// mutexes, then conditions, barriers and queues ([`Self::take_futex_ops`]).
+    futex_ops: Vec<usize>,
     /// The first thread that executed more than
     /// [`crate::limits::MAX_ZERO_TIME_STEPS`] events in one step, and when
     /// ([`Self::zero_time_loop`]).
@@ -235,6 +239,7 @@ impl ProgramRt {
                 })
                 .collect(),
             released: false,
+            futex_ops: Vec::new(),
             stuck: None,
             prog,
         }
@@ -307,6 +312,7 @@ impl ProgramRt {
         let th = &mut self.threads[t];
         th.lock_wait_since.get_or_insert(now);
         self.mutex_waiters[m.idx()].push_back(t);
+        self.futex_ops.push(m.idx());
         false
     }
 
@@ -316,6 +322,7 @@ impl ProgramRt {
         self.mutex_owner[m.idx()] = None;
         if let Some(w) = self.mutex_waiters[m.idx()].pop_front() {
             wake.push(w);
+            self.futex_ops.push(m.idx());
         }
     }
 
@@ -415,6 +422,21 @@ impl ProgramRt {
         }
     }
 
+    /// The sleeping lock `t` wants (None: it wants none).
+    pub fn sleeping_lock_wanted(&self, t: usize) -> Option<KlockId> {
+        match self.threads[t].pending {
+            Pending::SleepingWant(l, ..) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// Whether `t` is on the wait list of the sleeping lock it wants (it
+    /// slept on it and was woken: `mutex_optimistic_spin`'s `waiter`).
+    pub fn sleeping_lock_is_waiter(&self, t: usize) -> bool {
+        self.sleeping_lock_wanted(t)
+            .is_some_and(|l| self.sleeping[l.idx()].waiters.iter().any(|(w, _)| *w == t))
+    }
+
     /// A thread that executed more than [`crate::limits::MAX_ZERO_TIME_STEPS`]
     /// events at one instant (its name, and when): a loop the load-time check
     /// (`Program::check_time_advances`) cannot see, because it depends on the
@@ -426,6 +448,12 @@ impl ProgramRt {
     pub fn zero_time_loop(&self) -> Option<(&str, Time)> {
         self.stuck
             .map(|(t, at)| (self.prog.threads[t].name.as_str(), at))
+    }
+
+    /// Moves the futex words the last step waited on or woke (see
+    /// `futex_ops`) into `out`, in order.
+    pub fn take_futex_ops(&mut self, out: &mut Vec<usize>) {
+        out.append(&mut self.futex_ops);
     }
 
     /// Whether a sleeping lock was released since the last call.
@@ -452,7 +480,10 @@ impl ProgramRt {
             qr.count >= k
         };
         let th = &mut self.threads[t];
+        let futex =
+            self.prog.mutexes.len() + self.prog.conds.len() + self.prog.barriers.len() + q.idx();
         if !fits {
+            self.futex_ops.push(futex);
             th.queue_wait_since.get_or_insert(now);
             if put {
                 qr.putters.push_back(t);
@@ -468,7 +499,10 @@ impl ProgramRt {
             qr.count -= k;
             qr.putters.pop_front()
         };
-        wake.extend(other);
+        if let Some(w) = other {
+            wake.push(w);
+            self.futex_ops.push(futex);
+        }
         if let Some(since) = th.queue_wait_since.take() {
             th.stats.queue_wait_ns += (now - since).0;
             th.stats.queue_waits += 1;
@@ -484,6 +518,7 @@ impl ProgramRt {
     fn signal(&mut self, c: CondId, wake: &mut Vec<usize>) {
         if let Some(w) = self.cond_waiters[c.idx()].pop_front() {
             wake.push(w);
+            self.futex_ops.push(self.prog.mutexes.len() + c.idx());
         }
     }
 
@@ -520,6 +555,7 @@ impl ProgramRt {
     /// [`Self::step`] appending the threads to wake to `wake` (a buffer the
     /// caller keeps, so the hot path allocates nothing).
     pub fn step_into(&mut self, t: usize, now: Time, wake: &mut Vec<usize>) -> Action {
+        self.futex_ops.clear();
         if !self.threads[t].started {
             self.threads[t].started = true;
             let delay = self.prog.threads[t].delay;
@@ -636,6 +672,9 @@ impl ProgramRt {
                     self.advance(t, now);
                 }
                 Event::Broad(c) => {
+                    if !self.cond_waiters[c.idx()].is_empty() {
+                        self.futex_ops.push(self.prog.mutexes.len() + c.idx());
+                    }
                     wake.extend(self.cond_waiters[c.idx()].drain(..));
                     self.advance(t, now);
                 }
@@ -644,11 +683,18 @@ impl ProgramRt {
                         self.signal(cond, wake);
                     }
                     self.unlock(t, mutex, wake);
+                    self.futex_ops.push(self.prog.mutexes.len() + cond.idx());
                     self.cond_waiters[cond.idx()].push_back(t);
                     self.threads[t].pending = Pending::Reacquire(mutex);
                     return Action::Sleep(None);
                 }
                 Event::Barrier(b) => {
+                    let futex = self.prog.mutexes.len() + self.prog.conds.len() + b.idx();
+                    if self.barrier_waiting[b.idx()] != 0
+                        || !self.barrier_waiters[b.idx()].is_empty()
+                    {
+                        self.futex_ops.push(futex);
+                    }
                     if self.barrier_waiting[b.idx()] == 0 {
                         wake.append(&mut self.barrier_waiters[b.idx()]);
                         self.advance(t, now);

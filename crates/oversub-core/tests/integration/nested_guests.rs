@@ -505,3 +505,160 @@ fn guest_hrtick_preempts_at_the_slice_end() {
         "{on} switches with HRTICK, {off} without"
     );
 }
+
+/// `prog` on `n` vCPUs pinned to CPUs 0.., `[guest] osq = osq`, PV steal
+/// time `steal_time`, and a host hog on CPU 1 when `hog`.
+fn osq_run(prog: &str, n: u32, osq: bool, steal_time: bool, hog: bool) -> Report {
+    let hog = if hog {
+        "[[task]]\nname = \"hog\"\nkind = \"hog\"\ncpus = [1]\n"
+    } else {
+        ""
+    };
+    let pin: Vec<String> = (0..n).map(|c| c.to_string()).collect();
+    run_toml(&format!(
+        "[host]\ncpus = {n}\nduration = \"1s\"\n{hog}\
+         [guest]\nosq = {osq}\n[guest.pv]\nsteal_time = {steal_time}\n\
+         [[vm]]\nname = \"g\"\nvcpus = {n}\npin = [{}]\nprogram = \"{prog}\"\n",
+        pin.join(", ")
+    ))
+}
+
+#[test]
+fn the_osq_lets_one_spinner_at_a_time_take_the_mutex_in_queue_order() {
+    // Four vCPUs on idle CPUs, one thread each, one mutex held 100 us of
+    // every 110 us: three waiters at a time, all of them spinning (their
+    // owner always runs).
+    let with = osq_run("mutex_quad.json", 4, true, true, false);
+    let without = osq_run("mutex_quad.json", 4, false, true, false);
+    let loops = |r: &Report| -> Vec<u64> { threads(r).iter().map(|t| t.phase_loops).collect() };
+    // With the OSQ only its holder spins on the owner and takes the freed
+    // mutex; the others wait their turn on the queue, so the mutex goes
+    // round the four threads.
+    let l = loops(&with);
+    let (min, max) = (*l.iter().min().unwrap(), *l.iter().max().unwrap());
+    assert!(min > 2_000 && max - min < max / 20, "with the OSQ: {l:?}");
+    // Without it every waiter spins on the owner and the first to look
+    // takes the mutex: two threads take turns, two starve.
+    let l = loops(&without);
+    assert!(
+        l.iter().filter(|&&n| n < 100).count() == 2,
+        "without: {l:?}"
+    );
+    // The queued spinners still burn their vCPUs: nobody sleeps.
+    for r in [&with, &without] {
+        let v = &r.vms[0];
+        assert!(v.spinning_ns > 2_500_000_000, "spin {}", v.spinning_ns);
+        assert!(v.halts < 10, "halts {}", v.halts);
+    }
+}
+
+#[test]
+fn an_osq_waiter_behind_a_preempted_vcpu_gives_up_and_sleeps() {
+    // Three vCPUs, one thread each on one mutex; vCPU 1 shares its CPU
+    // with a host hog. A waiter queued on the OSQ behind vCPU 1's node
+    // cancels when vCPU 1 is preempted (vcpu_is_preempted(prev), PV steal
+    // time) and sleeps: vCPUs 0 and 2 halt and their threads switch out.
+    let osq = osq_run("mutex_trio.json", 3, true, true, true);
+    let spin_all = osq_run("mutex_trio.json", 3, false, true, true);
+    let switches = |r: &Report, n: &str| thread(r, n).nr_switches;
+    let (h_osq, h_all) = (osq.vms[0].halts, spin_all.vms[0].halts);
+    assert!(
+        h_osq > 10 * h_all.max(1),
+        "halts: osq {h_osq} without {h_all}"
+    );
+    for n in ["a", "c"] {
+        assert!(
+            switches(&osq, n) > 10 * switches(&spin_all, n).max(1),
+            "{n}: {} vs {}",
+            switches(&osq, n),
+            switches(&spin_all, n)
+        );
+    }
+    // b, on the preempted vCPU, is never behind a preempted node: it
+    // keeps spinning.
+    assert!(switches(&osq, "b") < 10, "b {}", switches(&osq, "b"));
+    // Without steal time the guest cannot see the preemption: the queued
+    // waiters spin on, and the vCPUs hardly halt.
+    let blind = osq_run("mutex_trio.json", 3, true, false, true);
+    assert!(blind.vms[0].halts < 10, "halts {}", blind.vms[0].halts);
+    assert!(
+        blind.vms[0].spinning_ns > 2 * osq.vms[0].spinning_ns,
+        "spin: blind {} seeing {}",
+        blind.vms[0].spinning_ns,
+        osq.vms[0].spinning_ns
+    );
+}
+
+/// `futex_churn.json` on 2 vCPUs pinned to idle CPUs, with `[guest]
+/// wakeup_locks = on` and the PV (or test-and-set) qspinlock.
+fn churn(wakeup_locks: bool, pv_spinlock: bool) -> Report {
+    run_toml(&format!(
+        "[host]\ncpus = 2\nduration = \"1s\"\n\
+         [guest]\nwakeup_locks = {wakeup_locks}\n[guest.pv]\nspinlock = {pv_spinlock}\n\
+         [[vm]]\nname = \"g\"\nvcpus = 2\npin = [0, 1]\nprogram = \"futex_churn.json\"\nops = \"a\"\n"
+    ))
+}
+
+#[test]
+fn futex_waits_and_wakes_take_the_hash_bucket_and_pi_locks_and_contend() {
+    let on = churn(true, true);
+    let off = churn(false, true);
+    let (v_on, v_off) = (&on.vms[0], &off.vms[0]);
+    // Without the switch the futex path takes no guest spinlock (the
+    // program has no kernel lock of its own).
+    assert_eq!(v_off.lock_wait_ns.samples, 0);
+    assert_eq!(v_off.spinning_ns, 0);
+    // With it, every FUTEX_WAIT and FUTEX_WAKE takes the mutex's bucket
+    // lock and every wakeup the wakee's pi_lock: at least one section per
+    // loop of the contended threads ...
+    let loops: u64 = threads(&on).iter().map(|t| t.phase_loops).sum();
+    let sections = v_on.lock_wait_ns.samples;
+    assert!(sections > loops / 2, "sections {sections} loops {loops}");
+    // ... held the model's times: the bucket lock 0.5 us, the pi_lock
+    // 1.5 us (the hold percentiles are those values, to the histogram's
+    // bucket).
+    let h = &v_on.lock_hold_ns;
+    assert!((500..=510).contains(&h.p50), "{h:?}");
+    assert!((1_500..=1_520).contains(&h.p99), "{h:?}");
+    // The two vCPUs meet on the bucket lock: a waiter spins up to a hold.
+    assert!(v_on.lock_wait_ns.p99 >= 500, "{:?}", v_on.lock_wait_ns);
+    assert!(v_on.spinning_ns > 1_000_000, "spin {}", v_on.spinning_ns);
+    // A thread woken while its own path still ran (before its futex wait
+    // blocked it) is not lost: every thread keeps going, at the pace it
+    // has without the locks.
+    for (t, u) in threads(&on).iter().zip(threads(&off)) {
+        assert!(t.phase_loops * 10 > u.phase_loops * 8, "{t:?} vs {u:?}");
+    }
+    // The sections are not the VM's ops (its ops are a's loops).
+    let a: u64 = ["a.0", "a.1"]
+        .iter()
+        .map(|n| thread(&on, n).phase_loops)
+        .sum();
+    assert_eq!(v_on.ops, a);
+}
+
+#[test]
+fn a_thread_woken_during_its_own_wakeup_path_does_not_sleep_through_it() {
+    // vips' 16 workers (a mutex, a barrier per strip) on 8 vCPUs over 4
+    // CPUs: wakeup paths get preempted, so a worker that wakes others and
+    // then waits is often woken back before its own path has ended. Its
+    // futex wait must then not block (the wakeup is not lost): the
+    // workers keep most of the pace they have without the locks.
+    let run = |wl: bool| {
+        run_toml(&format!(
+            "[host]\ncpus = 4\nduration = \"300ms\"\n[guest]\nwakeup_locks = {wl}\n\
+             [[vm]]\nname = \"g\"\nvcpus = 8\nprogram = \"../../../../workloads/vips.json\"\nops = \"worker\"\n"
+        ))
+    };
+    let (on, off) = (run(true), run(false));
+    let (a, b) = (on.vms[0].ops, off.vms[0].ops);
+    assert!(a * 4 > b * 3, "ops with the locks {a}, without {b}");
+    assert!(
+        threads(&on).iter().all(|t| t.phase_loops * 4 > b / 16 * 3),
+        "{:?}",
+        threads(&on)
+            .iter()
+            .map(|t| t.phase_loops)
+            .collect::<Vec<_>>()
+    );
+}

@@ -24,6 +24,7 @@
 
 use super::super::level::{allowed_mask, KernelLevel};
 use super::super::{Ev, Simulator};
+use super::wakeup::GuestStep;
 use super::VmEv;
 use crate::engine::{Nanos, Time};
 use crate::kvm::irq_vectors::{LOCAL_TIMER_VECTOR, RESCHEDULE_VECTOR};
@@ -48,6 +49,9 @@ pub(crate) enum GuestNext {
     /// The task's syscall takes guest kernel spinlock (index) and holds it
     /// for this long (`syscall` extension).
     KernelLock(usize, Nanos),
+    /// A section of the wakeup path (`sim::vm::wakeup`): take guest
+    /// spinlock (index) and hold it for this long; not an op.
+    WakeLock(usize, Nanos),
     /// The task interrupts these vCPUs to run a handler (`handler` of work
     /// each after the interrupt entry) and, with `wait`, spins in
     /// `csd_lock_wait` until all ran (`smp_call`, munmap's shootdown).
@@ -71,7 +75,7 @@ fn gcpu(i: usize) -> CpuId {
 pub(crate) struct GuestLevel {
     /// The guest kernel: its scheduler and its threads' bursts.
     pub(crate) kernel: KernelLevel,
-    prog: ProgramRt,
+    pub(super) prog: ProgramRt,
     exited: Vec<bool>,
     /// Generation of each thread's pending hrtimer.
     timer_gen: Vec<u64>,
@@ -90,6 +94,14 @@ pub(crate) struct GuestLevel {
     pub(crate) resched_ipis: u64,
     /// The program has kernel sleeping locks (their spinners need pokes).
     pub(crate) has_sleeping_locks: bool,
+    /// The OSQ of each kernel sleeping lock (`guest::osq`; `[guest] osq`).
+    pub(crate) osq: Vec<crate::guest::osq::Osq>,
+    /// Where the wakeup-path locks are (`[guest] wakeup_locks`; None: off).
+    pub(crate) wakeup: Option<crate::guest::wakeup::WakeupLocks>,
+    /// Each vCPU's wakeup path in progress (`sim::vm::wakeup`).
+    pub(crate) wake_path: Vec<Option<super::wakeup::WakePath>>,
+    /// The futex words of the last step (kept buffer).
+    pub(crate) futex_buf: Vec<usize>,
     /// TLB shootdown targets left out because preempted (PV TLB flush:
     /// they flush on their next entry).
     pub(crate) tlb_flush_deferred: u64,
@@ -97,7 +109,7 @@ pub(crate) struct GuestLevel {
     /// Buffers kept between steps (the threads a program step wakes, the
     /// guest CPUs to send a reschedule IPI), so the hot path allocates
     /// nothing.
-    wake_buf: Vec<usize>,
+    pub(super) wake_buf: Vec<usize>,
     resched_buf: Vec<usize>,
 }
 
@@ -162,6 +174,10 @@ impl GuestLevel {
                 .flat_map(|t| &t.phases)
                 .flat_map(|p| &p.events)
                 .any(|e| matches!(e, crate::workload::ir::Event::SleepingLock { .. })),
+            osq: vec![crate::guest::osq::Osq::new(); prog.klocks.len()],
+            wakeup: None,
+            wake_path: vec![None; n],
+            futex_buf: Vec::new(),
             tlb_flush_deferred: 0,
             tlb_shootdowns: 0,
             wake_buf: Vec::new(),
@@ -250,10 +266,14 @@ impl Simulator {
 
     fn guest_run_inner(&mut self, cpu: CpuId, vi: usize, i: usize) -> GuestNext {
         let now = self.now;
+        let osq = self.pv.osq;
         loop {
             let g = self.guest(vi);
             let rq = &g.kernel.sched.rqs[i];
-            if rq.need_resched || (rq.curr.is_none() && rq.nr_running > 0) {
+            // (Not inside a wakeup path: it runs with preemption off.)
+            if (rq.need_resched || (rq.curr.is_none() && rq.nr_running > 0))
+                && g.wake_path[i].is_none()
+            {
                 let _ = g.kernel.sched.schedule(gcpu(i));
             }
             self.guest_send_resched(cpu, vi, i);
@@ -276,14 +296,11 @@ impl Simulator {
                 let _ = g.kernel.sched.block_current(gcpu(i));
                 continue;
             }
-            g.wake_buf.clear();
-            let action = g.prog.step_into(t.0.idx(), now, &mut g.wake_buf);
-            for k in 0..g.wake_buf.len() {
-                let w = g.wake_buf[k];
-                g.kernel
-                    .sched
-                    .try_to_wake_up(TaskId(w as u32), 0, Some(gcpu(i)));
-            }
+            let action = match self.guest_step(vi, i, t.0) {
+                GuestStep::Lock(l, hold) => return GuestNext::WakeLock(l, hold),
+                GuestStep::Act(a) => a,
+            };
+            let g = self.guest(vi);
             // What the level does with the step (guest switches are read
             // from the runqueue on the next pass, so they are dropped here).
             let next = match action {
@@ -342,6 +359,13 @@ impl Simulator {
                 // and waiters of a reader-owned rwsem go to sleep (6.12
                 // readers do not spin; its time-bounded writer spin on
                 // readers is not modelled).
+                Action::Kernel(KernelOp::SleepingLockBusy { lock, mode, owner }) if osq => {
+                    if self.guest_optimistic_spin(vi, i, t.0.idx(), lock, mode, owner) {
+                        return GuestNext::OwnerSpin;
+                    }
+                    self.guest_sleep_on_lock(vi, i);
+                    continue;
+                }
                 Action::Kernel(KernelOp::SleepingLockBusy { mode, owner, .. }) => {
                     let spin = mode != SleepMode::Read
                         && !g.kernel.sched.rqs[i].need_resched
@@ -392,7 +416,7 @@ impl Simulator {
     /// looks at the lock and the owner again.
     pub(crate) fn poke_owner_spinners(&mut self, vi: usize) {
         for j in 0..self.vms[vi].n as usize {
-            if self.vms[vi].owner_spinning(j) {
+            if self.vms[vi].owner_spinning(j) && !(self.pv.osq && self.guest_osq_waiting(vi, j)) {
                 self.poke(vi, j);
             }
         }

@@ -238,8 +238,10 @@ impl Simulator {
         let exit = self.kvm.round_trip();
         let vm = &mut self.vms[vi];
         vm.stats.lock_hold.add((now - vm.g[i].hold_start).0);
-        vm.stats.ops += 1;
-        vm.stats.op_latency.add((now - vm.g[i].op_start).0);
+        if !std::mem::take(&mut vm.g[i].wake_section) {
+            vm.stats.ops += 1;
+            vm.stats.op_latency.add((now - vm.g[i].op_start).0);
+        }
         vm.g[i].phase = Phase::Start;
         let r = vm.locks[l].release(VcpuIdx(i as u32));
         let mut kicked = None;

@@ -130,6 +130,9 @@ pub(super) struct VGuest {
     pub(super) op_start: Time,
     /// A program's syscall: the hold time of the lock it is taking.
     pub(super) hold_next: Option<Nanos>,
+    /// The lock section taken is a wakeup-path one (`sim::vm::wakeup`),
+    /// not an op.
+    pub(super) wake_section: bool,
     /// Since when it waits in `csd_lock_wait`.
     pub(super) csd_since: Time,
     /// The guest CPU's cpuidle device (cpuidle-haltpoll governor state).
@@ -199,6 +202,7 @@ impl VGuest {
             op_start: Time::ZERO,
             last_turn_yield: None,
             hold_next: None,
+            wake_section: false,
             csd_since: Time::ZERO,
             cpuidle: CpuidleDevice::default(),
             hlt_since: Time::ZERO,

@@ -5,6 +5,7 @@
 use super::super::Simulator;
 use super::exits::spin_iters;
 use super::guest::GuestNext;
+use super::osq::OwnerLook;
 use super::state::{AfterStage, Cat, Phase, Wait};
 use super::Act;
 use super::VmEv;
@@ -273,6 +274,13 @@ impl Simulator {
                 self.lock_start(vi, i, l);
                 return None;
             }
+            GuestNext::WakeLock(l, hold) => {
+                let g = &mut self.vms[vi].g[i];
+                g.hold_next = Some(hold);
+                g.wake_section = true;
+                self.lock_start(vi, i, l);
+                return None;
+            }
             GuestNext::Call {
                 targets,
                 handler,
@@ -368,6 +376,18 @@ impl Simulator {
             // mutex_spin_on_owner: the lock came free (take it
             // through the program), or the owner left its CPU
             // or was preempted, or need_resched: sleep.
+            Wait::Owner if self.pv.osq => match self.guest_owner_spin_look(vi, i) {
+                OwnerLook::Spin => {}
+                OwnerLook::Take => {
+                    self.vms[vi].g[i].phase = Phase::Guest;
+                    return None;
+                }
+                OwnerLook::Sleep => {
+                    self.guest_sleep_on_lock(vi, i);
+                    self.vms[vi].g[i].phase = Phase::Guest;
+                    return None;
+                }
+            },
             Wait::Owner => {
                 if self.guest_spun_lock_free(vi, i) {
                     self.vms[vi].g[i].phase = Phase::Guest;
