@@ -161,12 +161,7 @@ pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value
 }
 
 /// [`derive`] in the given [`Form`].
-pub fn derive_form(
-    p: &Profile,
-    ops: Option<u64>,
-    duration_s: u64,
-    form: Form,
-) -> (Ordered, Value) {
+pub fn derive_form(p: &Profile, ops: Option<u64>, duration_s: u64, form: Form) -> (Ordered, Value) {
     let total: u64 = p.threads.values().map(|t| t.cpu_ns).sum::<u64>() + p.folded_cpu_ns;
     let mut chosen: Vec<&ThreadAcc> = p
         .threads
@@ -341,7 +336,10 @@ pub fn derive_form(
         let ops_per_loop = ops.map(|n| crate::steady::ops_per_loop(p, t, n, cycles, chosen_cpu));
         if form == Form::Steady {
             if let Some(Value::Object(m)) = per_thread.last_mut() {
-                m.insert("tlb_shootdowns".into(), json!(t.tlb.get(&4).map_or(0, |e| e.0)));
+                m.insert(
+                    "tlb_shootdowns".into(),
+                    json!(t.tlb.get(&4).map_or(0, |e| e.0)),
+                );
                 m.insert("munmaps_per_pass".into(), json!(unmaps.iter().sum::<u64>()));
                 m.insert("slots_per_pass".into(), json!(l * repeat));
                 m.insert("op_markers".into(), json!(t.op_marks));

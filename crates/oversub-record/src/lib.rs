@@ -225,7 +225,13 @@ pub fn derive_dir(dir: &Path, ops: Option<u64>) -> Result<String, Failure> {
             )),
         );
     }
-    let wtext = workload_text(&prof, ops, wall_s, provenance.clone(), derive::Form::Recorded)?;
+    let wtext = workload_text(
+        &prof,
+        ops,
+        wall_s,
+        provenance.clone(),
+        derive::Form::Recorded,
+    )?;
     let gtext = workload_text(&prof, ops, wall_s, provenance, derive::Form::Steady)?;
     let out = dir.join("workload.json");
     let gout = dir.join("guest.json");

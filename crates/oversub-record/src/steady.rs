@@ -90,7 +90,9 @@ pub fn annotate(derivation: &mut Value) {
         let nc = m.get_mut("not_captured");
         if let Some(Value::Array(a)) = nc {
             for x in a.iter_mut() {
-                if x.as_str().is_some_and(|s| s.starts_with("page faults, TLB shootdowns")) {
+                if x.as_str()
+                    .is_some_and(|s| s.starts_with("page faults, TLB shootdowns"))
+                {
                     *x = json!("page faults, IPIs and kernel lock contention (see steady.not_derived); TLB shootdowns are munmap events (steady.tlb_shootdowns)");
                 }
             }

@@ -80,7 +80,9 @@ mod tests {
     use crate::workload::rtapp::parse;
 
     fn prog(ext: &str) -> String {
-        format!(r#"{{"global": {{"duration": 1}}, "tasks": {{"t": {{"run": 10, "oversub": {ext}}}}}}}"#)
+        format!(
+            r#"{{"global": {{"duration": 1}}, "tasks": {{"t": {{"run": 10, "oversub": {ext}}}}}}}"#
+        )
     }
 
     #[test]
@@ -96,9 +98,18 @@ mod tests {
     #[test]
     fn bad_ops_per_loop_names_field_value_and_range() {
         for (v, want) in [
-            ("-1", "tasks.t.oversub.ops_per_loop: -1 is out of range: allowed 0 ..= 1e9"),
-            ("2e9", "tasks.t.oversub.ops_per_loop: 2000000000 is out of range"),
-            ("\"x\"", "tasks.t.oversub.ops_per_loop: expected a number, found a string"),
+            (
+                "-1",
+                "tasks.t.oversub.ops_per_loop: -1 is out of range: allowed 0 ..= 1e9",
+            ),
+            (
+                "2e9",
+                "tasks.t.oversub.ops_per_loop: 2000000000 is out of range",
+            ),
+            (
+                "\"x\"",
+                "tasks.t.oversub.ops_per_loop: expected a number, found a string",
+            ),
         ] {
             let e = parse(&prog(&format!(r#"{{"ops_per_loop": {v}}}"#)))
                 .unwrap_err()
