@@ -28,7 +28,8 @@ figures against the workload as the guest of a VM of this machine's size
 (GUEST_SECONDS simulated), TLB shootdowns/op judged too (a munmap that sent
 IPIs: the VM's csd_waits); B, the real program re-run now with and without
 HOGS hog processes (scripts/measure-real.sh --run REC under oversub record)
-against the VM with and without as many host hog tasks on its pCPUs.
+against the VM with and without as many hog threads in the guest (beside the
+program's threads on the same scheduler, as the real hogs are).
 
 Judged: |sim - real| <= 30% of real. Exit 1 if any judged figure fails.
 Needs root and tracefs (oversub record) and the programs of check.json.
@@ -125,15 +126,26 @@ GUEST_SECONDS = 2
 
 
 def sim_guest(oversub, workload, cpus, hogs, tmp):
-    """The steady-state workload as the guest of a VM of `cpus` vCPUs pinned
-    1:1, beside `hogs` host hog tasks on the same pCPUs."""
+    """The steady-state program (recordings/REC/guest.json) as the guest of
+    a VM of `cpus` vCPUs pinned 1:1 to otherwise idle pCPUs, with `hogs`
+    busy-loop threads added to the guest beside the program's threads (as
+    the real hogs run beside the real program's threads on the same CPUs
+    and the same scheduler)."""
+    w = load_ordered(workload)
+    w.pop("provenance", None)
+    if hogs:
+        w["tasks"]["hog"] = collections.OrderedDict(
+            [("instance", hogs), ("loop", -1), ("run", 100000)]
+        )
+    prog = os.path.join(tmp, "guest-program.json")
+    with open(prog, "w") as f:
+        json.dump(w, f)
     pins = ", ".join(str(i) for i in range(cpus))
     sc = os.path.join(tmp, "guest.toml")
-    hog = f'[[task]]\nname = "hog"\nkind = "hog"\ncount = {hogs}\n\n' if hogs else ""
     with open(sc, "w") as f:
         f.write(
-            f'[host]\ncpus = {cpus}\nduration = "{GUEST_SECONDS}s"\n\n{hog}[[vm]]\nname = "g"\n'
-            f'vcpus = {cpus}\npin = [{pins}]\nprogram = "{os.path.abspath(workload)}"\nops = "t*"\n'
+            f'[host]\ncpus = {cpus}\nduration = "{GUEST_SECONDS}s"\n\n[[vm]]\nname = "g"\n'
+            f'vcpus = {cpus}\npin = [{pins}]\nprogram = "{prog}"\nops = "t*"\n'
         )
     r = json.loads(run([oversub, "run", sc, "--json"]))
     v = r["vms"][0]
@@ -193,7 +205,6 @@ def guest(oversub, only, no_real, seconds):
         for name, (rec, _op, _counted) in named_guest_list().items():
             if only and name not in only:
                 continue
-            wl = f"workloads/{name}.json"
             with open(f"recordings/{rec}/profile.json") as f:
                 prof = json.load(f)
             ops = load_ordered(f"recordings/{rec}/guest.json")["provenance"]["ops"]
@@ -204,7 +215,8 @@ def guest(oversub, only, no_real, seconds):
             counts = {"switches": t["switches"], "wakeups": t["wakeups"],
                       "ipis_reschedule": t.get("ipis", {}).get("reschedule", 0),
                       "tlb_shootdowns": t["tlb_shootdowns"]}
-            sim = sim_guest(oversub, wl, cpus, 0, tmp)
+            gj = f"recordings/{rec}/guest.json"
+            sim = sim_guest(oversub, gj, cpus, 0, tmp)
             side = f"guest of {cpus}-vCPU VM (recordings/{rec})"
             for m in ("cpu_ns", "switches", "wakeups", "tlb_shootdowns"):
                 j.add(name, side, m + "/op", real[m], sim[m], count=counts.get(m))
@@ -216,8 +228,8 @@ def guest(oversub, only, no_real, seconds):
             pairs = [(record_named(oversub, rec, seconds, os.path.join(tmp, f"{name}-b{i}"), 0),
                       record_named(oversub, rec, seconds, os.path.join(tmp, f"{name}-h{i}"), hogs))
                      for i in range(REPEATS)]
-            s1 = sim_guest(oversub, wl, cpus, hogs, tmp)
-            side = f"{hogs} hogs beside a {cpus}-vCPU VM"
+            s1 = sim_guest(oversub, gj, cpus, hogs, tmp)
+            side = f"{hogs} hogs, guest of {cpus}-vCPU VM"
             j.add_repeated(name, side, "throughput with/without hogs",
                            [h["throughput"] / b["throughput"] for b, h in pairs], s1["ops_per_s"] / sim["ops_per_s"])
             for m in ("switches", "wakeups"):
