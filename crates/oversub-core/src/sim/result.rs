@@ -59,7 +59,8 @@ impl Simulator {
                     .sum();
                 v.ops = ops.round() as u64;
                 v.ops_per_s = ops / (duration.0.max(1) as f64 / 1e9);
-                // ... and an op's latency is one of those loops, start to end.
+                // ... and an op's latency is one of those loops, start to end
+                // (with ops_per_loop, the histogram counts loops, not ops).
                 let mut h = crate::stats::hist::LogHist::default();
                 for t in sel.iter().filter_map(|&(i, _)| v.threads.get(i)) {
                     h.merge(&t.loop_ns);
