@@ -21,6 +21,16 @@ B. a condition the recording did not see: HOGS busy-loop processes on the
    the hogs); a figure whose real repeats spread wider than the tolerance is
    shown as "not judged" with its range, and otherwise judged on its median.
 
+--guest: A and B for the named workloads that are derived programs
+(workloads/NAME.json written by scripts/named-workloads.py from
+recordings/REC/guest.json, the steady-state form): A, the recording's per-op
+figures against the workload as the guest of a VM of this machine's size
+(GUEST_SECONDS simulated), TLB shootdowns/op judged too (a munmap that sent
+IPIs: the VM's csd_waits); B, the real program re-run now with and without
+HOGS hog processes (scripts/measure-real.sh --run REC under oversub record)
+against the VM with and without as many hog threads in the guest (beside the
+program's threads on the same scheduler, as the real hogs are).
+
 Judged: |sim - real| <= 30% of real. Exit 1 if any judged figure fails.
 Needs root and tracefs (oversub record) and the programs of check.json.
 """
@@ -110,6 +120,129 @@ def sim_vm(oversub, workload, cpus, tmp):
     s["ipis_reschedule"] = v["ipis_sent"]
     s["secs"] = finish_s(v["threads"], secs)
     return s
+
+
+GUEST_SECONDS = 2
+
+
+def sim_guest(oversub, workload, cpus, hogs, tmp):
+    """The steady-state program (recordings/REC/guest.json) as the guest of
+    a VM of `cpus` vCPUs pinned 1:1 to otherwise idle pCPUs, with `hogs`
+    busy-loop threads added to the guest beside the program's threads (as
+    the real hogs run beside the real program's threads on the same CPUs
+    and the same scheduler)."""
+    w = load_ordered(workload)
+    w.pop("provenance", None)
+    if hogs:
+        w["tasks"]["hog"] = collections.OrderedDict(
+            [("instance", hogs), ("loop", -1), ("run", 100000)]
+        )
+    prog = os.path.join(tmp, "guest-program.json")
+    with open(prog, "w") as f:
+        json.dump(w, f)
+    pins = ", ".join(str(i) for i in range(cpus))
+    sc = os.path.join(tmp, "guest.toml")
+    with open(sc, "w") as f:
+        f.write(
+            f'[host]\ncpus = {cpus}\nduration = "{GUEST_SECONDS}s"\n\n[[vm]]\nname = "g"\n'
+            f'vcpus = {cpus}\npin = [{pins}]\nprogram = "{prog}"\nops = "t*"\n'
+        )
+    r = json.loads(run([oversub, "run", sc, "--json"]))
+    v = r["vms"][0]
+    s = collections.Counter()
+    for t in v["threads"]:
+        if not is_program(t["name"]):
+            continue
+        s["cpu_ns"] += t["cpu_ns"]
+        s["switches"] += t["nr_switches"]
+        s["wakeups"] += t["wakeup_latency_ns"]["samples"]
+    ops = max(v["ops_per_s"] * GUEST_SECONDS, 1e-9)
+    return {"cpu_ns": s["cpu_ns"] / ops, "switches": s["switches"] / ops, "wakeups": s["wakeups"] / ops,
+            "ipis_reschedule": v["ipis_sent"] / ops, "tlb_shootdowns": v["csd_waits"] / ops,
+            "ops_per_s": v["ops_per_s"]}
+
+
+def named_guest_list():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import importlib
+    return importlib.import_module("named-workloads").NAMED
+
+
+def record_named(oversub, rec, seconds, out, hogs):
+    """The real program of recordings/REC run now (measure-real.sh --run)
+    under oversub record, beside `hogs` busy loops: per-op figures and its
+    own throughput (ops.txt: ops / seconds)."""
+    os.makedirs(out, exist_ok=True)
+    opsf = os.path.join(out, "ops.txt")
+    procs = []
+    try:
+        for _ in range(hogs):
+            procs.append(subprocess.Popen(["sh", "-c", "while :; do :; done"]))
+        env = dict(os.environ, OVERSUB_OPS_FILE=opsf, OVERSUB_OP_MARK="1")
+        p = subprocess.run([oversub, "record", "--out", out, "--duration", f"{max(6 * seconds, 60)}s",
+                            "--buffer-kb", "262144", "--", "scripts/measure-real.sh", "--duration",
+                            str(seconds), "--run", rec], capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            sys.exit(f"check-recordings: recording {rec} failed ({p.returncode}): {p.stderr.strip()[-300:]}")
+    finally:
+        for q in procs:
+            q.kill()
+            q.wait()
+    with open(opsf) as f:
+        kv = dict(w.split("=", 1) for w in f.read().split("\n")[-2].split())
+    ops, secs = int(kv["ops"]), float(kv["seconds"])
+    with open(os.path.join(out, "profile.json")) as f:
+        t = json.load(f)["totals"]
+    return {"throughput": ops / secs, "switches": t["switches"] / ops, "wakeups": t["wakeups"] / ops,
+            "n_switches": t["switches"], "n_wakeups": t["wakeups"]}
+
+
+def guest(oversub, only, no_real, seconds):
+    cpus = os.cpu_count()
+    j = Judge()
+    t0 = time.time()
+    with tempfile.TemporaryDirectory(prefix="oversub-guest-") as tmp:
+        for name, (rec, _op, _counted) in named_guest_list().items():
+            if only and name not in only:
+                continue
+            with open(f"recordings/{rec}/profile.json") as f:
+                prof = json.load(f)
+            ops = load_ordered(f"recordings/{rec}/guest.json")["provenance"]["ops"]
+            t = prof["totals"]
+            real = {"cpu_ns": t["cpu_ns"] / ops, "switches": t["switches"] / ops, "wakeups": t["wakeups"] / ops,
+                    "ipis_reschedule": t.get("ipis", {}).get("reschedule", 0) / ops,
+                    "tlb_shootdowns": t["tlb_shootdowns"] / ops}
+            counts = {"switches": t["switches"], "wakeups": t["wakeups"],
+                      "ipis_reschedule": t.get("ipis", {}).get("reschedule", 0),
+                      "tlb_shootdowns": t["tlb_shootdowns"]}
+            gj = f"recordings/{rec}/guest.json"
+            sim = sim_guest(oversub, gj, cpus, 0, tmp)
+            side = f"guest of {cpus}-vCPU VM (recordings/{rec})"
+            for m in ("cpu_ns", "switches", "wakeups", "tlb_shootdowns"):
+                j.add(name, side, m + "/op", real[m], sim[m], count=counts.get(m))
+            j.add(name, side, "reschedule IPIs/op", real["ipis_reschedule"], sim["ipis_reschedule"], gap="idle-ipi")
+            j.add(name, side, "page faults/op", t["page_faults"] / ops, None)
+            if no_real:
+                continue
+            hogs = cpus
+            pairs = [(record_named(oversub, rec, seconds, os.path.join(tmp, f"{name}-b{i}"), 0),
+                      record_named(oversub, rec, seconds, os.path.join(tmp, f"{name}-h{i}"), hogs))
+                     for i in range(REPEATS)]
+            s1 = sim_guest(oversub, gj, cpus, hogs, tmp)
+            side = f"{hogs} hogs, guest of {cpus}-vCPU VM"
+            j.add_repeated(name, side, "throughput with/without hogs",
+                           [h["throughput"] / b["throughput"] for b, h in pairs], s1["ops_per_s"] / sim["ops_per_s"])
+            for m in ("switches", "wakeups"):
+                n = min(min(b["n_" + m], h["n_" + m]) for b, h in pairs)
+                j.add_repeated(name, side, f"{m}/op with/without hogs",
+                               [h[m] / b[m] if b[m] else 0.0 for b, h in pairs],
+                               s1[m] / sim[m] if sim[m] else 0.0, count=n)
+    print(j.table())
+    print(f"\n{cpus} CPUs, {os.uname().release}, {time.time() - t0:.0f} s")
+    for g in j.gaps:
+        print(f"- known gap ({g}): {GAPS[g]}")
+    print(f"named guest workloads: {j.passed} passed, {j.failed} failed")
+    return 1 if j.failed else 0
 
 
 def is_program(name):
@@ -281,7 +414,12 @@ def main():
     ap.add_argument("--named", action="store_true",
                     help="part A for the named workloads' recordings (recordings/NAME, make measure): "
                          "shown, not judged (they have no check.json)")
+    ap.add_argument("--guest", action="store_true",
+                    help="A and B for the named workloads derived from recordings (steady-state guest form)")
+    ap.add_argument("--seconds", type=int, default=3, help="--guest: the real runs' measure-real.sh --duration")
     a = ap.parse_args()
+    if a.guest:
+        return guest(a.oversub, a.only, a.no_real, a.seconds)
     if a.named:
         return named(a.oversub, "recordings" if a.dir == "recordings/check" else a.dir)
     cpus = os.cpu_count()

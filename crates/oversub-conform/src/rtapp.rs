@@ -380,6 +380,7 @@ mod tests {
             delay: oversub::engine::Nanos(0),
             loops: None,
             timer_slack: None,
+            ops_per_loop: None,
             phases: Vec::new(),
         }
     }

@@ -133,10 +133,35 @@ struct Plan {
     yields: Vec<u64>,
     blocks: Vec<Option<Block>>,
     signals: Vec<Vec<String>>,
+    /// Steady form only: TLB shootdowns (`munmap` events) per slot of one
+    /// pass; with `repeat` > 1 they are all in the pass's last slot.
+    unmaps: Vec<u64>,
+    /// Steady form only: passes over the slots per pass written out (a
+    /// rate below one per pass is one event every `repeat` passes).
+    repeat: u64,
+    /// Steady form only: the real program's ops per phase loop.
+    ops_per_loop: Option<f64>,
+}
+
+/// Which program the derivation writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// `workload.json`: each thread makes its recorded passes and ends.
+    Recorded,
+    /// `guest.json` (crate::steady): each thread repeats its cycle for
+    /// ever from time 0, with the measured TLB shootdowns as `munmap`
+    /// events and its ops per phase loop, to run as a VM guest's steady
+    /// state.
+    Steady,
 }
 
 /// The derived program and the derivation record for its provenance.
 pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value) {
+    derive_form(p, ops, duration_s, Form::Recorded)
+}
+
+/// [`derive`] in the given [`Form`].
+pub fn derive_form(p: &Profile, ops: Option<u64>, duration_s: u64, form: Form) -> (Ordered, Value) {
     let total: u64 = p.threads.values().map(|t| t.cpu_ns).sum::<u64>() + p.folded_cpu_ns;
     let mut chosen: Vec<&ThreadAcc> = p
         .threads
@@ -158,7 +183,8 @@ pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value
         .map(|(i, t)| (t.tid, format!("t{i}_{}", sanitize(&t.comm))))
         .collect();
 
-    let mut plans = Vec::new();
+    let mut plans: Vec<Plan> = Vec::new();
+    let chosen_cpu: u64 = chosen.iter().map(|t| t.cpu_ns).sum();
     let mut per_thread = Vec::new();
     let mut all_slots = 0u64;
     for t in &chosen {
@@ -302,6 +328,24 @@ pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value
             "signals": sig.iter().map(|(w, n)| json!({"wakee": w, "count": n})).collect::<Vec<_>>(),
         }));
         let start = p.first_ns.unwrap_or(t.first_ns);
+        let (unmaps, repeat) = if form == Form::Steady {
+            crate::steady::unmaps(t.tlb.get(&4).map_or(0, |e| e.0), cycles, l)
+        } else {
+            (vec![0; l as usize], 1)
+        };
+        let ops_per_loop = ops.map(|n| crate::steady::ops_per_loop(p, t, n, cycles, chosen_cpu));
+        if form == Form::Steady {
+            if let Some(Value::Object(m)) = per_thread.last_mut() {
+                m.insert(
+                    "tlb_shootdowns".into(),
+                    json!(t.tlb.get(&4).map_or(0, |e| e.0)),
+                );
+                m.insert("munmaps_per_pass".into(), json!(unmaps.iter().sum::<u64>()));
+                m.insert("slots_per_pass".into(), json!(l * repeat));
+                m.insert("op_markers".into(), json!(t.op_marks));
+                m.insert("ops_per_loop".into(), json!(ops_per_loop));
+            }
+        }
         plans.push(Plan {
             passes: ((cycles + l / 2) / l).max(1),
             delay_us: t.first_ns.saturating_sub(start) / 1000,
@@ -313,12 +357,15 @@ pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value
             yields,
             blocks: blocks_v,
             signals,
+            unmaps,
+            repeat,
+            ops_per_loop,
         });
     }
 
     let mut tasks: Vec<(String, Ordered)> = plans
         .iter()
-        .map(|pl| (pl.name.clone(), task_json(pl)))
+        .map(|pl| (pl.name.clone(), task_json(pl, form)))
         .collect();
     for pl in &plans {
         if let Some(us) = pl.guard_us {
@@ -327,8 +374,14 @@ pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value
                 format!("guard_{n}"),
                 Ordered::O(vec![
                     ("priority".into(), Ordered::V(json!(19))),
-                    ("delay".into(), Ordered::V(json!(pl.delay_us))),
-                    ("loop".into(), Ordered::V(json!(1))),
+                    (
+                        "delay".into(),
+                        Ordered::V(json!(if form == Form::Steady { 0 } else { pl.delay_us })),
+                    ),
+                    (
+                        "loop".into(),
+                        Ordered::V(json!(if form == Form::Steady { -1 } else { 1 })),
+                    ),
                     (
                         "phases".into(),
                         Ordered::O(vec![(
@@ -336,7 +389,11 @@ pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value
                             Ordered::O(vec![
                                 (
                                     "loop".into(),
-                                    Ordered::V(json!(pl.life_us.div_ceil(us) + 1)),
+                                    Ordered::V(json!(if form == Form::Steady {
+                                        1
+                                    } else {
+                                        pl.life_us.div_ceil(us) + 1
+                                    })),
                                 ),
                                 (
                                     "timer0".into(),
@@ -373,6 +430,10 @@ pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value
             "threads below min_cpu_share of the program's CPU time"
         ],
     });
+    let mut derivation = derivation;
+    if form == Form::Steady {
+        crate::steady::annotate(&mut derivation);
+    }
     let program = Ordered::O(vec![
         (
             "global".into(),
@@ -384,17 +445,24 @@ pub fn derive(p: &Profile, ops: Option<u64>, duration_s: u64) -> (Ordered, Value
 }
 
 /// A slot's events, as (key prefix, value) in order.
-fn slot_events(pl: &Plan, i: usize) -> Vec<(&'static str, Value)> {
+fn slot_events(pl: &Plan, i: usize, unmaps: u64) -> Vec<(&'static str, Value)> {
     let mut ev = Vec::new();
-    let pieces = pl.yields[i] + 1;
+    // The burst is cut into pieces by its yields and its munmaps (each
+    // after a piece, the yields first).
+    let cuts = pl.yields[i] + unmaps;
+    let pieces = cuts + 1;
     let b = pl.bursts_us[i];
     for k in 0..pieces {
         let us = (k + 1) * b / pieces - k * b / pieces;
         if us > 0 || k + 1 == pieces {
             ev.push(("run", json!(us.max(1))));
         }
-        if k + 1 < pieces {
+        if k < pl.yields[i] {
             ev.push(("yield", json!("")));
+        } else if k < cuts {
+            // The unmapping syscall's kernel work is in the measured burst
+            // (CPU time); the event adds the flush of the other CPUs.
+            ev.push(("munmap", json!({"run": 0})));
         }
     }
     for w in &pl.signals[i] {
@@ -418,14 +486,26 @@ fn slot_events(pl: &Plan, i: usize) -> Vec<(&'static str, Value)> {
     ev
 }
 
-fn task_json(pl: &Plan) -> Ordered {
+fn task_json(pl: &Plan, form: Form) -> Ordered {
     // Consecutive identical slots become one phase looping over them.
     let mut phases: Vec<(Vec<(&'static str, Value)>, u64)> = Vec::new();
-    for i in 0..pl.slots as usize {
-        let ev = slot_events(pl, i);
-        match phases.last_mut() {
-            Some((last, n)) if *last == ev => *n += 1,
-            _ => phases.push((ev, 1)),
+    // A rate below one munmap per pass: `repeat` passes written out in a
+    // row, the last slot of the last carrying the munmap.
+    let last = pl.slots as usize - 1;
+    for r in 0..pl.repeat {
+        for i in 0..pl.slots as usize {
+            let n = if pl.repeat == 1 {
+                pl.unmaps[i]
+            } else if r + 1 == pl.repeat && i == last {
+                pl.unmaps.iter().sum()
+            } else {
+                0
+            };
+            let ev = slot_events(pl, i, n);
+            match phases.last_mut() {
+                Some((prev, k)) if *prev == ev => *k += 1,
+                _ => phases.push((ev, 1)),
+            }
         }
     }
     let ph: Vec<(String, Ordered)> = phases
@@ -439,17 +519,25 @@ fn task_json(pl: &Plan) -> Ordered {
             (format!("p{k}"), Ordered::O(o))
         })
         .collect();
+    let steady = form == Form::Steady;
+    let mut ext = json!({ "timer_slack": STAND_IN_TIMER_SLACK_US });
+    if let (true, Some(o), Value::Object(m)) = (steady, pl.ops_per_loop, &mut ext) {
+        m.insert("ops_per_loop".into(), json!(o));
+    }
     Ordered::O(vec![
-        ("delay".into(), Ordered::V(json!(pl.delay_us))),
-        ("loop".into(), Ordered::V(json!(pl.passes))),
+        (
+            "delay".into(),
+            Ordered::V(json!(if steady { 0 } else { pl.delay_us })),
+        ),
+        (
+            "loop".into(),
+            Ordered::V(if steady { json!(-1) } else { json!(pl.passes) }),
+        ),
         // Every sleep of a derived thread stands in for a measured blocked
         // time, which already holds whatever slack the real kernel gave
         // (a nanosleep's) or none (a wait on I/O or a kernel thread): the
         // simulator adds none of its own.
-        (
-            "oversub".into(),
-            Ordered::V(json!({ "timer_slack": STAND_IN_TIMER_SLACK_US })),
-        ),
+        ("oversub".into(), Ordered::V(ext)),
         ("phases".into(), Ordered::O(ph)),
     ])
 }

@@ -9,6 +9,7 @@ pub mod derive;
 pub mod hist;
 pub mod parse;
 pub mod profile;
+pub mod steady;
 pub mod tracefs;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -120,11 +121,12 @@ fn workload_text(
     ops: Option<u64>,
     wall_s: f64,
     provenance: Value,
+    form: derive::Form,
 ) -> Result<String, Failure> {
     let secs = (3.0 * wall_s)
         .ceil()
         .clamp(1.0, 3.0 * MAX_DURATION.as_secs_f64()) as u64;
-    let (program, derivation) = derive::derive(prof, ops, secs);
+    let (program, derivation) = derive::derive_form(prof, ops, secs, form);
     let mut prov = provenance;
     if let Value::Object(m) = &mut prov {
         m.insert("profile".into(), json!("profile.json (same directory)"));
@@ -223,12 +225,22 @@ pub fn derive_dir(dir: &Path, ops: Option<u64>) -> Result<String, Failure> {
             )),
         );
     }
-    let wtext = workload_text(&prof, ops, wall_s, provenance)?;
+    let wtext = workload_text(
+        &prof,
+        ops,
+        wall_s,
+        provenance.clone(),
+        derive::Form::Recorded,
+    )?;
+    let gtext = workload_text(&prof, ops, wall_s, provenance, derive::Form::Steady)?;
     let out = dir.join("workload.json");
+    let gout = dir.join("guest.json");
     write_whole(&out, &wtext)?;
+    write_whole(&gout, &gtext)?;
     Ok(format!(
-        "derived {} from {} ({} threads{})",
+        "derived {} and {} from {} ({} threads{})",
         out.display(),
+        gout.display(),
         ppath.display(),
         prof.threads.len(),
         ops.map(|n| format!(", {n} ops")).unwrap_or_default()
@@ -559,12 +571,26 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
         m.insert("provenance".into(), provenance.clone());
     }
     let ptext = serde_json::to_string(&profile).map_err(|e| fail(e.to_string()))? + "\n";
-    let wtext = workload_text(&prof, ops, wall.as_secs_f64(), provenance)?;
+    let wtext = workload_text(
+        &prof,
+        ops,
+        wall.as_secs_f64(),
+        provenance.clone(),
+        derive::Form::Recorded,
+    )?;
+    let gtext = workload_text(
+        &prof,
+        ops,
+        wall.as_secs_f64(),
+        provenance,
+        derive::Form::Steady,
+    )?;
     write_whole(&opts.out.join("profile.json"), &ptext)?;
     write_whole(&opts.out.join("workload.json"), &wtext)?;
+    write_whole(&opts.out.join("guest.json"), &gtext)?;
     let t = prof.totals();
     Ok(format!(
-        "{}recorded {} threads, {} events in {:.2} s: CPU {:.3} s, {} switches, {} wakeups{}\nwrote {}/profile.json, {}/workload.json",
+        "{}recorded {} threads, {} events in {:.2} s: CPU {:.3} s, {} switches, {} wakeups{}\nwrote {}/profile.json, {}/workload.json, {}/guest.json",
         output,
         prof.threads.len(),
         prof.events,
@@ -573,6 +599,7 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
         t.switches,
         t.wakeups,
         ops.map(|n| format!(", {n} ops")).unwrap_or_default(),
+        opts.out.display(),
         opts.out.display(),
         opts.out.display()
     ))

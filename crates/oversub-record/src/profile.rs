@@ -600,6 +600,21 @@ impl Profile {
                 a.switches_blocked = u(sw, "blocked", &format!("{at}.switches"))?;
                 a.switches_preempted = u(sw, "preempted", &format!("{at}.switches"))?;
             }
+            // The steady form's inputs (crate::steady): shootdowns started
+            // (reason TLB_REMOTE_SEND_IPI) and op markers.
+            if let Some(tl) = t.get("tlb_flush").and_then(Value::as_object) {
+                for (name, x) in tl {
+                    if let Some(r) = (0..=5).find(|&r| tlb_reason(r) == name) {
+                        let n = u(x, "events", &format!("{at}.tlb_flush.{name}"))?;
+                        a.tlb.insert(r, (n, 0));
+                    }
+                }
+            }
+            if let Some(x) = t.get("op_markers") {
+                a.op_marks = x
+                    .as_u64()
+                    .ok_or_else(|| format!("{at}.op_markers: expected a non-negative integer"))?;
+            }
             if p.threads.insert(tid, a).is_some() {
                 return Err(format!("{at}.tid: {tid} appears twice"));
             }

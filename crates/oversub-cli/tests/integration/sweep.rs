@@ -375,7 +375,7 @@ fn reproduce_writes_csv_summary_and_report() {
 #[test]
 fn per_op_latency_is_recorded_once_per_op() {
     let sc = oversub::scenario::Scenario::load_with(
-        &Path::new(ROOT).join("scenarios/overcommit/dbench-2x16.toml"),
+        &Path::new(ROOT).join("scenarios/overcommit/vips-2x16.toml"),
         &[],
     )
     .unwrap();
@@ -385,8 +385,10 @@ fn per_op_latency_is_recorded_once_per_op() {
         let h = &v.op_latency_ns;
         assert!(v.ops > 100, "{}: {} ops", v.name, v.ops);
         assert_eq!(h.count(), v.ops, "{}", v.name);
-        // dbench's op is a kernel lock section on one vCPU: the sections of
-        // a vCPU never overlap, so the sum fits in vCPUs x duration.
+        // vips' op is a loop of one of its 16 workers (ops_per_loop 1): a
+        // thread's loops never overlap, and 16 threads on 16 vCPUs, so the
+        // sum fits in vCPUs x duration. (With ops_per_loop, ops are
+        // weighted and the histogram still counts loops.)
         let sum = h.mean() as f64 * h.count() as f64;
         assert!(
             sum <= f64::from(v.vcpus) * r.duration_ns as f64,
@@ -688,7 +690,7 @@ fn adaptive_seeds_are_bounded_marked_and_deterministic() {
     let resolved = |pol: &str| {
         summary
             .lines()
-            .find(|l| l.starts_with(&format!("dbench,2,{pol},throughput,")))
+            .find(|l| l.starts_with(&format!("vips,2,{pol},throughput,")))
             .unwrap()
             .rsplit(',')
             .next()
@@ -772,7 +774,7 @@ fn reproduce_sets_a_flat_host_beside_the_6_12_117_host() {
     );
     let row = |host: &str| {
         text.lines()
-            .find(|l| l.starts_with("dbench     2 ") && l.split_whitespace().nth(2) == Some(host))
+            .find(|l| l.starts_with("vips       2 ") && l.split_whitespace().nth(2) == Some(host))
             .unwrap_or_else(|| panic!("no {host} row in {text}"))
             .to_string()
     };

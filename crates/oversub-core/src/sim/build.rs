@@ -77,7 +77,22 @@ impl<'a> SimBuilder<'a> {
             check_invariants: cfg!(debug_assertions),
             _rng: SimRng::new(sc.host.seed, 0),
             vms: Vec::new(),
-            vm_ops: sc.vms.iter().map(|v| v.ops_threads.clone()).collect(),
+            vm_ops: sc
+                .vms
+                .iter()
+                .map(|v| {
+                    let w = |i: usize| {
+                        v.program
+                            .as_ref()
+                            .and_then(|p| p.threads.get(i))
+                            .and_then(|t| t.ops_per_loop)
+                            .unwrap_or(1.0)
+                    };
+                    v.ops_threads
+                        .as_ref()
+                        .map(|sel| sel.iter().map(|&i| (i, w(i))).collect())
+                })
+                .collect(),
             kvm: sc.kvm.clone(),
             pv: sc.pv,
             until_done: false,

@@ -93,8 +93,9 @@ pub struct Simulator {
     _rng: SimRng,
     /// The VMs (empty for a host-only scenario).
     vms: Vec<VmRt>,
-    /// Per VM, `[[vm]] ops`: which program threads' loops are its ops.
-    vm_ops: Vec<Option<Vec<usize>>>,
+    /// Per VM, `[[vm]] ops`: which program threads' loops are its ops, and
+    /// how many ops one loop of each is (its `ops_per_loop`, default 1).
+    vm_ops: Vec<Option<Vec<(usize, f64)>>>,
     kvm: crate::scenario::KvmSpec,
     pv: crate::scenario::PvSpec,
     /// Stop as soon as every program thread has finished.

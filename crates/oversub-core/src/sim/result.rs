@@ -48,18 +48,21 @@ impl Simulator {
             });
         }
         let mut vms = sim.vm_reports(duration);
-        // `[[vm]] ops`: a program VM's ops are its chosen threads' loops.
+        // `[[vm]] ops`: a program VM's ops are its chosen threads' loops,
+        // each loop weighted by its thread's `ops_per_loop` (1 unless the
+        // program says how many of the real program's ops a loop is).
         for (v, sel) in vms.iter_mut().zip(&sim.vm_ops) {
             if let Some(sel) = sel {
-                v.ops = sel
+                let ops: f64 = sel
                     .iter()
-                    .filter_map(|&i| v.threads.get(i))
-                    .map(|t| t.phase_loops)
+                    .filter_map(|&(i, w)| v.threads.get(i).map(|t| t.phase_loops as f64 * w))
                     .sum();
-                v.ops_per_s = v.ops as f64 / (duration.0.max(1) as f64 / 1e9);
-                // ... and an op's latency is one of those loops, start to end.
+                v.ops = ops.round() as u64;
+                v.ops_per_s = ops / (duration.0.max(1) as f64 / 1e9);
+                // ... and an op's latency is one of those loops, start to end
+                // (with ops_per_loop, the histogram counts loops, not ops).
                 let mut h = crate::stats::hist::LogHist::default();
-                for t in sel.iter().filter_map(|&i| v.threads.get(i)) {
+                for t in sel.iter().filter_map(|&(i, _)| v.threads.get(i)) {
                     h.merge(&t.loop_ns);
                 }
                 v.op_latency_ns = h;

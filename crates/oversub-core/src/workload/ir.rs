@@ -188,6 +188,10 @@ pub struct Thread {
     /// `timer_slack_ns` of its sleeps (`prctl(PR_SET_TIMERSLACK)`; None:
     /// the default, `task::DEFAULT_TIMER_SLACK`).
     pub timer_slack: Option<Nanos>,
+    /// The real program's ops one phase loop of this thread stands for
+    /// (the task `oversub` object's `ops_per_loop`; None: 1). A VM's
+    /// `[[vm]] ops` counts phase loops times this.
+    pub ops_per_loop: Option<f64>,
     pub phases: Vec<Phase>,
 }
 

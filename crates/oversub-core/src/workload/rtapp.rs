@@ -38,6 +38,7 @@ use value::{boolean, fields, int, no_dups, obj, policy, string};
 
 mod event;
 mod task;
+mod task_ext;
 mod value;
 
 /// A parsed rt-app file.

@@ -74,6 +74,30 @@ fn a_vm_s_ops_are_the_loops_of_the_threads_it_names() {
     assert!(refine > 0);
 }
 
+/// A derived program's ops are its threads' phase loops each weighted by
+/// the thread's `ops_per_loop` (the real program's ops per loop), not the
+/// loops themselves.
+#[test]
+fn a_derived_program_s_ops_weight_each_loop_by_its_thread_s_ops_per_loop() {
+    let sc = load("scenarios/overcommit/ebizzy-1x16.toml");
+    let p = sc.vms[0].program.as_ref().unwrap();
+    let r = run(&sc, 1, 100);
+    let v = &r.vms[0];
+    let mut want = 0.0;
+    let mut loops = 0;
+    for t in v.threads.iter().filter(|t| t.name.starts_with('t')) {
+        let th = p.threads.iter().find(|x| x.name == t.name).unwrap();
+        let w = th.ops_per_loop.expect("derived threads carry ops_per_loop");
+        assert!(w > 1.0, "{}: {w}", t.name);
+        want += t.phase_loops as f64 * w;
+        loops += t.phase_loops;
+    }
+    assert!(loops > 0);
+    assert_eq!(v.ops, want.round() as u64);
+    assert!(v.ops > 2 * loops, "{} ops from {loops} loops", v.ops);
+    assert!((v.ops_per_s - want / 0.1).abs() < 1e-6 * v.ops_per_s);
+}
+
 #[test]
 fn seeds_move_a_program_vm_and_a_seed_repeats_exactly() {
     let sc = load("scenarios/overcommit/vips-2x16.toml");

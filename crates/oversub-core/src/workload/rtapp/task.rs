@@ -126,9 +126,9 @@ impl Builder {
             Some(x) => us(int(x, &format!("{at}.delay"), 0, 3_600_000_000, " us")?),
             None => Nanos::ZERO,
         };
-        let timer_slack = match get("oversub") {
-            Some(x) => task_extension(x, &format!("{at}.oversub"))?,
-            None => None,
+        let ext = match get("oversub") {
+            Some(x) => super::task_ext::parse(x, &format!("{at}.oversub"))?,
+            None => super::task_ext::TaskExt::default(),
         };
         // One cap on threads however they are spelled (instances of many
         // tasks included), checked before any is built.
@@ -215,47 +215,11 @@ impl Builder {
                 cpus: tcpus.clone(),
                 delay,
                 loops,
-                timer_slack,
+                timer_slack: ext.timer_slack,
+                ops_per_loop: ext.ops_per_loop,
                 phases,
             });
         }
         Ok(())
     }
-}
-
-/// The longest `timer_slack` (us): the scenario TOML's bound.
-const MAX_TIMER_SLACK_US: f64 = 1_000_000.0;
-
-/// A task's `oversub` object (extension; rt-app ignores the key, which no
-/// event name is a prefix of): `timer_slack`, the thread's
-/// `prctl(PR_SET_TIMERSLACK)` in us, 0.001 (1 ns) ..= 1 s. `oversub record`
-/// sets it to 1 ns on derived threads, whose sleeps replay measured blocked
-/// times that already include the real kernel's slack.
-pub(super) fn task_extension(v: &Json, at: &str) -> Result<Option<Nanos>, InputError> {
-    let kv = obj(v, at)?;
-    no_dups(kv, at)?;
-    let mut slack = None;
-    for (k, x) in kv {
-        let a = format!("{at}.{k}");
-        if k != "timer_slack" {
-            return Err(InputError::new(a, "unknown key: allowed timer_slack"));
-        }
-        let range = "allowed 0.001 ..= 1000000 us (1 ns ..= 1 s; prctl(PR_SET_TIMERSLACK, 0) would restore the default)";
-        let f = match x {
-            Json::Int(i) => *i as f64,
-            Json::Float(f) => *f,
-            o => {
-                return Err(InputError::new(
-                    a,
-                    format!("expected a number of us, found {}: {range}", o.kind()),
-                ))
-            }
-        };
-        let ns = (f * 1000.0).round();
-        if !(f.is_finite() && (1.0..=MAX_TIMER_SLACK_US * 1000.0).contains(&ns)) {
-            return Err(InputError::new(a, format!("{f} is out of range: {range}")));
-        }
-        slack = Some(Nanos(ns as u64));
-    }
-    Ok(slack)
 }

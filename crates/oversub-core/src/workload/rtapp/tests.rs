@@ -214,7 +214,7 @@ fn task_timer_slack_extension_parses_and_bad_values_name_the_field() {
         ),
         (
             r#"{"slack": 1}"#,
-            "tasks.t.oversub.slack: unknown key: allowed timer_slack",
+            "tasks.t.oversub.slack: unknown key: allowed timer_slack, ops_per_loop",
         ),
         (
             r#"{"timer_slack": 1, "timer_slack": 2}"#,

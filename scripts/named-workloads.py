@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Writes the named workloads that are derived programs (docs/workloads.md,
+"The named workloads as programs") from their recordings' steady-state form:
+workloads/NAME.json = recordings/REC/guest.json (written by `oversub record`
+or `oversub derive recordings/REC`) with a header naming the recording and a
+`provenance.status`. The other named workloads stay hand-written estimates
+(each says why in `provenance.why_not_the_derived_program`).
+
+    python3 scripts/named-workloads.py          # rewrite them all
+    python3 scripts/named-workloads.py --check  # exit 1 if one is stale
+"""
+import collections
+import json
+import sys
+
+# NAME: (recording, what one op is, how the recording counted it)
+NAMED = collections.OrderedDict([
+    ("dbench", ("dbench-tmpfs", "a dbench client operation",
+                "dbench's own operation table (ops.txt); the published filesystem is unknown: the tmpfs "
+                "recording is the one whose derived program runs as a guest (dbench-ext4's clients wait on "
+                "each other through lost-wakeup guards, see why_not in docs)")),
+    ("ebizzy", ("ebizzy", "a record search (ebizzy default: malloc'd chunks, glibc's dynamic mmap threshold)",
+                "the program's op markers (programs/ebizzy)")),
+    ("ebizzy-M", ("ebizzy-M", "a record search (ebizzy -M: every free trims the arena, shootdowns and faults)",
+                  "the program's op markers (programs/ebizzy)")),
+    ("hackbench", ("hackbench", "a message (hackbench -T -g 2 -f 8: 2 x 8 x 8 x loops)",
+                   "hackbench's message count (ops.txt)")),
+])
+
+
+def build(name):
+    rec, op, counted = NAMED[name]
+    with open(f"recordings/{rec}/guest.json") as f:
+        g = json.load(f, object_pairs_hook=collections.OrderedDict)
+    prov = g["provenance"]
+    cmd = " ".join(prov["command"])
+    new = collections.OrderedDict()
+    new["status"] = ("measured: the steady-state form of the program derived from the recording "
+                     f"recordings/{rec} (oversub derive; docs/workloads.md, \"guest.json\"); what is not "
+                     "derived is listed in derivation.steady.not_derived and derivation.not_captured")
+    new["recording"] = f"recordings/{rec}"
+    new["op"] = f"{op}; counted by {counted}; [[vm]] ops = \"t*\" weights each t* task's phase loops by its oversub.ops_per_loop"
+    new.update(prov)
+    g["provenance"] = new
+    body = json.dumps(g, indent=1)
+    header = (f"/* MEASURED (provenance below): derived from recordings/{rec}\n"
+              f" * ({cmd}; {prov.get('date', '?')}) by scripts/named-workloads.py from\n"
+              f" * recordings/{rec}/guest.json. One op = {op}. Do not edit: re-derive. */\n")
+    return body[0] + "\n" + header + body[1:] + "\n"
+
+
+def main():
+    check = "--check" in sys.argv[1:]
+    stale = []
+    for name in NAMED:
+        text = build(name)
+        path = f"workloads/{name}.json"
+        if check:
+            with open(path) as f:
+                if f.read() != text:
+                    stale.append(path)
+        else:
+            with open(path + ".tmp", "w") as f:
+                f.write(text)
+            import os
+            os.replace(path + ".tmp", path)
+    if stale:
+        print("stale (run python3 scripts/named-workloads.py): " + ", ".join(stale))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
