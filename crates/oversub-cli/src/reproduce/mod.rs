@@ -12,6 +12,7 @@ pub mod flat;
 pub mod history;
 pub mod html;
 pub mod plot;
+pub mod regimes;
 pub mod verdict;
 pub mod yield_throttle;
 
@@ -259,7 +260,25 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     } else {
         comparison(&sections, &published)
     };
-    let verdict = verdict::verdict(&sections, &published);
+    let mut verdict = verdict::verdict(&sections, &published);
+    // The regimes beside the publication, after its first sentence (the
+    // simulation against the publication).
+    if let Some(v) = regimes::verdict(&sections, &published) {
+        verdict.insert(verdict.len().min(1), v);
+    }
+    // The seeds' evaluation per virtualization regime (section regimes;
+    // empty without it).
+    let regimes_table = regimes::table(&sections, &published);
+    let mut regimes_md = String::new();
+    if !regimes_table.is_empty() {
+        let _ = writeln!(
+            regimes_md,
+            "## Per virtualization regime (PV, APICv, AVIC, IPIv)\n\n```\n{regimes_table}```\n"
+        );
+    }
+    if let Some(c) = regimes::csv(&sections, &published) {
+        w(&format!("{}/regimes.csv", regimes::SECTION), &c)?;
+    }
     // The flat host beside the 6.12.117 host (sections seeds-flat,
     // topologies-flat; empty without them).
     let flat_seeds = flat::seeds_table(&sections, &published);
@@ -296,6 +315,9 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     if !flat_md.is_empty() {
         let _ = writeln!(md, "\n{flat_md}");
     }
+    if !regimes_md.is_empty() {
+        let _ = writeln!(md, "\n{regimes_md}");
+    }
     for s in &sections {
         let _ = writeln!(md, "# Section {}: {}\n", s.name, s.title);
         let body = sweep::summary::to_markdown(&s.spec, &s.summary);
@@ -314,7 +336,7 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     let page = html::render(&sections, &published, quick, &verdict, &prov);
     w(
         "report.html",
-        &html::with_extra(&page, &format!("{flat_md}{extra_md}")),
+        &html::with_extra(&page, &format!("{flat_md}{regimes_md}{extra_md}")),
     )?;
     crate::output::write_set(&files)?;
     let mut text = String::new();
@@ -328,7 +350,7 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
     if !table.is_empty() {
         let _ = writeln!(text, "{table}");
     }
-    for t in [&flat_seeds, &flat_topo]
+    for t in [&flat_seeds, &flat_topo, &regimes_table]
         .into_iter()
         .filter(|t| !t.is_empty())
     {

@@ -809,3 +809,115 @@ fn reproduce_sets_a_flat_host_beside_the_6_12_117_host() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn reproduce_sets_the_regimes_side_by_side_beside_the_published_gains() {
+    let dir = std::env::temp_dir().join(format!("oversub-repro-regimes-{}", std::process::id()));
+    let out = oversub_cmd()
+        .args([
+            "reproduce",
+            "--quick",
+            "--manifest",
+            "crates/oversub-cli/tests/data/tiny-reproduce-regimes.toml",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head = text
+        .lines()
+        .find(|l| l.starts_with("workload vms published policy"))
+        .unwrap_or_else(|| panic!("no regimes header in {text}"));
+    assert_eq!(
+        head.split_whitespace().skip(4).collect::<Vec<_>>(),
+        ["pv-on", "pv-off", "apicv", "avic", "ipiv"],
+        "{head}"
+    );
+    // dbench 2 VMs: the published v1 gain and a simulated cell per regime.
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("dbench     2 ") && l.contains("seed-v1"))
+        .unwrap_or_else(|| panic!("no dbench row in {text}"));
+    // A cell is "+1.2±0.8" or "+0.0 det" (the same at every seed).
+    let joined = row.replace(" det", "det");
+    let f: Vec<&str> = joined.split_whitespace().collect();
+    assert_eq!(f.len(), 4 + 5, "{row}");
+    assert_eq!(f[2], "14.4", "{row}");
+    assert!(f[4..].iter().all(|c| c.starts_with(['+', '-'])), "{row}");
+    for what in ["in CI", "direction", "|gap| pp"] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("seed-v1") && l.contains(what)),
+            "{what}: {text}"
+        );
+    }
+    // The verdict names a regime or says none fits: computed, never absent.
+    let v = text
+        .lines()
+        .find(|l| l.starts_with("* Regimes (PV, APICv, AVIC, IPIv"))
+        .unwrap_or_else(|| panic!("no regimes verdict in {text}"));
+    assert!(
+        v.contains("Per regime: pv-on 0/1 in CI") || v.contains("Per regime: pv-on 1/1 in CI"),
+        "{v}"
+    );
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("## Per virtualization regime (PV, APICv, AVIC, IPIv)"));
+    assert!(md.contains("* Regimes (PV, APICv, AVIC, IPIv"));
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("Per virtualization regime")
+            && html.contains("Regimes (PV, APICv, AVIC, IPIv")
+    );
+    let csv = std::fs::read_to_string(dir.join("regimes/regimes.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("workload,vms,regime,policy,published_pct,simulated_pct,ci95,gap_pp,in_ci,direction")
+    );
+    let ipiv = csv
+        .lines()
+        .find(|l| l.starts_with("dbench,2,ipiv,seed-v1,14.400,"))
+        .unwrap_or_else(|| panic!("{csv}"));
+    assert_eq!(ipiv.split(',').count(), 10, "{ipiv}");
+    // The regime column in the rows: 2 policies x 5 regimes x 2 seeds.
+    let rows = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    assert!(rows.lines().next().unwrap().contains(",regime,"), "{rows}");
+    assert_eq!(rows.lines().count(), 1 + 20);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_regime_axis_refuses_its_keys_set_elsewhere() {
+    let dir = std::env::temp_dir().join(format!("oversub-regime-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        format!(
+            "base = \"{ROOT}/scenarios/overcommit/dbench-2x16.toml\"\nseeds = [1]\nset = [\"kvm.ipiv=true\"]\n[[axis]]\nkey = \"regime\"\nvalues = [\"apicv\"]\n"
+        ),
+    )
+    .unwrap();
+    let out = oversub_cmd()
+        .args(["sweep"])
+        .arg(&bad)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("set: kvm.ipiv=true: axis[0] \"regime\" sets kvm.ipiv for every run: allowed the regime or this key, not both"),
+        "{err}"
+    );
+    assert!(!dir.join("out").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -9,11 +9,22 @@
 //!   `kvm_track_ipi_communication`, `kvm_vcpu_is_ipi_receiver`,
 //!   `kvm_clear_ipi_on_eoi`, with the v1/v2 clear-on-any-EOI or the v3
 //!   matching-vector rule as a switch.
-//! * Hardware acceleration switches: `apicv` (EOIs of edge-triggered vectors
-//!   are virtualized and never exit, so nothing is cleared on EOI; delivery to
-//!   a vCPU that is not running posts the interrupt, which makes
-//!   `kvm_arch_dy_has_pending_interrupt` meaningful) and `ipiv` (the
-//!   sender's ICR write does not exit: KVM never sees the IPI).
+//! * Hardware acceleration switches, named after KVM 6.12.117's module
+//!   parameters: `apicv` (`kvm_intel.enable_apicv`; EOIs of edge-triggered
+//!   vectors are virtualized and never exit, so nothing is cleared on EOI;
+//!   delivery to a vCPU that is not running posts the interrupt, which makes
+//!   `kvm_arch_dy_has_pending_interrupt` meaningful), `ipiv`
+//!   (`kvm_intel.enable_ipiv`, vmx.c: the x2APIC ICR MSR is not intercepted
+//!   and the PID-pointer table is set up; the CPU virtualizes an ICR write
+//!   that is fixed, physical and without shorthand to a valid destination,
+//!   any other write still takes the APIC-write exit: Intel SDM, "IPI
+//!   virtualization") and `avic` (`kvm_amd.avic`, svm/avic.c
+//!   `avic_incomplete_ipi_interception`: fixed IPIs are delivered by the
+//!   CPU; a write whose target is not running exits with
+//!   AVIC_IPI_FAILURE_TARGET_NOT_RUNNING and KVM only kicks the targets,
+//!   `avic_kick_target_vcpus`, never reaching `kvm_irq_delivery_to_apic`, so
+//!   the series' tracker records nothing; other delivery modes exit with
+//!   AVIC_IPI_FAILURE_INVALID_INT_TYPE to `kvm_apic_send_ipi`).
 
 use super::{VcpuIdx, Vector};
 use crate::engine::{Nanos, Time};
@@ -132,6 +143,19 @@ pub fn kvm_irq_delivery_to_apic(
     matching
 }
 
+/// Whether IPI virtualization handles this ICR write without an exit (Intel
+/// SDM, "IPI virtualization"; KVM 6.12.117 sets the PID-pointer table's last
+/// index to `max_vcpu_ids - 1`, here the VM's `nr_vcpus`): fixed delivery,
+/// physical destination, no shorthand, a destination with a valid
+/// PID-pointer entry (a vCPU of the VM).
+/// Edge trigger is implied (the model sends no level-triggered IPI).
+pub fn ipiv_virtualizes(nr_vcpus: u32, irq: &LapicIrq) -> bool {
+    irq.delivery_mode == DeliveryMode::Fixed
+        && irq.dest_mode == DestMode::Physical
+        && irq.shorthand == Shorthand::NoShorthand
+        && irq.dest_id < nr_vcpus
+}
+
 /// How an EOI clears tracking state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EoiClear {
@@ -151,11 +175,13 @@ pub struct IpiTrackingParams {
     pub eoi: EoiClear,
     /// APICv / AVIC active: EOI virtualization, posted interrupts.
     pub apicv: bool,
-    /// IPI virtualization (Intel IPIv): ICR writes do not exit.
+    /// IPI virtualization (`kvm_intel.enable_ipiv`): fixed, physical,
+    /// no-shorthand ICR writes do not exit ([`ipiv_virtualizes`]).
     pub ipiv: bool,
-    /// AMD AVIC: an ICR write exits only when a target is not running
-    /// (the AVIC_INCOMPLETE_IPI exit, which KVM then delivers and the series
-    /// tracks); to running targets it is delivered without exit.
+    /// AMD AVIC (`kvm_amd.avic`): a fixed IPI exits only when a target is
+    /// not running (AVIC_IPI_FAILURE_TARGET_NOT_RUNNING, handled by
+    /// `avic_kick_target_vcpus` without `kvm_irq_delivery_to_apic`: not
+    /// tracked); other delivery modes exit to `kvm_apic_send_ipi`.
     pub avic: bool,
 }
 
@@ -192,8 +218,13 @@ pub struct IpiContext {
 pub struct IcrWrite {
     /// vCPUs that get the vector.
     pub targets: ApicTargets,
-    /// The write caused an APIC-write exit (false with IPIv).
+    /// The write exited to KVM: an APIC-write (or AVIC invalid-type) exit
+    /// to `kvm_apic_send_ipi`, or AVIC's target-not-running exit.
     pub exited: bool,
+    /// The exit was AVIC's AVIC_IPI_FAILURE_TARGET_NOT_RUNNING: KVM kicks the
+    /// targets (`avic_kick_target_vcpus`) and never reaches
+    /// `kvm_irq_delivery_to_apic`.
+    pub avic_kick: bool,
     /// The sender/receiver pair was recorded.
     pub tracked: bool,
 }
@@ -312,13 +343,23 @@ impl IpiTracker {
         running: &dyn Fn(VcpuIdx) -> bool,
     ) -> IcrWrite {
         let targets = kvm_irq_delivery_to_apic(self.nr(), Some(src), irq);
-        let exited = if self.params.avic {
-            targets.iter().any(|&t| !running(t))
+        let (exited, avic_kick) = if self.params.avic {
+            if irq.delivery_mode != DeliveryMode::Fixed {
+                // AVIC_IPI_FAILURE_INVALID_INT_TYPE: kvm_apic_send_ipi.
+                (true, false)
+            } else {
+                let kick = targets.iter().any(|&t| !running(t));
+                (kick, kick)
+            }
         } else {
-            !self.params.ipiv
+            (
+                !(self.params.ipiv && ipiv_virtualizes(self.nr(), irq)),
+                false,
+            )
         };
         let mut tracked = false;
         if exited
+            && !avic_kick
             && self.params.enabled
             && irq.delivery_mode == DeliveryMode::Fixed
             && irq.shorthand == Shorthand::NoShorthand
@@ -331,6 +372,7 @@ impl IpiTracker {
         IcrWrite {
             targets,
             exited,
+            avic_kick,
             tracked,
         }
     }
@@ -515,6 +557,63 @@ mod tests {
         a.on_icr_write(VcpuIdx(0), &LapicIrq::unicast(VcpuIdx(2), V), Time(0));
         assert!(!a.on_eoi(VcpuIdx(2), V, Time(1)));
         assert!(a.kvm_vcpu_is_ipi_receiver(VcpuIdx(0), VcpuIdx(2), Time(1)));
+    }
+
+    #[test]
+    fn ipiv_virtualizes_fixed_physical_unicasts_only() {
+        let mut t = tr(IpiTrackingParams {
+            apicv: true,
+            ipiv: true,
+            ..Default::default()
+        });
+        let base = LapicIrq::unicast(VcpuIdx(2), V);
+        assert!(!t.on_icr_write(VcpuIdx(0), &base, Time(0)).exited);
+        // A flat-logical unicast takes the APIC-write exit and reaches
+        // kvm_irq_delivery_to_apic: tracked.
+        let logical = LapicIrq {
+            dest_mode: DestMode::Logical,
+            dest_id: 0b0100,
+            ..base
+        };
+        let w = t.on_icr_write(VcpuIdx(0), &logical, Time(1));
+        assert!(w.exited && w.tracked && !w.avic_kick);
+        assert_eq!(t.confirmed_receiver(VcpuIdx(0), Time(1)), Some(VcpuIdx(2)));
+        for irq in [
+            LapicIrq {
+                shorthand: Shorthand::AllButSelf,
+                ..base
+            },
+            LapicIrq {
+                delivery_mode: DeliveryMode::Nmi,
+                ..base
+            },
+            LapicIrq::unicast(VcpuIdx(9), V),
+        ] {
+            assert!(t.on_icr_write(VcpuIdx(0), &irq, Time(2)).exited, "{irq:?}");
+        }
+    }
+
+    #[test]
+    fn avic_exits_for_a_target_not_running_without_tracking() {
+        let mut t = tr(IpiTrackingParams {
+            apicv: true,
+            avic: true,
+            ..Default::default()
+        });
+        let to2 = LapicIrq::unicast(VcpuIdx(2), V);
+        let w = t.on_icr_write_running(VcpuIdx(0), &to2, Time(0), &|_| true);
+        assert!(!w.exited && !w.tracked);
+        let w = t.on_icr_write_running(VcpuIdx(0), &to2, Time(0), &|v| v != VcpuIdx(2));
+        assert!(w.exited && w.avic_kick && !w.tracked);
+        assert_eq!(t.context(VcpuIdx(0)), IpiContext::default());
+        // Lowest priority is not handled by AVIC: INVALID_INT_TYPE exit to
+        // kvm_apic_send_ipi (not tracked: not fixed).
+        let lp = LapicIrq {
+            delivery_mode: DeliveryMode::LowestPriority,
+            ..to2
+        };
+        let w = t.on_icr_write_running(VcpuIdx(0), &lp, Time(0), &|_| true);
+        assert!(w.exited && !w.avic_kick && !w.tracked);
     }
 
     #[test]

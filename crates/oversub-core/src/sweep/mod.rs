@@ -10,6 +10,7 @@
 
 pub mod adaptive;
 pub mod metrics;
+pub mod regime;
 pub mod spec;
 pub mod summary;
 

@@ -21,6 +21,10 @@
 //! name = "pv"
 //! values = [ { label = "on", set = [] },
 //!            { label = "off", set = ["guest.pv.spinlock=false"] } ]
+//!
+//! [[axis]]                           # virtualization regimes (regime.rs):
+//! key = "regime"                     # each sets [guest.pv] and
+//! values = ["pv-on", "ipiv"]         # kvm.{apicv,avic,ipiv}
 //! ```
 
 use crate::engine::Nanos;
@@ -158,6 +162,17 @@ impl SweepSpec {
                             file: Some(clean(&dir.join(p))),
                         }
                     }
+                    (v, Some("regime")) => {
+                        let toml::Value::String(r) = v else {
+                            return Err(err(&format!("{field}.values"), format!("{v} is not a regime name: allowed {}", super::regime::names())));
+                        };
+                        AxisValue {
+                            label: r.clone(),
+                            sets: super::regime::overrides(r)
+                                .map_err(|m| err(&format!("{field}.values"), m))?,
+                            file: None,
+                        }
+                    }
                     (v, Some(k)) => AxisValue {
                         label: label_of(v),
                         sets: vec![Override {
@@ -210,6 +225,37 @@ impl SweepSpec {
                         o.path.join(".")
                     ),
                 ));
+            }
+        }
+        // A regime owns its keys (regime::KEYS): neither `set` nor another
+        // axis may set one of them (which one would win is not obvious).
+        if let Some(r) = raw
+            .axis
+            .iter()
+            .position(|a| a.key.as_deref() == Some("regime"))
+        {
+            let owned = |o: &Override| super::regime::KEYS.contains(&o.path.join(".").as_str());
+            if let Some(o) = sets.iter().find(|o| owned(o)) {
+                return Err(err(
+                    "set",
+                    format!(
+                        "{}: axis[{r}] \"regime\" sets {} for every run: allowed the regime or this key, not both",
+                        o.arg,
+                        o.path.join(".")
+                    ),
+                ));
+            }
+            for (i, a) in axes.iter().enumerate().filter(|(i, _)| *i != r) {
+                if let Some(o) = a.values.iter().flat_map(|v| &v.sets).find(|o| owned(o)) {
+                    return Err(err(
+                        &format!("axis[{i}]"),
+                        format!(
+                            "\"{}\" sets {}, which axis[{r}] \"regime\" sets: allowed the regime or this key, not both",
+                            crate::limits::echo(&a.name),
+                            o.path.join(".")
+                        ),
+                    ));
+                }
             }
         }
         for (i, a) in axes.iter().enumerate() {
@@ -372,4 +418,82 @@ pub fn clean(p: &Path) -> PathBuf {
         return PathBuf::from(".");
     }
     out.iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "base = \"s.toml\"\nseeds = [1]\n";
+
+    fn parse(src: &str) -> Result<SweepSpec, String> {
+        SweepSpec::parse("t.toml", &format!("{HEAD}{src}"), Path::new("."))
+    }
+
+    #[test]
+    fn regime_axis_expands_to_the_regimes_keys() {
+        let s = parse("[[axis]]\nkey = \"regime\"\nvalues = [\"pv-off\", \"ipiv\"]\n").unwrap();
+        let a = &s.axes[0];
+        assert_eq!(a.name, "regime");
+        let args =
+            |i: usize| -> Vec<&str> { a.values[i].sets.iter().map(|o| o.arg.as_str()).collect() };
+        assert_eq!(a.values[0].label, "pv-off");
+        assert_eq!(
+            args(0),
+            [
+                "guest.pv.steal_time=false",
+                "guest.pv.spinlock=false",
+                "guest.pv.sched_yield=false",
+                "guest.pv.tlb_flush=false",
+                "guest.pv.send_ipi=false",
+                "kvm.apicv=false",
+                "kvm.avic=false",
+                "kvm.ipiv=false",
+            ]
+        );
+        assert_eq!(a.values[1].label, "ipiv");
+        assert!(args(1).contains(&"kvm.apicv=true") && args(1).contains(&"kvm.ipiv=true"));
+        assert!(args(1).contains(&"guest.pv.send_ipi=true") && args(1).contains(&"kvm.avic=false"));
+    }
+
+    #[test]
+    fn regime_refuses_an_unknown_name_and_its_keys_set_elsewhere() {
+        let e = parse("[[axis]]\nkey = \"regime\"\nvalues = [\"x2apic\"]\n").unwrap_err();
+        assert_eq!(
+            e,
+            "t.toml: axis[0].values: \"x2apic\" is not a regime: allowed pv-on, pv-off, apicv, avic, ipiv"
+        );
+        let e = parse("[[axis]]\nkey = \"regime\"\nvalues = [1]\n").unwrap_err();
+        assert!(
+            e.starts_with("t.toml: axis[0].values: 1 is not a regime name"),
+            "{e}"
+        );
+        // Another axis setting a regime key, by bundle or plain key.
+        let e = parse(
+            "[[axis]]\nkey = \"regime\"\nvalues = [\"apicv\"]\n[[axis]]\nname = \"accel\"\nvalues = [{ label = \"x\", set = [\"kvm.ipiv=true\"] }]\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "t.toml: axis[1]: \"accel\" sets kvm.ipiv, which axis[0] \"regime\" sets: allowed the regime or this key, not both"
+        );
+        let e = parse("[[axis]]\nkey = \"guest.pv.spinlock\"\nvalues = [true]\n[[axis]]\nkey = \"regime\"\nvalues = [\"avic\"]\n")
+            .unwrap_err();
+        assert!(
+            e.starts_with("t.toml: axis[0]: \"guest.pv.spinlock\" sets guest.pv.spinlock"),
+            "{e}"
+        );
+        // The sweep's own `set`.
+        let e = parse(
+            "set = [\"kvm.apicv=false\"]\n[[axis]]\nkey = \"regime\"\nvalues = [\"pv-on\"]\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "t.toml: set: kvm.apicv=false: axis[0] \"regime\" sets kvm.apicv for every run: allowed the regime or this key, not both"
+        );
+        // Keys the regime does not own are fine.
+        parse("set = [\"kvm.on_spin=ipi_v1\"]\n[[axis]]\nkey = \"regime\"\nvalues = [\"pv-on\"]\n")
+            .unwrap();
+    }
 }

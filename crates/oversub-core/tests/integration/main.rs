@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod apic_regimes;
 mod architecture;
 mod cfs_behaviour;
 mod event_budget;

@@ -187,6 +187,7 @@ impl Simulator {
     ) {
         let now = self.now;
         let apicv = self.kvm.apicv;
+        let avic = self.kvm.avic;
         let exit = self.kvm.round_trip();
         let task = self.vms[vi].task(t);
         let vm = &mut self.vms[vi];
@@ -212,6 +213,11 @@ impl Simulator {
                 vm.g[t].pending_exit += exit;
             }
             self.poke(vi, t);
+        } else if avic {
+            // svm_complete_interrupt_delivery (svm.c, 6.12.117): the vAPIC
+            // backing page's IRR has it; a vCPU not in guest mode is only
+            // woken (above, if blocked): no request, and SVM has no
+            // posted-interrupt descriptor for kvm_arch_dy_has_pending_interrupt.
         } else if apicv {
             vm.vcpus[t].pi_pending = true;
         } else {
