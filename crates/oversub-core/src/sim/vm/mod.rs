@@ -18,7 +18,7 @@ use crate::guest::spinlock::kvm_spinlock_init;
 use crate::guest::workload::{LockPattern, WorkloadProfile};
 use crate::kvm::ipi_hint::IpiHint;
 use crate::kvm::lapic::{IpiTracker, IpiTrackingParams};
-use crate::kvm::on_spin::{OnSpinVariant, SpinVm};
+use crate::kvm::on_spin::{Attempt, OnSpinVariant, SpinVm};
 use crate::kvm::vcpu::VcpuState;
 use crate::kvm::{VcpuIdx, VmId};
 use crate::report::VmReport;
@@ -92,6 +92,8 @@ pub(super) struct VmRt {
     /// program VM): its idle CPUs poll before HLT and host halt polling is
     /// off (`sim::vm::idle`).
     haltpoll: bool,
+    /// A kept buffer for the attempts of `kvm_vcpu_on_spin()`.
+    attempts_buf: Vec<Attempt>,
 }
 
 /// What a vCPU step ends with.
@@ -171,6 +173,7 @@ impl VmRt {
             guest: None,
             targets_buf: Vec::new(),
             haltpoll: false,
+            attempts_buf: Vec::new(),
         }
     }
 
