@@ -511,7 +511,54 @@ pub fn kvm_vcpu_on_spin<F: FnMut(VcpuIdx) -> i32>(
     receiver: Option<VcpuIdx>,
     yield_to: F,
 ) -> OnSpinDecision {
+    let call = OnSpinCall {
+        me,
+        yield_to_kernel_mode,
+        variant,
+        receiver,
+    };
+    kvm_vcpu_on_spin_into(Vec::new(), vm, vcpus, call, yield_to)
+}
+
+/// The arguments of `kvm_vcpu_on_spin()` other than the VM, its vCPUs and
+/// the scheduler's `yield_to`.
+#[derive(Clone, Copy, Debug)]
+pub struct OnSpinCall {
+    pub me: VcpuIdx,
+    pub yield_to_kernel_mode: bool,
+    pub variant: OnSpinVariant,
+    pub receiver: Option<VcpuIdx>,
+}
+
+/// [`kvm_vcpu_on_spin`] recording its attempts into `attempts` (cleared
+/// first; returned in the decision), so a caller that keeps the buffer
+/// allocates nothing per PAUSE exit.
+pub fn kvm_vcpu_on_spin_into<F: FnMut(VcpuIdx) -> i32>(
+    mut attempts: Vec<Attempt>,
+    vm: &mut SpinVm,
+    vcpus: &mut [VcpuState],
+    call: OnSpinCall,
+    yield_to: F,
+) -> OnSpinDecision {
+    let OnSpinCall {
+        me,
+        yield_to_kernel_mode,
+        variant,
+        receiver,
+    } = call;
+    attempts.clear();
     let me_i = me.idx();
+    let n = vcpus.len();
+    if me_i >= n {
+        return OnSpinDecision {
+            target: None,
+            tier: None,
+            round: None,
+            attempts,
+            yielded: 0,
+            tries_left: 3,
+        };
+    }
     let mut ctx = Ctx {
         vcpus,
         me: me_i,
@@ -520,19 +567,8 @@ pub fn kvm_vcpu_on_spin<F: FnMut(VcpuIdx) -> i32>(
         skip_receiver: false,
         yield_to,
         tries: 3,
-        attempts: Vec::new(),
+        attempts,
     };
-    let n = ctx.vcpus.len();
-    if me_i >= n {
-        return OnSpinDecision {
-            target: None,
-            tier: None,
-            round: None,
-            attempts: Vec::new(),
-            yielded: 0,
-            tries_left: 3,
-        };
-    }
     let mut yielded = 0;
     match variant {
         OnSpinVariant::V613SingleLoop { fixed_index } => {

@@ -30,7 +30,17 @@ impl CpuMask {
 
     /// `n` CPUs, all set.
     pub fn full(n: usize) -> CpuMask {
-        CpuMask::from_bools(&vec![true; n])
+        let mut m = CpuMask::empty(n);
+        for (i, word) in m.bits.iter_mut().enumerate() {
+            let left = n - i * 64;
+            *word = if left >= 64 {
+                u64::MAX
+            } else {
+                (1 << left) - 1
+            };
+        }
+        m.weight = n as u32;
+        m
     }
 
     /// The mask whose CPU `c` is set where `allowed[c]` is true.
@@ -117,6 +127,12 @@ impl CpuMask {
 
     pub fn is_empty(&self) -> bool {
         self.nr_cpus == 0
+    }
+}
+
+impl From<Vec<bool>> for CpuMask {
+    fn from(allowed: Vec<bool>) -> CpuMask {
+        CpuMask::from_bools(&allowed)
     }
 }
 

@@ -395,7 +395,7 @@ impl Scheduler {
         name: &str,
         group: GroupId,
         nice: i32,
-        allowed: Vec<bool>,
+        allowed: impl Into<CpuMask>,
         cpu: CpuId,
         custom_slice: Option<u64>,
     ) -> TaskId {
@@ -421,7 +421,7 @@ impl Scheduler {
             on_cpu: false,
             group,
             nice,
-            allowed: CpuMask::from_bools(&allowed),
+            allowed: allowed.into(),
             stats: TaskStats::default(),
             wake_time: None,
             wait_since: None,

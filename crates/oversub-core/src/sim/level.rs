@@ -8,14 +8,20 @@
 
 use crate::engine::{Nanos, Time};
 use crate::sched::core::{Switch, YieldTo};
-use crate::sched::{CpuId, GroupId, SchedConfig, Scheduler, TaskId};
+use crate::sched::{CpuId, CpuMask, GroupId, SchedConfig, Scheduler, TaskId};
 use crate::task::Next;
 
 /// The CPUs a task may run on: those of `list`, or all `n`.
-pub(super) fn allowed_mask(n: usize, list: Option<&[u32]>) -> Vec<bool> {
+pub(super) fn allowed_mask(n: usize, list: Option<&[u32]>) -> CpuMask {
     match list {
-        Some(list) => (0..n).map(|c| list.contains(&(c as u32))).collect(),
-        None => vec![true; n],
+        Some(list) => {
+            let mut m = CpuMask::empty(n);
+            for &c in list.iter().filter(|&&c| (c as usize) < n) {
+                m.set(c as usize, true);
+            }
+            m
+        }
+        None => CpuMask::full(n),
     }
 }
 
@@ -67,9 +73,10 @@ impl KernelLevel {
         name: &str,
         group: GroupId,
         nice: i32,
-        allowed: Vec<bool>,
+        allowed: impl Into<CpuMask>,
         slice: Option<u64>,
     ) -> TaskId {
+        let allowed = allowed.into();
         let n = allowed.len();
         let cpu = (0..n)
             .map(|k| (self.next_cpu + k) % n)

@@ -4,8 +4,8 @@
 //! guests. Every function here is named after the 6.1 function it models.
 //!
 //! The functions are methods of [`Cfs`], a view of the [`Scheduler`] (the
-//! EEVDF functions of `fair.rs` have the same kernel names); the fair-class
-//! entry points of `fair.rs` dispatch here when the preset is CFS. Shared
+//! EEVDF functions of `fair/` have the same kernel names); the fair-class
+//! entry points of `fair/` dispatch here when the preset is CFS. Shared
 //! machinery (PELT, group shares, the load balancer, wakeup placement, the
 //! timeline vector) is the EEVDF model's, which 6.1 has in the same form;
 //! docs/model.md, "CFS (Linux 6.1)", lists what is and is not modelled.

@@ -29,7 +29,7 @@
 //! Layout: `weight` (the effective weight and re-weighting on the flat
 //! queue), `enqueue` (enqueue/dequeue), `pick` (`update_curr()`, pick,
 //! put_prev/set_next, tick). Wakeup preemption and `yield_task_fair()` /
-//! `yield_to_task_fair()` are `fair.rs`'s functions acting on the flat
+//! `yield_to_task_fair()` are `fair/`'s functions acting on the flat
 //! entities ([`Scheduler::eevdf_se`]); so are the yield_to policies.
 
 pub mod enqueue;

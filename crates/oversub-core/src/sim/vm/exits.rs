@@ -8,7 +8,7 @@ use super::state::{Cat, Phase, Wait};
 use super::{Act, FOREVER};
 use crate::engine::Nanos;
 use crate::kvm::irq_vectors::LOCAL_TIMER_VECTOR;
-use crate::kvm::on_spin::{kvm_vcpu_on_spin, yield_to_ret, OnSpinVariant, Tier};
+use crate::kvm::on_spin::{kvm_vcpu_on_spin_into, yield_to_ret, OnSpinCall, OnSpinVariant, Tier};
 use crate::kvm::ple::{cycles_to_ns, ple_fires, PauseLoop, PleKind, PleOutcome};
 use crate::kvm::pv::{kvm_sched_yield, SchedYield};
 use crate::kvm::VcpuIdx;
@@ -140,21 +140,20 @@ impl Simulator {
         // handle_pause (VMX) passes true; pause_interception (SVM) passes
         // `!sev_es_guest && CPL == 0` (every spin here is at CPL 0).
         let ytkm = !(vm.protected && kvm.ple.is_some_and(|p| p.kind == PleKind::Svm));
-        let dec = kvm_vcpu_on_spin(
-            &mut vm.spin,
-            &mut vm.vcpus,
+        let call = OnSpinCall {
             me,
-            ytkm,
+            yield_to_kernel_mode: ytkm,
             variant,
             receiver,
-            |t| {
-                let r = sched.yield_to(cpu, tasks.task(t), true);
-                if let YieldTo::Yielded(sw) = r {
-                    out = Some(sw);
-                }
-                yield_to_ret(r)
-            },
-        );
+        };
+        let buf = std::mem::take(&mut vm.attempts_buf);
+        let dec = kvm_vcpu_on_spin_into(buf, &mut vm.spin, &mut vm.vcpus, call, |t| {
+            let r = sched.yield_to(cpu, tasks.task(t), true);
+            if let YieldTo::Yielded(sw) = r {
+                out = Some(sw);
+            }
+            yield_to_ret(r)
+        });
         if let Some(Some(sw)) = out {
             if sw.prev == Some(tasks.task(me)) {
                 // Switched out inside kvm_vcpu_on_spin(): in_spin_loop stays
@@ -193,6 +192,7 @@ impl Simulator {
                 }
             }
         }
+        vm.attempts_buf = dec.attempts;
         out
     }
 

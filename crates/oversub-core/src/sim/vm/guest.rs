@@ -415,10 +415,12 @@ impl Simulator {
     /// Pokes every vCPU of VM `vi` spinning on a sleeping lock's owner so it
     /// looks at the lock and the owner again.
     pub(crate) fn poke_owner_spinners(&mut self, vi: usize) {
-        for j in 0..self.vms[vi].n as usize {
-            if self.vms[vi].owner_spinning(j) && !(self.pv.osq && self.guest_osq_waiting(vi, j)) {
+        let mut from = 0;
+        while let Some(j) = self.vms[vi].next_owner_spinner(from) {
+            if !(self.pv.osq && self.guest_osq_waiting(vi, j)) {
                 self.poke(vi, j);
             }
+            from = j + 1;
         }
     }
 

@@ -18,7 +18,7 @@ use crate::guest::spinlock::kvm_spinlock_init;
 use crate::guest::workload::{LockPattern, WorkloadProfile};
 use crate::kvm::ipi_hint::IpiHint;
 use crate::kvm::lapic::{IpiTracker, IpiTrackingParams};
-use crate::kvm::on_spin::{OnSpinVariant, SpinVm};
+use crate::kvm::on_spin::{Attempt, OnSpinVariant, SpinVm};
 use crate::kvm::vcpu::VcpuState;
 use crate::kvm::{VcpuIdx, VmId};
 use crate::report::VmReport;
@@ -92,6 +92,8 @@ pub(super) struct VmRt {
     /// program VM): its idle CPUs poll before HLT and host halt polling is
     /// off (`sim::vm::idle`).
     haltpoll: bool,
+    /// A kept buffer for the attempts of `kvm_vcpu_on_spin()`.
+    attempts_buf: Vec<Attempt>,
 }
 
 /// What a vCPU step ends with.
@@ -171,6 +173,7 @@ impl VmRt {
             guest: None,
             targets_buf: Vec::new(),
             haltpoll: false,
+            attempts_buf: Vec::new(),
         }
     }
 
@@ -203,15 +206,21 @@ impl VmRt {
         self.stats.ipi_exits
     }
 
-    /// Whether vCPU `j` spins on a sleeping lock's owner.
-    fn owner_spinning(&self, j: usize) -> bool {
-        matches!(
-            self.g[j].phase,
-            Phase::Spin {
-                wait: Wait::Owner,
-                ..
-            }
-        )
+    /// The first vCPU from `from` on that spins on a sleeping lock's owner.
+    /// One tight scan of the vCPU states (a 3 x 80-vCPU run pokes on every
+    /// switch-out; vCPU by vCPU through `self.vms[vi]` this was 19% of it).
+    fn next_owner_spinner(&self, from: usize) -> Option<usize> {
+        let g = self.g.get(from..self.n as usize)?;
+        let k = g.iter().position(|v| {
+            matches!(
+                v.phase,
+                Phase::Spin {
+                    wait: Wait::Owner,
+                    ..
+                }
+            )
+        })?;
+        Some(from + k)
     }
 
     /// `lefts[i]`: the unused part of vCPU i's current burst, so bursts in
