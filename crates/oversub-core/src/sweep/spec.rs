@@ -92,6 +92,14 @@ fn label_of(v: &toml::Value) -> String {
 }
 
 impl SweepSpec {
+    /// Its runs (points x seeds), counted without building a point
+    /// (saturating).
+    pub fn run_count(&self) -> u64 {
+        self.axes.iter().fold(self.seeds.len() as u64, |n, a| {
+            n.saturating_mul(a.values.len() as u64)
+        })
+    }
+
     pub fn load(path: &Path) -> Result<SweepSpec, String> {
         let f = path.display().to_string();
         let src =
