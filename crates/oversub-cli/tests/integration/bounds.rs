@@ -574,7 +574,7 @@ fn derive_refuses_what_is_not_a_profile() {
     .unwrap();
     refused(
         &["derive", d],
-        &["threads[0].cpu_ns", "expected a non-negative integer"],
+        &["threads[0].cpu_ns", "\"x\"", "allowed a time"],
     );
     assert!(!dir.join("workload.json").exists());
     let _ = std::fs::remove_dir_all(&dir);
