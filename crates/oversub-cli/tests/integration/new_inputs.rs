@@ -114,7 +114,8 @@ fn derive_bounds_every_number_of_a_profile() {
     recording(&d);
     let p = d.join("profile.json");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
-    let cases: [(&str, fn(&mut serde_json::Value), &str); 4] = [
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit, &str); 4] = [
         (
             "threads[0].cpu_ns",
             |v| v["threads"][0]["cpu_ns"] = u64::MAX.into(),
