@@ -137,20 +137,6 @@ impl Tail {
     }
 }
 
-/// Writes `text` to `path` whole or not at all (a temporary name in the same
-/// directory, renamed when complete).
-fn write_whole(path: &Path, text: &str) -> Result<(), Failure> {
-    let tmp = path.with_extension("json.partial");
-    let r = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|_| f.sync_all()))
-        .and_then(|_| std::fs::rename(&tmp, path));
-    if let Err(e) = r {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail(format!("{}: cannot write: {e}", path.display())));
-    }
-    Ok(())
-}
-
 /// Writes files as one set: all to temporary names first, renamed when
 /// all are whole; on error the temporary files are removed.
 fn write_set(files: &[(&Path, &str)]) -> Result<(), Failure> {
