@@ -80,9 +80,12 @@ def _sets(overrides: Optional[Mapping[str, Value]]) -> List[str]:
         return []
     if not isinstance(overrides, Mapping):
         raise _refuse("set", overrides, 'a dict of dotted key -> value, e.g. {"vm.0.vcpus": 8}')
-    for k in overrides:
+    for k, v in overrides.items():
         if not isinstance(k, str):
             raise _refuse("set", k, "str keys (dotted scenario keys)")
+        # TOML has no null: None was sent as the string "null".
+        if v is None:
+            raise _refuse(f"set[{k!r}]", v, "str, int, float, bool, list or dict values (TOML has no None)")
     return [_set_arg(k, v) for k, v in overrides.items()]
 
 
@@ -96,7 +99,9 @@ def _source(scenario: Scenario) -> Tuple[str, Optional[str]]:
     """(name, JSON text or None): a path is read by the model, a dict is sent."""
     if isinstance(scenario, Mapping):
         try:
-            return DICT_NAME, json.dumps(scenario)
+            # allow_nan=False: NaN and infinities are not JSON (the model's
+            # parser named no field for them).
+            return DICT_NAME, json.dumps(scenario, allow_nan=False)
         except (TypeError, ValueError) as e:
             raise ScenarioError(f"{DICT_NAME}: cannot be TOML ({e}): allowed str, int, float, bool, list and dict values") from None
     return _path("scenario", scenario), None
@@ -415,15 +420,30 @@ def summary(
         baseline = df.attrs.get("baseline")
     pairs = _baseline(baseline, axes)
     rows = []
-    for rec in df.itertuples(index=False, name=None):
+    for i, rec in enumerate(df.itertuples(index=False, name=None)):
         r = dict(zip(cols, rec))
+
+        def num(col: str, conv: Callable[[Any], Any]) -> Any:
+            # A value the column cannot hold is the frame's error, with the
+            # CLI's form (it was a bare ValueError or OverflowError).
+            try:
+                return conv(r[col])
+            except (TypeError, ValueError, OverflowError):
+                raise _refuse(f"df row {i} column {col!r}", r[col], "a number as oversub.sweep writes it") from None
+
+        seed = num("seed", int)
+        if isinstance(seed, int) and not 0 <= seed <= 9223372036854775807:
+            raise _refuse(f"df row {i} column 'seed'", seed, "an integer 0 ..= 9223372036854775807")
+        vms = num("vms", int)
+        if vms < 0:
+            raise _refuse(f"df row {i} column 'vms'", vms, "a count >= 0")
         rows.append(
             (
                 str(r["workload"]),
-                int(r["vms"]),
+                vms,
                 [(a, _label(r[a])) for a in axes],
-                int(r["seed"]),
-                [(m, float(r[m])) for m in metrics],
+                seed,
+                [(m, num(m, float)) for m in metrics],
             )
         )
     text = _oversub.summary_csv(axes, rows, pairs)

@@ -268,6 +268,12 @@ def test_seed_out_of_range_is_the_cli_line():
         (lambda: oversub.sweep(base=PAIR, axes={"host.cpus": 4}), r"^axes\['host.cpus'\]: 4 is not allowed"),
         (lambda: oversub.sweep(base=PAIR, progress="yes"), r"^progress: 'yes' is not allowed"),
         (lambda: oversub.summary([1, 2]), r"^df: 'list' is not allowed"),
+        # Found by the attack on the new inputs (None was sent as "null", NaN
+        # named no field, a bad frame value was a bare ValueError).
+        (lambda: oversub.run(PAIR, set={"host.cpus": None}), r"^set\['host.cpus'\]: None is not allowed"),
+        (lambda: oversub.run({"host": {"cpus": float("nan")}}), r"^<dict>: cannot be TOML"),
+        (lambda: oversub.sweep(base=PAIR, axes={"host.hz": [250]}, duration="0s"), r"^<sweep>: duration: 0s is out of range"),
+        (lambda: oversub.run(PAIR, set={"kvm.ple": "off", "kvm.on_spin": "2012-dy-eligible"}), r"kvm.on_spin: .* no effect"),
     ],
 )
 def test_every_input_error_is_a_scenario_error(call, match):
@@ -292,3 +298,17 @@ def test_docs_python_example_prints_what_the_docs_show():
         "docs/python.md shows another table than `.venv/bin/python python/examples/policies.py "
         "--table-only` prints; paste its output into the block:\n" + out.stdout
     )
+
+
+def test_a_frame_value_the_summary_cannot_read_is_a_scenario_error(local_frame):
+    metric = local_frame.columns[-1]
+    for col, bad, match in [
+        (metric, "x", rf"^df row 0 column '{metric}': 'x' is not allowed"),
+        ("vms", "x", r"^df row 0 column 'vms'"),
+        ("seed", -1, r"^df row 0 column 'seed': -1 is not allowed: allowed an integer 0"),
+    ]:
+        df = local_frame.copy()
+        df[col] = df[col].astype(object)
+        df.loc[df.index[0], col] = bad
+        with pytest.raises(oversub.ScenarioError, match=match):
+            oversub.summary(df)

@@ -160,14 +160,14 @@ enum Cmd {
         /// Longest recording ("500ms", "5s", "2m"); the program is ended then.
         #[arg(long, default_value = "10s", allow_hyphen_values = true)]
         duration: String,
-        /// Operations the run did (for per-op figures).
-        #[arg(long, conflicts_with = "ops_from")]
+        /// Operations the run did (for per-op figures; at least 1).
+        #[arg(long, conflicts_with = "ops_from", value_parser = clap::value_parser!(u64).range(1..))]
         ops: Option<u64>,
         /// Read the ops from the number after this text in the program's output.
         #[arg(long)]
         ops_from: Option<String>,
-        /// Stop (exit 2) after this many trace events.
-        #[arg(long, default_value_t = oversub_record::DEFAULT_MAX_EVENTS)]
+        /// Stop (exit 2) after this many trace events (at least 1).
+        #[arg(long, default_value_t = oversub_record::DEFAULT_MAX_EVENTS, value_parser = clap::value_parser!(u64).range(1..))]
         max_events: u64,
         /// Trace ring buffer per CPU, KiB.
         #[arg(long, default_value_t = oversub_record::DEFAULT_BUFFER_KB, value_parser = clap::value_parser!(u64).range(64..=1_048_576))]
@@ -179,9 +179,9 @@ enum Cmd {
     /// record` directory) with this version's derivation; no re-recording.
     Derive {
         dir: PathBuf,
-        /// Operations the recorded run did (default: the recording's, else
-        /// DIR/ops.txt's).
-        #[arg(long)]
+        /// Operations the recorded run did (at least 1; default: the
+        /// recording's, else DIR/ops.txt's).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         ops: Option<u64>,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell),
@@ -245,8 +245,9 @@ fn refuse(json: bool, m: &str) -> ExitCode {
 
 /// The man pages of `cmd` and its visible subcommands into `dir`.
 fn write_man(dir: &std::path::Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    output::check_out_dir(dir, "__man")?;
     let cmd = Cli::command();
+    let mut files = Vec::new();
     let mut pages = vec![(String::from("oversub"), cmd.clone())];
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("oversub-{}", sub.get_name());
@@ -258,10 +259,10 @@ fn write_man(dir: &std::path::Path) -> Result<(), String> {
         clap_mangen::Man::new(c)
             .render(&mut buf)
             .map_err(|e| format!("{name}.1: {e}"))?;
-        let p = dir.join(format!("{name}.1"));
-        std::fs::write(&p, buf).map_err(|e| format!("{}: cannot write: {e}", p.display()))?;
+        let text = String::from_utf8(buf).map_err(|e| format!("{name}.1: {e}"))?;
+        files.push((dir.join(format!("{name}.1")), text));
     }
-    Ok(())
+    output::write_set(&files)
 }
 
 /// A long command's error: exit 130 after Ctrl-C / SIGTERM, else 2.
@@ -286,6 +287,16 @@ fn main() -> ExitCode {
                     | ErrorKind::DisplayVersion
                     | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
             );
+            // Help and version go through the checked standard output
+            // (clap's own print ignores a failed write: exit 0 with
+            // nothing written); a terminal keeps clap's colours.
+            if shown && !e.use_stderr() {
+                use std::io::IsTerminal;
+                if !std::io::stdout().is_terminal() {
+                    out!("{}", e.render());
+                    return output::finish(ExitCode::SUCCESS);
+                }
+            }
             if json && !shown {
                 let msg = e.kind().as_str().map_or_else(
                     || e.to_string().lines().next().unwrap_or("").to_string(),
@@ -319,12 +330,11 @@ fn check_trace_path(out: &std::path::Path) -> Result<(), String> {
 fn command(cli: Cli) -> ExitCode {
     match cli.cmd {
         Cmd::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "oversub",
-                &mut std::io::stdout(),
-            );
+            // Into memory first, then through the checked standard output
+            // (clap_complete panics on a failed write: a full disk, a pipe).
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "oversub", &mut buf);
+            out!("{}", String::from_utf8_lossy(&buf));
             ExitCode::SUCCESS
         }
         Cmd::Man { dir } => match write_man(&dir) {
@@ -467,9 +477,13 @@ fn command(cli: Cli) -> ExitCode {
         Cmd::Trace {
             cmd: TraceCmd::Report { file },
         } => {
-            let f = match std::fs::File::open(&file) {
+            let f = match oversub::limits::open_regular(
+                &file,
+                "a trace written by oversub run --trace",
+                oversub::trace::report::MAX_BYTES,
+            ) {
                 Ok(f) => f,
-                Err(e) => return refuse(false, &format!("{}: cannot open: {e}", file.display())),
+                Err(m) => return refuse(false, &format!("{}: {m}", file.display())),
             };
             let r = std::io::BufReader::with_capacity(1 << 16, f);
             match oversub::trace::report::read(&file.display().to_string(), r) {

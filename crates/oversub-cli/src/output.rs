@@ -123,14 +123,20 @@ pub fn claim_out_dir(dir: &Path, what: &str, owner: &str) -> Result<(), String> 
     check_out_dir(dir, what)?;
     let d = dir.display();
     let mark = dir.join(OWNER_FILE);
-    match std::fs::read_to_string(&mark) {
-        Ok(o) if o.trim_end() == owner => Ok(()),
-        Ok(o) => Err(format!(
-            "{what} {d}: holds the results of {}: allowed a new or empty directory, or one written for {owner}",
-            oversub::limits::echo(o.trim_end())
-        )),
-        Err(_) => write_atomic(&mark, format!("{owner}\n").as_bytes()).map_err(|m| format!("{what} {m}")),
+    if std::fs::symlink_metadata(&mark).is_ok() {
+        // Read through the one regular-file check (a FIFO there would hang).
+        let o = oversub::limits::read_text(&mark, "the mark oversub writes")
+            .map_err(|m| format!("{what} {d}: {}: {m}", mark.display()))?;
+        return if o.trim_end() == owner {
+            Ok(())
+        } else {
+            Err(format!(
+                "{what} {d}: holds the results of {}: allowed a new or empty directory, or one written for {owner}",
+                oversub::limits::echo(o.trim_end())
+            ))
+        };
     }
+    write_atomic(&mark, format!("{owner}\n").as_bytes()).map_err(|m| format!("{what} {m}"))
 }
 
 /// Checks an output directory before any run: it is created if missing,

@@ -23,6 +23,8 @@ const FORMAT: u32 = 1;
 /// The longest line read back (a run's `results.jsonl` line with its
 /// scenario and histogram is some kilobytes).
 const MAX_LINE: u64 = 64 << 20;
+/// The largest runs file read back (100 000 runs of a few KiB each fit).
+const MAX_FILE: u64 = 4 << 30;
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -108,7 +110,16 @@ pub fn open(
         count: 0,
     };
     let mut good: Vec<String> = Vec::new();
-    match std::fs::File::open(&path) {
+    // A FIFO or device in its place would hang or never end: the one
+    // regular-file check, and a cap on the whole file.
+    let opened = match std::fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(
+            oversub::limits::open_regular(&path, "the runs file oversub writes", MAX_FILE)
+                .map_err(|m| format!("{p}: {m}"))?,
+        ),
+    };
+    match opened {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if resume {
                 eprintln!(
@@ -227,6 +238,13 @@ fn read_lines(f: std::fs::File) -> std::io::Result<Vec<String>> {
             return Ok(out);
         }
         buf.pop();
+        // A header and one line per run at most.
+        if out.len() as u64 > oversub::limits::MAX_SWEEP_RUNS {
+            return Err(std::io::Error::other(format!(
+                "more than {} lines",
+                oversub::limits::MAX_SWEEP_RUNS + 1
+            )));
+        }
         out.push(String::from_utf8(buf).map_err(std::io::Error::other)?);
     }
 }

@@ -56,7 +56,33 @@ pub fn adaptive(
             sweep::metrics::GLOBAL_METRICS.join(", ")
         ));
     }
+    probe_metric(spec, metric)?;
     Ok(a)
+}
+
+/// Refuses an `--adaptive-metric` no run of the sweep would have, before
+/// the first run (not after its first round): the metrics a run reports
+/// follow from its scenario's shape (VMs, tasks, cgroups), so each point
+/// is run for 1 us until one has it.
+fn probe_metric(spec: &SweepSpec, metric: &str) -> Result<(), String> {
+    let mut probe = spec.clone();
+    probe.duration = Some(oversub::engine::Nanos::from_us(1));
+    let pts = sweep::points(&probe);
+    for i in 0..pts.len() {
+        match sweep::run_one(&probe, &pts, i, probe.seeds[0]) {
+            Ok(r) if r.metrics.iter().any(|(k, _)| k == metric) => return Ok(()),
+            Ok(_) => {}
+            // A point that does not load is refused by the sweep's own
+            // validation, with its message.
+            Err(_) if !crate::progress::interrupted() => return Ok(()),
+            Err(m) => return Err(m),
+        }
+    }
+    Err(format!(
+        "{}: --adaptive-metric {}: no run of the sweep has it: allowed one of its metrics (summary.csv)",
+        spec.file,
+        oversub::limits::echo(metric)
+    ))
 }
 
 /// How `oversub sweep` treats the runs it keeps ([`crate::resume`]).

@@ -63,19 +63,16 @@ pub fn echo_n(s: &str, n: usize) -> String {
     format!("{head}... ({} bytes)", s.len())
 }
 
-/// Reads a text file the tool takes as input: a regular file (not a
-/// device, a FIFO or a directory) of at most [`MAX_INPUT_BYTES`], UTF-8.
-/// `what` says what the file should be ("a TOML scenario"). The error is
-/// one line naming the file and what is allowed, without the file name's
-/// prefix (the caller adds it, as every input error does).
-pub fn read_text(path: &Path, what: &str) -> Result<String, String> {
-    use std::io::Read;
-    let allowed = format!(
-        "allowed {what} as a regular file of at most {} MiB",
-        MAX_INPUT_BYTES >> 20
-    );
-    // Looked at before it is opened: opening a FIFO for reading waits for
-    // a writer (a hang); the open file is checked again below.
+/// Opens a file the tool takes as input: a regular file (not a device, a
+/// FIFO or a directory) of at most `max` bytes. `what` says what the file
+/// should be ("a TOML scenario"). The kind is looked at before the file is
+/// opened (opening a FIFO for reading waits for a writer: a hang) and again
+/// on the open file. Every reader of an input file goes through here
+/// ([`read_text`], `oversub trace report`, `oversub derive`, a sweep's kept
+/// runs); the error is one line naming what is allowed, without the file
+/// name's prefix (the caller adds it, as every input error does).
+pub fn open_regular(path: &Path, what: &str, max: u64) -> Result<std::fs::File, String> {
+    let allowed = format!("allowed {what} as a regular file of at most {}", size(max));
     let kind_of = |meta: &std::fs::Metadata| {
         if meta.is_dir() {
             "a directory"
@@ -90,23 +87,45 @@ pub fn read_text(path: &Path, what: &str) -> Result<String, String> {
     let f = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
     let meta = f.metadata().map_err(|e| format!("cannot read: {e}"))?;
     if !meta.is_file() {
-        let kind = if meta.is_dir() {
-            "a directory"
-        } else {
-            "not a regular file (a device, FIFO or socket)"
-        };
-        return Err(format!("{kind}: {allowed}"));
+        return Err(format!("{}: {allowed}", kind_of(&meta)));
     }
-    if meta.len() > MAX_INPUT_BYTES {
+    if meta.len() > max {
         return Err(format!("{} bytes is too large: {allowed}", meta.len()));
     }
+    Ok(f)
+}
+
+/// `n` bytes as the limits are written (4 MiB, 64 GiB).
+fn size(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 && n % (1 << 30) == 0 => format!("{} GiB", n >> 30),
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} bytes"),
+    }
+}
+
+/// Reads a text file the tool takes as input: a regular file (not a
+/// device, a FIFO or a directory) of at most [`MAX_INPUT_BYTES`], UTF-8.
+/// `what` says what the file should be ("a TOML scenario"). The error is
+/// one line naming the file and what is allowed, without the file name's
+/// prefix (the caller adds it, as every input error does).
+pub fn read_text(path: &Path, what: &str) -> Result<String, String> {
+    read_text_max(path, what, MAX_INPUT_BYTES)
+}
+
+/// [`read_text`] with a cap of `max` bytes (a recording's profile.json).
+pub fn read_text_max(path: &Path, what: &str, max: u64) -> Result<String, String> {
+    use std::io::Read;
+    let allowed = format!("allowed {what} as a regular file of at most {}", size(max));
+    let f = open_regular(path, what, max)?;
     let mut bytes = Vec::new();
     // The length can change under us: read one byte past the cap at most.
-    f.take(MAX_INPUT_BYTES + 1)
+    f.take(max + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read: {e}"))?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(format!("grew past {MAX_INPUT_BYTES} bytes: {allowed}"));
+    if bytes.len() as u64 > max {
+        return Err(format!("grew past {max} bytes: {allowed}"));
     }
     if bytes.starts_with(&[0xff, 0xfe]) || bytes.starts_with(&[0xfe, 0xff]) {
         return Err(format!(

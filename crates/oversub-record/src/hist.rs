@@ -134,8 +134,12 @@ impl Dist {
                 .and_then(serde_json::Value::as_u64)
                 .ok_or_else(|| format!("{at}.{k}: expected an integer"))
         };
+        let count = num("count")?;
+        if count > crate::profile::MAX_PROFILE_COUNT {
+            return Err(format!("{at}.count: {count}: allowed a count 0 ..= 2^36"));
+        }
         let mut d = Dist {
-            count: num("count")?,
+            count,
             sum: num("sum_ns")? as u128,
             ..Dist::default()
         };

@@ -100,16 +100,65 @@ pub fn ops_from(output: &str, text: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// Writes `text` to `path` whole or not at all (a temporary name in the same
-/// directory, renamed when complete).
-fn write_whole(path: &Path, text: &str) -> Result<(), Failure> {
-    let tmp = path.with_extension("json.partial");
-    let r = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|_| f.sync_all()))
-        .and_then(|_| std::fs::rename(&tmp, path));
-    if let Err(e) = r {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail(format!("{}: cannot write: {e}", path.display())));
+/// The most of a recorded program's output kept (its end): for
+/// `--ops-from` and the report.
+pub const MAX_OUTPUT_BYTES: usize = 1 << 20;
+
+/// The last [`MAX_OUTPUT_BYTES`] of a stream, and how much came before.
+#[derive(Default)]
+struct Tail {
+    kept: std::collections::VecDeque<u8>,
+    dropped: u64,
+}
+
+impl Tail {
+    fn push(&mut self, b: &[u8]) {
+        self.kept.extend(b);
+        let over = self.kept.len().saturating_sub(MAX_OUTPUT_BYTES);
+        if over > 0 {
+            self.kept.drain(..over);
+            self.dropped += over as u64;
+        }
+    }
+
+    /// The kept text (from its first whole line when the start was cut),
+    /// after a line saying how much was left out.
+    fn text(self) -> String {
+        let bytes: Vec<u8> = self.kept.into_iter().collect();
+        if self.dropped == 0 {
+            return String::from_utf8_lossy(&bytes).into_owned();
+        }
+        let start = bytes.iter().position(|&c| c == b'\n').map_or(0, |i| i + 1);
+        format!(
+            "[oversub record: the program's first {} bytes of output are not shown]\n{}",
+            self.dropped + start as u64,
+            String::from_utf8_lossy(&bytes[start..])
+        )
+    }
+}
+
+/// Writes files as one set: all to temporary names first, renamed when
+/// all are whole; on error the temporary files are removed.
+fn write_set(files: &[(&Path, &str)]) -> Result<(), Failure> {
+    let tmp = |p: &Path| p.with_extension("json.partial");
+    let cleanup = || {
+        for (p, _) in files {
+            let _ = std::fs::remove_file(tmp(p));
+        }
+    };
+    for (p, t) in files {
+        let r = std::fs::File::create(tmp(p))
+            .and_then(|mut f| f.write_all(t.as_bytes()).and_then(|_| f.sync_all()));
+        if let Err(e) = r {
+            cleanup();
+            return Err(fail(format!("{}: cannot write: {e}", p.display())));
+        }
+    }
+    for (p, _) in files {
+        if let Err(e) = std::fs::rename(tmp(p), p) {
+            cleanup();
+            return Err(fail(format!("{}: cannot write: {e}", p.display())));
+        }
     }
     Ok(())
 }
@@ -123,6 +172,14 @@ fn workload_text(
     provenance: Value,
     form: derive::Form,
 ) -> Result<String, Failure> {
+    // A program of no thread is no workload (the loader refuses it): say so
+    // here instead of writing it.
+    if !prof.threads.values().any(|t| t.cpu_ns > 0) {
+        return Err(fail(format!(
+            "profile: {} threads, none with CPU time: nothing to derive; allowed a profile with at least one thread that ran",
+            prof.threads.len()
+        )));
+    }
     let secs = (3.0 * wall_s)
         .ceil()
         .clamp(1.0, 3.0 * MAX_DURATION.as_secs_f64()) as u64;
@@ -149,20 +206,26 @@ pub const MAX_PROFILE_BYTES: u64 = 256 << 20;
 /// lines `program=NAME unit=UNIT ops=N seconds=S`, the last one counts).
 fn ops_txt(dir: &Path) -> Result<Option<u64>, Failure> {
     let path = dir.join("ops.txt");
-    let Ok(text) = std::fs::read_to_string(&path) else {
+    if !path.exists() && path.symlink_metadata().is_err() {
         return Ok(None);
-    };
+    }
+    // Present but unreadable (a directory, a FIFO, not UTF-8) is refused, not
+    // taken as no count: the derived ops would be silently absent.
+    let text = oversub::limits::read_text(&path, "make measure's ops.txt")
+        .map_err(|m| fail(format!("{}: {m}", path.display())))?;
     let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) else {
         return Ok(None);
     };
     line.split_whitespace()
         .find_map(|w| w.strip_prefix("ops="))
         .and_then(|n| n.parse().ok())
+        .filter(|&n: &u64| n > 0)
         .map(Some)
         .ok_or_else(|| {
             fail(format!(
-                "{}: {line:?} has no ops=N: allowed program=NAME unit=UNIT ops=N seconds=S",
-                path.display()
+                "{}: {:?} has no ops=N: allowed program=NAME unit=UNIT ops=N seconds=S (N >= 1)",
+                path.display(),
+                oversub::limits::echo(line)
             ))
         })
 }
@@ -173,17 +236,9 @@ fn ops_txt(dir: &Path) -> Result<Option<u64>, Failure> {
 /// line of DIR/ops.txt. The profile is left as it is.
 pub fn derive_dir(dir: &Path, ops: Option<u64>) -> Result<String, Failure> {
     let ppath = dir.join("profile.json");
-    let size = std::fs::metadata(&ppath)
-        .map_err(|e| fail(format!("{}: cannot read: {e}", ppath.display())))?
-        .len();
-    if size > MAX_PROFILE_BYTES {
-        return Err(fail(format!(
-            "{}: {size} bytes: allowed at most {MAX_PROFILE_BYTES}",
-            ppath.display()
-        )));
-    }
-    let text = std::fs::read_to_string(&ppath)
-        .map_err(|e| fail(format!("{}: cannot read: {e}", ppath.display())))?;
+    let text =
+        oversub::limits::read_text_max(&ppath, "oversub record's profile.json", MAX_PROFILE_BYTES)
+            .map_err(|m| fail(format!("{}: {m}", ppath.display())))?;
     let v: Value = serde_json::from_str(&text)
         .map_err(|e| fail(format!("{}: not JSON: {e}", ppath.display())))?;
     if v.get("schema").and_then(Value::as_str) != Some("oversub-profile/1") {
@@ -225,18 +280,20 @@ pub fn derive_dir(dir: &Path, ops: Option<u64>) -> Result<String, Failure> {
             )),
         );
     }
+    let in_file = |f: Failure| fail(format!("{}: {}", ppath.display(), f.message));
     let wtext = workload_text(
         &prof,
         ops,
         wall_s,
         provenance.clone(),
         derive::Form::Recorded,
-    )?;
-    let gtext = workload_text(&prof, ops, wall_s, provenance, derive::Form::Steady)?;
+    )
+    .map_err(in_file)?;
+    let gtext =
+        workload_text(&prof, ops, wall_s, provenance, derive::Form::Steady).map_err(in_file)?;
     let out = dir.join("workload.json");
     let gout = dir.join("guest.json");
-    write_whole(&out, &wtext)?;
-    write_whole(&gout, &gtext)?;
+    write_set(&[(&out, &wtext), (&gout, &gtext)])?;
     Ok(format!(
         "derived {} and {} from {} ({} threads{})",
         out.display(),
@@ -307,19 +364,41 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
     std::fs::create_dir_all(&opts.out)
         .map_err(|e| fail(format!("--out: cannot create {}: {e}", opts.out.display())))?;
 
-    let outdir = std::env::temp_dir().join(format!("oversub-record-{}", std::process::id()));
-    std::fs::create_dir_all(&outdir)
-        .map_err(|e| fail(format!("{}: cannot create: {e}", outdir.display())))?;
-    let out_path = outdir.join("output");
-    let out_file = std::fs::File::create(&out_path)
-        .map_err(|e| fail(format!("{}: {e}", out_path.display())))?;
-    let err_file = out_file
+    // The program's output (stdout and stderr) goes to a pipe read as it
+    // comes; only its last MAX_OUTPUT_BYTES are kept (for --ops-from and
+    // the report), so a program that writes without end costs neither
+    // memory nor disk.
+    let (out_r, out_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| fail(format!("oversub record: cannot make a pipe: {e}")))?;
+    rustix::fs::fcntl_setfl(&out_r, rustix::fs::OFlags::NONBLOCK)
+        .map_err(|e| fail(format!("oversub record: cannot make a pipe: {e}")))?;
+    let err_w = out_w
         .try_clone()
-        .map_err(|e| fail(format!("{}: {e}", out_path.display())))?;
-    let cleanup = |d: &Path| {
-        let _ = std::fs::remove_dir_all(d);
+        .map_err(|e| fail(format!("oversub record: cannot make a pipe: {e}")))?;
+    let out_done = Arc::new(AtomicBool::new(false));
+    let out_reader = {
+        let done = out_done.clone();
+        let mut r = std::fs::File::from(out_r);
+        std::thread::spawn(move || {
+            let mut tail = Tail::default();
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                match r.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => tail.push(&buf[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        if done.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            tail
+        })
     };
-
     // The child stops itself before exec so that the filter holds its pid
     // before it runs; `exec` keeps that pid.
     let mut child = match Command::new("sh")
@@ -328,14 +407,13 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
         .arg("oversub-record")
         .args(&opts.command)
         .stdin(Stdio::null())
-        .stdout(out_file)
-        .stderr(err_file)
+        .stdout(Stdio::from(out_w))
+        .stderr(Stdio::from(err_w))
         .process_group(0)
         .spawn()
     {
         Ok(c) => c,
         Err(e) => {
-            cleanup(&outdir);
             return Err(fail(format!("oversub record: cannot start sh: {e}")));
         }
     };
@@ -345,7 +423,6 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
         if t0.elapsed() > Duration::from_secs(10) {
             let _ = child.kill();
             let _ = child.wait();
-            cleanup(&outdir);
             return Err(fail(
                 "oversub record: the command did not start within 10 s",
             ));
@@ -358,7 +435,6 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
         Err(m) => {
             signal_group(pid, rustix::process::Signal::KILL);
             let _ = child.wait();
-            cleanup(&outdir);
             return Err(fail(m));
         }
     };
@@ -483,16 +559,34 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
     // Whatever the group left behind.
     signal_group(pid, rustix::process::Signal::KILL);
     done.store(true, Ordering::SeqCst);
-    let (mut prof, _) = handle
+    let (mut prof, overflowed) = handle
         .join()
         .map_err(|_| fail("oversub record: the trace reader failed"))?;
+    // The caps hold for events read after the program ended too.
+    if limit.is_none() {
+        if count.load(Ordering::SeqCst) > opts.max_events {
+            limit = Some(format!(
+                "oversub record: more than {} trace events (--max-events): shorten --duration or the program's run",
+                opts.max_events
+            ));
+        } else if overflowed.is_some() {
+            limit = Some(format!(
+                "oversub record: the program has more than {} threads or {} futex words: not recorded",
+                profile::MAX_THREADS,
+                profile::MAX_FUTEXES
+            ));
+        }
+    }
     let lost = inst.lost();
     drop(inst);
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
-    let output = std::fs::read_to_string(&out_path).unwrap_or_default();
-    cleanup(&outdir);
+    out_done.store(true, Ordering::SeqCst);
+    let output = out_reader
+        .join()
+        .map_err(|_| fail("oversub record: the output reader failed"))?
+        .text();
     if stop.load(Ordering::SeqCst) {
         return Err(Failure {
             code: 130,
@@ -508,12 +602,36 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
             opts.buffer_kb
         )));
     }
-    if let Some(s) = status {
-        if !timed_out && s.code() == Some(127) {
+    let last_line = || {
+        oversub::limits::echo(
+            output
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("(no output)"),
+        )
+    };
+    if let Some(s) = status.filter(|_| !timed_out) {
+        use std::os::unix::process::ExitStatusExt;
+        if s.code() == Some(127) {
             return Err(fail(format!(
-                "oversub record: cannot run {:?}: {}",
+                "oversub record: cannot run {:?} (exit status 127): {}",
                 opts.command[0],
-                output.lines().last().unwrap_or("")
+                last_line()
+            )));
+        }
+        // A program that failed on its own measured its failure, not its
+        // work: nothing is written.
+        if !s.success() {
+            let how = match (s.code(), s.signal()) {
+                (Some(c), _) => format!("exit status {c}"),
+                (None, Some(g)) => format!("signal {g}"),
+                _ => "an unknown status".to_string(),
+            };
+            return Err(fail(format!(
+                "oversub record: {:?} ended with {how} before --duration (its last output line: {}): nothing written; allowed a program that succeeds or runs until --duration",
+                opts.command[0],
+                last_line()
             )));
         }
     }
@@ -525,11 +643,12 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
     prof.last_ns = prof.last_ns.max(prof.first_ns.unwrap_or(0));
     let ops = match (&opts.ops, &opts.ops_from) {
         (Some(n), _) => Some(*n),
-        (None, Some(t)) => match ops_from(&output, t) {
+        (None, Some(t)) => match ops_from(&output, t).filter(|&n| n > 0) {
             Some(n) => Some(n),
             None => {
                 return Err(fail(format!(
-                    "--ops-from: {t:?} followed by a number is not in the program's output"
+                    "--ops-from: {:?} followed by a number >= 1 is not in the program's output: allowed text the program prints before its op count",
+                    oversub::limits::echo(t)
                 )))
             }
         },
@@ -585,9 +704,11 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
         provenance,
         derive::Form::Steady,
     )?;
-    write_whole(&opts.out.join("profile.json"), &ptext)?;
-    write_whole(&opts.out.join("workload.json"), &wtext)?;
-    write_whole(&opts.out.join("guest.json"), &gtext)?;
+    write_set(&[
+        (&opts.out.join("profile.json"), &ptext),
+        (&opts.out.join("workload.json"), &wtext),
+        (&opts.out.join("guest.json"), &gtext),
+    ])?;
     let t = prof.totals();
     Ok(format!(
         "{}recorded {} threads, {} events in {:.2} s: CPU {:.3} s, {} switches, {} wakeups{}\nwrote {}/profile.json, {}/workload.json, {}/guest.json",

@@ -18,6 +18,15 @@ pub const MAX_FUTEXES: usize = 65536;
 pub const MAX_LISTED_THREADS: usize = 128;
 /// Most waiters/wakers listed per futex word.
 const MAX_LISTED: usize = 64;
+/// The largest count `oversub derive` reads from a profile.json (events,
+/// wakeups, syscalls of one kind): 2^36, far above what a recording of at
+/// most 600 s and its event cap hold, and low enough that the derivation's
+/// sums and products of counts cannot overflow.
+pub const MAX_PROFILE_COUNT: u64 = 1 << 36;
+/// The largest CPU time or blocked-time sum (ns) read: 2^50 ns (13 days).
+pub const MAX_PROFILE_NS: u64 = 1 << 50;
+/// Most `woken_by` and `wakes` entries of one thread read.
+pub const MAX_PROFILE_PEERS: usize = 8192;
 
 /// Who ended a wait.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -510,10 +519,29 @@ impl Profile {
     /// change to the derivation re-derives committed recordings without
     /// re-recording them (`oversub derive`). Errors name the field.
     pub fn from_json(v: &Value) -> Result<Profile, String> {
+        // Every number is bounded (so that the derivation's arithmetic
+        // cannot overflow): timestamps to u64, tids to u32, times to
+        // MAX_PROFILE_NS, counts to MAX_PROFILE_COUNT.
+        let within = |o: &Value, k: &str, at: &str, max: u64, what: &str| {
+            let v = o
+                .get(k)
+                .ok_or_else(|| format!("{at}.{k}: missing: allowed {what}"))?;
+            v.as_u64().filter(|&n| n <= max).ok_or_else(|| {
+                format!(
+                    "{at}.{k}: {}: allowed {what}",
+                    oversub::limits::echo(&v.to_string())
+                )
+            })
+        };
+        let ts =
+            |o: &Value, k: &str, at: &str| within(o, k, at, u64::MAX, "a non-negative integer");
+        let id = |o: &Value, k: &str, at: &str| {
+            within(o, k, at, u64::from(u32::MAX), "an id 0 ..= 4294967295").map(|n| n as u32)
+        };
+        let ns =
+            |o: &Value, k: &str, at: &str| within(o, k, at, MAX_PROFILE_NS, "a time 0 ..= 2^50 ns");
         let u = |o: &Value, k: &str, at: &str| {
-            o.get(k)
-                .and_then(Value::as_u64)
-                .ok_or_else(|| format!("{at}.{k}: expected a non-negative integer"))
+            within(o, k, at, MAX_PROFILE_COUNT, "a count 0 ..= 2^36")
         };
         let threads = v
             .get("threads")
@@ -527,24 +555,23 @@ impl Profile {
         }
         let root = threads
             .first()
-            .map_or(Ok(0), |t| u(t, "tid", "threads[0]"))?;
-        let mut p = Profile::new(root as u32);
+            .map_or(Ok(0), |t| id(t, "tid", "threads[0]"))?;
+        let mut p = Profile::new(root);
         for (i, t) in threads.iter().enumerate() {
             let at = format!("threads[{i}]");
-            let tid = u(t, "tid", &at)?;
-            let tid = u32::try_from(tid).map_err(|_| format!("{at}.tid: {tid} is not a tid"))?;
+            let tid = id(t, "tid", &at)?;
             let mut a = ThreadAcc {
                 tid,
-                tgid: u(t, "tgid", &at)? as u32,
+                tgid: id(t, "tgid", &at)?,
                 comm: t
                     .get("comm")
                     .and_then(Value::as_str)
                     .ok_or_else(|| format!("{at}.comm: expected a string"))?
                     .to_string(),
-                first_ns: u(t, "first_ns", &at)?,
-                last_ns: u(t, "last_ns", &at)?,
-                cpu_ns: u(t, "cpu_ns", &at)?,
-                kernel_ns: u(t, "kernel_ns", &at)?,
+                first_ns: ts(t, "first_ns", &at)?,
+                last_ns: ts(t, "last_ns", &at)?,
+                cpu_ns: ns(t, "cpu_ns", &at)?,
+                kernel_ns: ns(t, "kernel_ns", &at)?,
                 exited: t.get("exited").and_then(Value::as_bool).unwrap_or(false),
                 ..ThreadAcc::default()
             };
@@ -556,6 +583,12 @@ impl Profile {
                 .get("woken_by")
                 .and_then(Value::as_array)
                 .ok_or_else(|| format!("{at}.woken_by: expected an array"))?;
+            if wb.len() > MAX_PROFILE_PEERS {
+                return Err(format!(
+                    "{at}.woken_by: {} entries: allowed at most {MAX_PROFILE_PEERS}",
+                    wb.len()
+                ));
+            }
             for (j, w) in wb.iter().enumerate() {
                 let wat = format!("{at}.woken_by[{j}]");
                 let label = w
@@ -575,10 +608,16 @@ impl Profile {
                 .get("wakes")
                 .and_then(Value::as_array)
                 .ok_or_else(|| format!("{at}.wakes: expected an array"))?;
+            if wk.len() > MAX_PROFILE_PEERS {
+                return Err(format!(
+                    "{at}.wakes: {} entries: allowed at most {MAX_PROFILE_PEERS}",
+                    wk.len()
+                ));
+            }
             for (j, w) in wk.iter().enumerate() {
                 let wat = format!("{at}.wakes[{j}]");
-                let wakee = u(w, "wakee", &wat)?;
-                a.wakes.insert(wakee as u32, u(w, "count", &wat)?);
+                let wakee = id(w, "wakee", &wat)?;
+                a.wakes.insert(wakee, u(w, "count", &wat)?);
             }
             if let Some(sc) = t.get("syscalls").and_then(Value::as_object) {
                 // The derivation reads their counts only (the summaries are
@@ -636,7 +675,10 @@ impl Profile {
         p.events = v.get("events").and_then(Value::as_u64).unwrap_or(0);
         if let Some(f) = v.get("threads_folded").and_then(Value::as_array) {
             for (i, x) in f.iter().enumerate() {
-                p.folded_cpu_ns += u(x, "cpu_ns", &format!("threads_folded[{i}]"))?;
+                p.folded_cpu_ns = p
+                    .folded_cpu_ns
+                    .saturating_add(ns(x, "cpu_ns", &format!("threads_folded[{i}]"))?)
+                    .min(MAX_PROFILE_NS);
             }
         }
         Ok(p)

@@ -13,13 +13,13 @@ pub mod history;
 pub mod html;
 pub mod plot;
 pub mod regimes;
+mod preflight;
 pub mod verdict;
 pub mod yield_throttle;
 
 use crate::provenance::Provenance;
 use crate::sweep_files;
 use oversub::engine::Nanos;
-use oversub::scenario::parse_duration;
 use oversub::sweep::spec::SweepSpec;
 use oversub::sweep::summary::{Cell, PointSummary};
 use oversub::sweep::{self, Row};
@@ -124,12 +124,9 @@ pub fn cell<'a>(p: &'a PointSummary, metric: &str) -> Option<&'a Cell> {
     p.cells.iter().find(|c| c.metric == metric)
 }
 
+/// A manifest duration: the range of `[host].duration`.
 fn dur(f: &str, v: &str) -> Result<Nanos, String> {
-    match parse_duration(v) {
-        Ok(d) if d.0 > 0 => Ok(d),
-        Ok(_) => Err(format!("{f}: must be positive")),
-        Err(m) => Err(format!("{f}: {m}")),
-    }
+    oversub::scenario::parse_cli_duration(v).map_err(|m| format!("{f}: {m}"))
 }
 
 /// Runs every section and writes the outputs; returns the terminal text.
@@ -149,6 +146,7 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         m.eevdf_latency.is_some() || m.yield_throttle.is_some() || m.history.is_some(),
     )?;
     let dir = manifest.parent().unwrap_or(Path::new("."));
+    let history_specs = preflight::check(&mf, &m, dir, quick)?;
     let pf = dir.join(&m.published);
     let psrc = oversub::limits::read_text(&pf, "a TOML file of published figures")
         .map_err(|e| format!("{}: {e}", pf.display()))?;
@@ -190,6 +188,17 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
             spec.adaptive = Some(a);
         }
         specs.push(spec);
+    }
+    // The reproduction's runs, its history sweeps' too, capped as one.
+    let runs = specs
+        .iter()
+        .chain(&history_specs)
+        .fold(0u64, |n, s| n.saturating_add(s.run_count()));
+    if runs > oversub::limits::MAX_SWEEP_RUNS {
+        return Err(format!(
+            "{mf}: its sections make {runs} runs (points x seeds): allowed at most {}",
+            oversub::limits::MAX_SWEEP_RUNS
+        ));
     }
     crate::output::claim_out_dir(out, "--out", &mf)?;
     // Every section's runs in one batch: the cores stay busy to the end

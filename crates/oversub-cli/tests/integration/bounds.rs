@@ -19,9 +19,13 @@ fn dir() -> PathBuf {
     d
 }
 
+/// Writes `dir()/name` by rename, so that a test rewriting a shared file
+/// (sweep_file's base.toml) never shows another one a truncated file.
 fn file(name: &str, src: &str) -> PathBuf {
     let f = dir().join(name);
-    std::fs::write(&f, src).unwrap();
+    let tmp = dir().join(format!(".{name}.{:?}", std::thread::current().id()));
+    std::fs::write(&tmp, src).unwrap();
+    std::fs::rename(&tmp, &f).unwrap();
     f
 }
 
@@ -574,7 +578,7 @@ fn derive_refuses_what_is_not_a_profile() {
     .unwrap();
     refused(
         &["derive", d],
-        &["threads[0].cpu_ns", "expected a non-negative integer"],
+        &["threads[0].cpu_ns", "\"x\"", "allowed a time"],
     );
     assert!(!dir.join("workload.json").exists());
     let _ = std::fs::remove_dir_all(&dir);

@@ -10,6 +10,7 @@ mod conform_cli;
 mod determinism_and_cli;
 mod docs;
 mod hostile_input;
+mod new_inputs;
 mod programs;
 mod set_cli;
 mod sweep;

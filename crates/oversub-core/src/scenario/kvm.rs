@@ -115,7 +115,10 @@ impl Default for KvmSpec {
     }
 }
 
-pub(super) fn kvm(cx: &Ctx, k: RawKvm) -> Result<KvmSpec, ScenarioError> {
+/// `[kvm]`, validated; `pv` is the guest's `[guest.pv]` (a setting that
+/// cannot take effect with it, or without PLE, is refused: a sweep over it
+/// would give identical rows).
+pub(super) fn kvm(cx: &Ctx, k: RawKvm, pv: &super::pv::PvSpec) -> Result<KvmSpec, ScenarioError> {
     let mut s = KvmSpec::default();
     let kind = k.ple.as_deref().unwrap_or("vmx");
     let mut ple = match kind {
@@ -262,7 +265,29 @@ pub(super) fn kvm(cx: &Ctx, k: RawKvm) -> Result<KvmSpec, ScenarioError> {
         }
     }
     if let Some(b) = k.kick_yield {
+        // The kick is the PV spinlock's (kvm_kick_cpu); without it no
+        // KVM_HC_KICK_CPU is made and kick_yield = true changes nothing.
+        if b && (!pv.spinlock || pv.nopvspin) {
+            return Err(cx.err(
+                "kvm.kick_yield",
+                format!(
+                    "true has no effect: the guest makes no KVM_HC_KICK_CPU without PV spinlocks (guest.pv.spinlock = {}, guest.nopvspin = {}): allowed with guest.pv.spinlock = true and guest.nopvspin = false",
+                    pv.spinlock, pv.nopvspin
+                ),
+            ));
+        }
         s.kick_yield = b;
+    }
+    // kvm_vcpu_on_spin() runs on a PAUSE-loop exit only: without PLE a
+    // form other than "off" changes nothing.
+    if let (None, Some(f)) = (s.ple, k.on_spin.as_deref().filter(|&f| f != "off")) {
+        return Err(cx.err(
+            "kvm.on_spin",
+            format!(
+                "\"{}\" has no effect without PAUSE-loop exits (ple = \"off\", or VMX ple_gap = 0): allowed \"off\" there, or ple = \"vmx\" / \"svm\"",
+                crate::limits::echo(f)
+            ),
+        ));
     }
     if let Some(hz) = k.guest_hz {
         if ![0, 100, 250, 300, 1000].contains(&hz) {

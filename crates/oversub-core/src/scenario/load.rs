@@ -158,8 +158,8 @@ impl Scenario {
             }
             tasks.push(spec);
         }
-        let kvm = kvm::kvm(&cx, raw.kvm.unwrap_or_default())?;
         let pv = pv::pv(raw.guest);
+        let kvm = kvm::kvm(&cx, raw.kvm.unwrap_or_default(), &pv)?;
         let mut vms = Vec::new();
         for (i, v) in raw.vm.iter().enumerate() {
             let spec = vm::vm(&cx, i, v, &host, &mut cgroups, &mut index)?;

@@ -111,7 +111,7 @@ pub fn scenario(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
         cgroups: Vec::new(),
         tasks,
         vms: Vec::new(),
-        kvm: super::kvm::kvm(&cx, Default::default())?,
+        kvm: super::kvm::kvm(&cx, Default::default(), &Default::default())?,
         pv: super::pv::pv(None),
         program: Some(prog),
         until_done,

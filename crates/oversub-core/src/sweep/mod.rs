@@ -222,6 +222,23 @@ impl<'a> Batch<'a> {
     /// Expands and loads every point of every sweep (with its first seed),
     /// so that a bad value fails before any run.
     pub fn new(specs: &[&'a SweepSpec]) -> Result<Batch<'a>, String> {
+        // The cap holds for the batch as a whole (a reproduction's
+        // sections, whose seeds its manifest sets after each sweep file
+        // was counted), counted before any point is built.
+        let runs = specs
+            .iter()
+            .fold(0u64, |n, s| n.saturating_add(s.run_count()));
+        if runs > crate::limits::MAX_SWEEP_RUNS {
+            let files: Vec<String> = specs
+                .iter()
+                .map(|s| format!("{} ({} runs)", s.file, s.run_count()))
+                .collect();
+            return Err(format!(
+                "{}: {runs} runs (points x seeds): allowed at most {}",
+                crate::limits::echo_n(&files.join(", "), 960),
+                crate::limits::MAX_SWEEP_RUNS
+            ));
+        }
         let mut pts = Vec::new();
         let mut digests = Vec::new();
         for spec in specs {

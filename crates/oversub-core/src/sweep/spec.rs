@@ -29,7 +29,6 @@
 
 use crate::engine::Nanos;
 use crate::scenario::overrides::{parse_override, Override};
-use crate::scenario::parse_duration;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -96,6 +95,14 @@ fn label_of(v: &toml::Value) -> String {
 }
 
 impl SweepSpec {
+    /// Its runs (points x seeds), counted without building a point
+    /// (saturating).
+    pub fn run_count(&self) -> u64 {
+        self.axes.iter().fold(self.seeds.len() as u64, |n, a| {
+            n.saturating_mul(a.values.len() as u64)
+        })
+    }
+
     pub fn load(path: &Path) -> Result<SweepSpec, String> {
         let f = path.display().to_string();
         let src =
@@ -118,11 +125,11 @@ impl SweepSpec {
         check_seeds(&raw.seeds).map_err(|m| err("seeds", m))?;
         let duration = match &raw.duration {
             None => None,
-            Some(d) => match parse_duration(d) {
-                Ok(n) if n.0 > 0 => Some(n),
-                Ok(_) => return Err(err("duration", "must be positive".into())),
-                Err(m) => return Err(err("duration", m)),
-            },
+            // The range of [host].duration, checked here (it was "must be
+            // positive" for 0, and 10^5 s was blamed on each point's file).
+            Some(d) => {
+                Some(crate::scenario::parse_cli_duration(d).map_err(|m| err("duration", m))?)
+            }
         };
         let sets = raw
             .set

@@ -13,17 +13,45 @@ fn pick(v: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
     proptest::sample::select(v)
 }
 
+/// Every kernel preset (`[host] kernel`, `[vm] kernel`).
+const KERNELS: &[&str] = &["6.1", "6.12.0", "6.12.117", "6.18", "6.19", "flat"];
+
+/// A sched feature line valid on `kernel`: the EEVDF switches are absent
+/// on 6.1 (CFS), the CFS ones on every other preset.
+fn feature_for(kernel: &str, i: usize) -> &'static str {
+    const EEVDF: &[&str] = &[
+        "",
+        "RUN_TO_PARITY = false",
+        "HRTICK = true",
+        "DELAY_DEQUEUE = false",
+        "NEXT_BUDDY = true",
+    ];
+    const CFS: &[&str] = &[
+        "",
+        "GENTLE_FAIR_SLEEPERS = false",
+        "START_DEBIT = false",
+        "NEXT_BUDDY = true",
+        "LAST_BUDDY = false",
+    ];
+    if kernel == "6.1" {
+        CFS[i % CFS.len()]
+    } else {
+        EEVDF[i % EEVDF.len()]
+    }
+}
+
 fn host() -> impl Strategy<Value = String> {
     (
         pick(&["1", "2", "3", "64", "1024"]),
         pick(&["100", "250", "300", "1000"]),
-        pick(&["6.12.0", "6.12.117", "6.18", "6.19"]),
+        pick(KERNELS),
         pick(&["1us", "3600s", "1.5ms", "2ms"]),
         pick(&["0", "9223372036854775807"]),
         pick(&["0ns", "1ns", "10ms", "25us"]),
-        pick(&["", "RUN_TO_PARITY = false", "HRTICK = true", "DELAY_DEQUEUE = false", "NEXT_BUDDY = true"]),
+        0usize..5,
     )
-        .prop_map(|(cpus, hz, kernel, dur, seed, cost, feat)| {
+        .prop_map(|(cpus, hz, kernel, dur, seed, cost, fi)| {
+            let feat = feature_for(kernel, fi);
             format!(
                 "[host]\ncpus = {cpus}\nhz = {hz}\nkernel = \"{kernel}\"\nduration = \"{dur}\"\nseed = {seed}\n\
                  [host.costs]\ntimer_wake = \"{cost}\"\ncontext_switch = \"{cost}\"\nremote_wakeup = \"{cost}\"\n\
@@ -64,6 +92,20 @@ fn task(i: usize) -> impl Strategy<Value = String> {
         })
 }
 
+/// A program VM (a nested guest running an rt-app program) on one of the
+/// kernel presets, with a guest feature valid there.
+fn program_vm(i: usize) -> impl Strategy<Value = String> {
+    (pick(&["1", "2", "8"]), pick(KERNELS), 0usize..5, pick(&["", "ops = \"w\"", "ops = \"lock-sections\""]))
+        .prop_map(move |(vcpus, kernel, fi, ops)| {
+            let prog = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/nested/workers-mutex.json");
+            format!(
+                "[[vm]]\nname = \"p{i}\"\nvcpus = {vcpus}\nprogram = \"{prog}\"\n{ops}\nkernel = \"{kernel}\"\n\
+                 [vm.features]\n{}\n",
+                feature_for(kernel, fi)
+            )
+        })
+}
+
 fn vm(i: usize) -> impl Strategy<Value = String> {
     (
         pick(&["2", "4", "256"]),
@@ -86,19 +128,47 @@ fn vm(i: usize) -> impl Strategy<Value = String> {
         })
 }
 
+/// Every `kvm.on_spin` form, the historic ones included.
+const ON_SPIN: &[&str] = &[
+    "6.12",
+    "6.13",
+    "6.19",
+    "2011-yield-to",
+    "2012-dy-eligible",
+    "2013-try-budget",
+    "2014-preempted",
+    "2017-kernel-mode",
+    "2019-ready",
+    "2019-preempted-in-kernel",
+    "ipi_aware",
+    "ipi_v1",
+    "ipi_v3",
+    "ipi_series",
+    "ipi_hint",
+    "off",
+];
+
 fn kvm() -> impl Strategy<Value = String> {
     (
         pick(&["vmx", "svm", "off"]),
-        pick(&["6.12", "6.13", "6.19", "ipi_aware", "off"]),
+        pick(ON_SPIN),
         pick(&["0ns", "100ms", "1ns"]),
         pick(&["off", "0ns", "10ms", "dynamic"]),
         pick(&["1", "100000"]),
         any::<bool>(),
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
+        (any::<bool>(), any::<bool>(), any::<bool>()),
     )
-        .prop_map(|(ple, on_spin, cost, poll, pause, apicv)| {
+        .prop_map(|(ple, on_spin, cost, poll, pause, apicv, (spinlock, nopvspin, kick, steal), (sy, tlb, ipi))| {
+            // Consistent by construction: a directed-yield form needs PLE,
+            // a kick yield the PV spinlock (both refused otherwise).
+            let on_spin = if ple == "off" { "off" } else { on_spin };
+            let kick = if spinlock && !nopvspin { format!("kick_yield = {kick}\n") } else { String::new() };
             format!(
                 "[kvm]\nple = \"{ple}\"\non_spin = \"{on_spin}\"\nexit_cost = \"{cost}\"\nentry_cost = \"{cost}\"\n\
-                 irq_handler = \"{cost}\"\nhalt_poll = \"{poll}\"\npause_cycles = {pause}\napicv = {apicv}\n"
+                 irq_handler = \"{cost}\"\nhalt_poll = \"{poll}\"\npause_cycles = {pause}\napicv = {apicv}\n{kick}\
+                 [guest]\nnopvspin = {nopvspin}\n[guest.pv]\nspinlock = {spinlock}\nsteal_time = {steal}\n\
+                 sched_yield = {sy}\ntlb_flush = {tlb}\nsend_ipi = {ipi}\n"
             )
         })
 }
@@ -145,7 +215,15 @@ proptest! {
         lines in proptest::collection::vec(
             prop_oneof![
                 pick(&["[host]", "[[task]]", "[[vm]]", "[kvm]", "[guest.pv]", "[host.costs]",
-                       "[host.features]", "[[cgroup]]", "[vm.overrides]", "[task]"]).prop_map(String::from),
+                       "[host.features]", "[[cgroup]]", "[vm.overrides]", "[task]", "[guest]",
+                       "[vm.features]"]).prop_map(String::from),
+                // The keys added since: right and wrong values.
+                (pick(&["kernel", "on_spin", "nopvspin", "spinlock", "kick_yield", "program"]),
+                 prop_oneof![pick(KERNELS).prop_map(|k| format!("\"{k}\"")),
+                             pick(ON_SPIN).prop_map(|k| format!("\"{k}\"")),
+                             pick(&["true", "false", "1", "\"cfs\"", "\"2012\"", "\"/dev/zero\"", "\"\""])
+                                 .prop_map(String::from)])
+                    .prop_map(|(k, v)| format!("{k} = {v}")),
                 ("[a-z_]{1,12}", prop_oneof![
                     "-?[0-9]{1,21}", "\"[-0-9.]{0,8}(ns|us|ms|s)?\"", "\\[[0-9, \"-]{0,12}\\]",
                     "\"/[a-z/.]{0,8}\"", "(true|false)", "[0-9]\\.[0-9]e[0-9]{1,3}"])
@@ -167,12 +245,17 @@ proptest! {
         t0 in task(0),
         t1 in task(1),
         v0 in vm(0),
+        p1 in program_vm(1),
         k in kvm(),
         with_vm in any::<bool>(),
+        with_program in any::<bool>(),
     ) {
         let mut src = h + &k + &t0 + &t1;
         if with_vm {
             src += &v0;
+        }
+        if with_program {
+            src += &p1;
         }
         // Every generated value is inside its documented range: the
         // scenario must be accepted, then run without a panic.
@@ -285,8 +368,11 @@ proptest! {
     /// `--set KEY=VALUE` of any shape: parsed and applied, or one line.
     #[test]
     fn set_overrides_are_refused_or_applied(
-        key in pick(&["host.cpus", "host.seed", "vm.0.vcpus", "task.0.count", "kvm.ple", "a.b.c", "host", ""]),
-        val in pick(&["2", "-1", "99999999999999999999", "\"x\"", "true", "[1]", "1.5", ""]),
+        key in pick(&["host.cpus", "host.seed", "vm.0.vcpus", "task.0.count", "kvm.ple", "a.b.c", "host", "",
+                      "host.kernel", "vm.0.kernel", "kvm.on_spin", "kvm.kick_yield", "guest.nopvspin",
+                      "guest.pv.spinlock", "vm.0.features.RUN_TO_PARITY"]),
+        val in pick(&["2", "-1", "99999999999999999999", "\"x\"", "true", "[1]", "1.5", "",
+                      "flat", "6.1", "cfs", "2012-dy-eligible", "false"]),
     ) {
         let arg = format!("{key}={val}");
         match oversub::scenario::overrides::parse_override(&arg) {

@@ -389,6 +389,48 @@ fn vm_scenario_errors_name_the_field_and_the_allowed_values() {
             &["kvm.ple_window", "65535"],
         ),
         ("[guest.pv]\nsteal = true\n", "", &["steal"]),
+        // Settings that cannot take effect (a sweep over them gave
+        // identical rows): a directed-yield form without PLE, a kick yield
+        // without the PV spinlock that kicks.
+        (
+            "[kvm]\nple = \"off\"\non_spin = \"2012-dy-eligible\"\n",
+            "",
+            &[
+                "kvm.on_spin",
+                "2012-dy-eligible",
+                "no effect",
+                "allowed \"off\"",
+            ],
+        ),
+        (
+            "[kvm]\nple_gap = 0\non_spin = \"6.12\"\n",
+            "",
+            &["kvm.on_spin", "ple_gap = 0"],
+        ),
+        (
+            "[kvm]\nkick_yield = true\n[guest.pv]\nspinlock = false\n",
+            "",
+            &["kvm.kick_yield", "guest.pv.spinlock = false", "allowed"],
+        ),
+        (
+            "[kvm]\nkick_yield = true\n[guest]\nnopvspin = true\n",
+            "",
+            &["kvm.kick_yield", "guest.nopvspin = true", "allowed"],
+        ),
+        (
+            "",
+            concat!(
+                "program = \"",
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../scenarios/nested/workers-mutex.json\"\nkernel = \"6.1\"\n",
+                "[vm.features]\nRUN_TO_PARITY = false\n"
+            ),
+            &[
+                "vm[0].features.RUN_TO_PARITY",
+                "kernel 6.1",
+                "allowed on 6.12.0",
+            ],
+        ),
         (
             "",
             "workload = \"phase:idle\"\n[[vm]]\nname = \"v\"\nworkload = \"phase:idle\"\n",
@@ -440,7 +482,7 @@ fn svm_pause_filter_counts_pauses() {
 
 #[test]
 fn no_ple_means_no_pause_exits() {
-    let r = run(&pingpong("6.12").replace("[kvm]", "[kvm]\nple = \"off\""));
+    let r = run(&pingpong("off").replace("[kvm]", "[kvm]\nple = \"off\""));
     let v = vm(&r, "pp");
     assert_eq!(v.ple_exits, 0);
     assert!(v.ops > 0, "the tick still hands over");

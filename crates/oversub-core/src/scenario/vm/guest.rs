@@ -51,7 +51,16 @@ pub(super) fn guest_kernel(
         if kernel.absent_features().contains(&k.as_str()) {
             return Err(cx.err(
                 format!("{f}.features.{k}"),
-                format!("{k} does not exist in kernel {}", kernel.name()),
+                format!(
+                    "{k} does not exist in kernel {}: allowed on {}",
+                    kernel.name(),
+                    KernelPreset::ALL
+                        .iter()
+                        .filter(|p| !p.absent_features().contains(&k.as_str()))
+                        .map(|p| p.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             ));
         }
         if !features.set(k, *b) {
