@@ -12,8 +12,8 @@ pub mod flat;
 pub mod history;
 pub mod html;
 pub mod plot;
-pub mod regimes;
 mod preflight;
+pub mod regimes;
 pub mod verdict;
 pub mod yield_throttle;
 
