@@ -1,4 +1,4 @@
-"""The worked analysis of docs/python.md: three yield_to() forms on dbench in
+"""The worked analysis of docs/python.md: three yield_to() forms on dedup in
 two 16-vCPU VMs on 16 pCPUs, five seeds each; mean and 95% CI per policy with
 pandas; a bar chart with error bars saved to docs/python-policies.png.
 
@@ -34,7 +34,7 @@ def main():
     args = ap.parse_args()
 
     df = oversub.sweep(
-        base=ROOT / "scenarios" / "overcommit" / "dbench-2x16.toml",
+        base=ROOT / "scenarios" / "overcommit" / "dedup-2x16.toml",
         axes={
             "policy": [
                 {"label": "upstream", "set": ["host.yield.yield_to=upstream", "kvm.on_spin='6.12'"]},
@@ -63,7 +63,7 @@ def main():
         ax.bar(t.index, t["mean"], yerr=t["ci95"], capsize=4, color=["#999", "#c66", "#36a"])
         ax.set_title(m)
         ax.tick_params(axis="x", labelrotation=20)
-    fig.suptitle("dbench, 2 VMs x 16 vCPUs on 16 pCPUs, 200 ms, 5 seeds (mean, 95% CI)")
+    fig.suptitle("dedup, 2 VMs x 16 vCPUs on 16 pCPUs, 200 ms, 5 seeds (mean, 95% CI)")
     fig.tight_layout()
     fig.savefig(args.out, dpi=90)
     print(f"wrote {args.out}")
