@@ -53,9 +53,10 @@ MIN_EVENTS = 100
 REPEATS = 3
 GAPS = {
     "idle-ipi": "the recordings' threads sent almost no reschedule IPIs (their wakees went to a "
-    "CPU busy with other load, or to this KVM guest's idle CPU polling in cpuidle-haltpoll, which "
-    "needs none); the simulated guest's other vCPU is idle and halted (guest haltpoll is not "
-    "modelled), so a remote wakeup IPIs it. Shown, not judged.",
+    "CPU busy with other load; this guest's cpuidle-haltpoll has guest_halt_poll_ns = 0 and polls "
+    "in 0.5% of its idle entries, docs/kvm-model.md 8.6); the simulated guest's other vCPU is "
+    "idle and halted (cpuidle_haltpoll off, as 6.12 loads it on an overcommitted host), so a "
+    "remote wakeup IPIs it. Shown, not judged.",
 }
 
 
