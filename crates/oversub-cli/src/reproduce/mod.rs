@@ -608,7 +608,7 @@ pub fn comparison_rows<'a>(s: &'a Section, p: &'a Published) -> Vec<ComparisonRo
 /// simulated gains (PV on) of each policy over upstream, and v1's gap.
 pub fn comparison(sections: &[Section], p: &Published) -> String {
     let Some(s) = sections.iter().find(|s| s.name == "seeds") else {
-        return "no \"seeds\" section\n".into();
+        return "No headline table: the manifest has no section named \"seeds\" (the seeds' evaluation; docs/reproduce.md).\n".into();
     };
     let mut o = String::new();
     let seeds = match &s.spec.adaptive {

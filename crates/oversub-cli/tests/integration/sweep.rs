@@ -830,6 +830,11 @@ fn reproduce_sets_the_regimes_side_by_side_beside_the_published_gains() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
+    // A manifest without the seeds' evaluation says why it has no headline.
+    assert!(
+        text.contains("No headline table: the manifest has no section named \"seeds\""),
+        "{text}"
+    );
     let head = text
         .lines()
         .find(|l| l.starts_with("workload vms published policy"))
