@@ -7,7 +7,7 @@ use super::{
 };
 use crate::engine::Nanos;
 use crate::sched::features::{KernelPreset, FEATURE_NAMES};
-use crate::sched::HostCosts;
+use crate::sched::{HostCosts, SchedFeatures};
 
 impl Scenario {
     pub(super) fn host(cx: &Ctx, h: RawHost) -> Result<HostSpec, ScenarioError> {
@@ -53,29 +53,7 @@ impl Scenario {
             ));
         }
         let mut features = kernel.features();
-        for (k, v) in &h.features {
-            if kernel.absent_features().contains(&k.as_str()) {
-                return Err(cx.err(
-                    format!("host.features.{k}"),
-                    format!(
-                        "{k} does not exist in kernel {}: allowed on {}",
-                        kernel.name(),
-                        KernelPreset::ALL
-                            .iter()
-                            .filter(|p| !p.absent_features().contains(&k.as_str()))
-                            .map(|p| p.name())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ));
-            }
-            if !features.set(k, *v) {
-                return Err(cx.err(
-                    format!("host.features.{k}"),
-                    format!("unknown feature: allowed {}", FEATURE_NAMES.join(", ")),
-                ));
-            }
-        }
+        set_features(cx, "host.features", kernel, &mut features, &h.features)?;
         let mut costs = HostCosts::default();
         for (k, v) in &h.costs {
             let field = format!("host.costs.{k}");
@@ -99,4 +77,40 @@ impl Scenario {
             costs,
         })
     }
+}
+
+/// `[host.features]` / `[vm.features]` (`prefix`): sets each `NAME = bool`
+/// on `features` of preset `kernel`; a feature that preset does not have
+/// (naming the presets that do) or an unknown name is refused.
+pub(in crate::scenario) fn set_features<'a>(
+    cx: &Ctx,
+    prefix: &str,
+    kernel: KernelPreset,
+    features: &mut SchedFeatures,
+    set: impl IntoIterator<Item = (&'a String, &'a bool)>,
+) -> Result<(), ScenarioError> {
+    for (k, v) in set {
+        if kernel.absent_features().contains(&k.as_str()) {
+            return Err(cx.err(
+                format!("{prefix}.{k}"),
+                format!(
+                    "{k} does not exist in kernel {}: allowed on {}",
+                    kernel.name(),
+                    KernelPreset::ALL
+                        .iter()
+                        .filter(|p| !p.absent_features().contains(&k.as_str()))
+                        .map(|p| p.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        if !features.set(k, *v) {
+            return Err(cx.err(
+                format!("{prefix}.{k}"),
+                format!("unknown feature: allowed {}", FEATURE_NAMES.join(", ")),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -20,7 +20,7 @@ pub(super) fn guest_kernel(
     ),
     ScenarioError,
 > {
-    use crate::sched::features::{KernelPreset, FEATURE_NAMES};
+    use crate::sched::features::KernelPreset;
     if v.program.is_none() && (v.kernel.is_some() || v.features.is_some()) {
         let k = if v.kernel.is_some() {
             "kernel"
@@ -47,29 +47,14 @@ pub(super) fn guest_kernel(
             (p, p.features())
         }
     };
-    for (k, b) in v.features.iter().flatten() {
-        if kernel.absent_features().contains(&k.as_str()) {
-            return Err(cx.err(
-                format!("{f}.features.{k}"),
-                format!(
-                    "{k} does not exist in kernel {}: allowed on {}",
-                    kernel.name(),
-                    KernelPreset::ALL
-                        .iter()
-                        .filter(|p| !p.absent_features().contains(&k.as_str()))
-                        .map(|p| p.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
-        if !features.set(k, *b) {
-            return Err(cx.err(
-                format!("{f}.features.{k}"),
-                format!("unknown feature: allowed {}", FEATURE_NAMES.join(", ")),
-            ));
-        }
-    }
+    let prefix = format!("{f}.features");
+    crate::scenario::host::set_features(
+        cx,
+        &prefix,
+        kernel,
+        &mut features,
+        v.features.iter().flatten(),
+    )?;
     Ok((kernel, features))
 }
 

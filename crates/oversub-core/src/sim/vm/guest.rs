@@ -227,7 +227,7 @@ impl Simulator {
         let g = vm.guest.as_ref().expect("a program VM");
         let c = g.kernel.sched.tasks[owner].cpu.idx();
         g.kernel.sched.rqs[c].curr == Some(TaskId(owner as u32))
-            && !(self.pv.steal_time && vm.vcpus[c].preempted)
+            && !self.guest_vcpu_is_preempted(vi, c)
     }
 
     /// Whether guest CPU `i`'s current task keeps spinning on the owner of
