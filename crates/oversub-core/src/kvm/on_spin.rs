@@ -101,7 +101,7 @@ pub enum HistoricForm {
     /// kvm_arch_vcpu_runnable() test to kvm_vcpu_on_spin() loop"): a kicked
     /// or interrupted halted vCPU may be boosted.
     Y2014Preempted,
-    /// 2017, Linux 4.14: "KVM: add spinlock optimization framework"
+    /// 2017, Linux 4.14: 199b5763d329 "KVM: add spinlock optimization framework"
     /// (`yield_to_kernel_mode`): a candidate not in guest kernel mode
     /// (`kvm_arch_vcpu_in_kernel`, the CPL cached at sched-out) is skipped.
     Y2017KernelMode,
@@ -113,7 +113,7 @@ pub enum HistoricForm {
     /// kernel-mode filter still applies to every candidate and reads the CPL
     /// cached at the vCPU's last preemption (stale for a woken vCPU).
     Y2019Ready,
-    /// 2019, Linux 5.3: "KVM: Check preempted_in_kernel for involuntary
+    /// 2019, Linux 5.3: 046ddeed0461 "KVM: Check preempted_in_kernel for involuntary
     /// preemption": the kernel-mode filter applies only to `preempted`
     /// vCPUs; a woken vCPU always passes it.
     Y2019PreemptedInKernel,
