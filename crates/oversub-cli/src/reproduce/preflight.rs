@@ -37,6 +37,24 @@ fn scenario(mf: &str, field: &str, dir: &Path, file: &str) -> Result<(), String>
         .map_err(|e| format!("{mf}: {field}: {e}"))
 }
 
+/// The seeds and durations of a section in both modes (`seeds`,
+/// `quick_seeds`, `duration`, `quick_duration`), each field named as
+/// `{at}{sep}{field}`: a manifest is right for `--quick` and the full run
+/// alike.
+fn both_modes(
+    mf: &str,
+    at: &str,
+    sep: &str,
+    seed_lists: [&[u64]; 2],
+    durations: [&str; 2],
+) -> Result<(), String> {
+    seeds(mf, &format!("{at}{sep}seeds"), seed_lists[0])?;
+    seeds(mf, &format!("{at}{sep}quick_seeds"), seed_lists[1])?;
+    duration(mf, &format!("{at}{sep}duration"), durations[0])?;
+    duration(mf, &format!("{at}{sep}quick_duration"), durations[1])?;
+    Ok(())
+}
+
 /// A name that becomes a directory under `--out`: as a section's name.
 pub(super) fn safe_name(name: &str) -> bool {
     !name.is_empty()
@@ -57,8 +75,6 @@ pub(super) fn check(
     dir: &Path,
     quick: bool,
 ) -> Result<Vec<SweepSpec>, String> {
-    // Both modes' seeds and durations of every section: a manifest is
-    // right for `--quick` and the full run alike.
     for s in &m.section {
         let f = format!("section {}", s.name);
         if m.history.is_some() && s.name == "history" {
@@ -66,17 +82,23 @@ pub(super) fn check(
                 "{mf}: {f}: name: \"history\" is the [history] section's directory under --out: allowed another name"
             ));
         }
-        seeds(mf, &format!("{f}: seeds"), &s.seeds)?;
-        seeds(mf, &format!("{f}: quick_seeds"), &s.quick_seeds)?;
-        duration(mf, &format!("{f}: duration"), &s.duration)?;
-        duration(mf, &format!("{f}: quick_duration"), &s.quick_duration)?;
+        both_modes(
+            mf,
+            &f,
+            ": ",
+            [&s.seeds, &s.quick_seeds],
+            [&s.duration, &s.quick_duration],
+        )?;
     }
     if let Some(c) = &m.eevdf_latency {
         let f = "eevdf_latency";
-        seeds(mf, &format!("{f}.seeds"), &c.seeds)?;
-        seeds(mf, &format!("{f}.quick_seeds"), &c.quick_seeds)?;
-        duration(mf, &format!("{f}.duration"), &c.duration)?;
-        duration(mf, &format!("{f}.quick_duration"), &c.quick_duration)?;
+        both_modes(
+            mf,
+            f,
+            ".",
+            [&c.seeds, &c.quick_seeds],
+            [&c.duration, &c.quick_duration],
+        )?;
         range(mf, &format!("{f}.real_runs"), c.real_runs, 1, 20)?;
         range(
             mf,
@@ -97,10 +119,13 @@ pub(super) fn check(
     }
     if let Some(c) = &m.yield_throttle {
         let f = "yield_throttle";
-        seeds(mf, &format!("{f}.seeds"), &c.seeds)?;
-        seeds(mf, &format!("{f}.quick_seeds"), &c.quick_seeds)?;
-        duration(mf, &format!("{f}.duration"), &c.duration)?;
-        duration(mf, &format!("{f}.quick_duration"), &c.quick_duration)?;
+        both_modes(
+            mf,
+            f,
+            ".",
+            [&c.seeds, &c.quick_seeds],
+            [&c.duration, &c.quick_duration],
+        )?;
         range(mf, &format!("{f}.real_seconds"), c.real_seconds, 1, 60)?;
         range(
             mf,
@@ -116,10 +141,13 @@ pub(super) fn check(
     }
     let mut specs = Vec::new();
     if let Some(c) = &m.history {
-        seeds(mf, "history.seeds", &c.seeds)?;
-        seeds(mf, "history.quick_seeds", &c.quick_seeds)?;
-        duration(mf, "history.duration", &c.duration)?;
-        duration(mf, "history.quick_duration", &c.quick_duration)?;
+        both_modes(
+            mf,
+            "history",
+            ".",
+            [&c.seeds, &c.quick_seeds],
+            [&c.duration, &c.quick_duration],
+        )?;
         if c.sweeps.is_empty() {
             return Err(format!(
                 "{mf}: history.sweeps: empty: allowed one or more sweep files"
