@@ -3,6 +3,7 @@
 //! the file and the field (or the documented success), in bounded memory;
 //! none hangs, panics or succeeds silently.
 
+use crate::common::{assert_refused, s};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -29,25 +30,9 @@ fn file(name: &str, src: &str) -> PathBuf {
     f
 }
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 /// Exit 2, one line, holding every `must`.
 fn refused(args: &[&str], must: &[&str]) -> String {
-    let out = oversub(args);
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: exit 2, got {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{args:?}: one line: {err}"
-    );
-    for m in must {
-        assert!(err.contains(m), "{args:?}: {m:?} missing in {err}");
-    }
-    assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
-    err
+    assert_refused(args, &oversub(args), must)
 }
 
 const WHY: &str = "without advancing simulated time";

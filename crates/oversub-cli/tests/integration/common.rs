@@ -1,7 +1,7 @@
 //! Helpers shared by the CLI's integration tests: where the workspace is,
 //! how to run the built binaries, scratch files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The workspace root: scenario paths in the tests are relative to it.
@@ -48,4 +48,27 @@ pub fn scratch(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("oversub-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// A path as a command-line argument.
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The run `out` of `oversub ARGS` was refused as every bad input must be:
+/// exit 2, one line on stderr holding every `must`, nothing on stdout.
+/// Returns the line.
+pub fn assert_refused(args: &[&str], out: &Output, must: &[&str]) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: exit 2, got {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: one line: {err}"
+    );
+    for m in must {
+        assert!(err.contains(m), "{args:?}: {m:?} missing in {err}");
+    }
+    assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+    err
 }

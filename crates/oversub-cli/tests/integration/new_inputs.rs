@@ -5,7 +5,7 @@
 //! file, the field and what is allowed, before any run, in bounded memory;
 //! none hangs, panics or succeeds with nothing written.
 
-use crate::common::ROOT;
+use crate::common::{assert_refused, s, ROOT};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -25,10 +25,6 @@ fn dir(tag: &str) -> PathBuf {
     d
 }
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 fn mkfifo(p: &Path) {
     let _ = std::fs::remove_file(p);
     assert!(Command::new("mkfifo").arg(p).status().unwrap().success());
@@ -36,19 +32,7 @@ fn mkfifo(p: &Path) {
 
 /// Exit 2, one line on stderr holding every `must`, nothing on stdout.
 fn refused(args: &[&str], must: &[&str]) -> String {
-    let out = oversub(args);
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: exit 2, got {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{args:?}: one line: {err}"
-    );
-    for m in must {
-        assert!(err.contains(m), "{args:?}: {m:?} missing in {err}");
-    }
-    assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
-    err
+    assert_refused(args, &oversub(args), must)
 }
 
 /// A copy of a committed recording (profile.json, ops.txt) in `d`.

@@ -4,7 +4,7 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
-use oversub::report::{Report, TaskReport};
+use oversub::report::{Report, TaskReport, VmReport};
 use oversub::scenario::Scenario;
 use oversub::sim::Simulator;
 
@@ -24,6 +24,37 @@ pub fn task<'a>(r: &'a Report, name: &str) -> &'a TaskReport {
         .iter()
         .find(|t| t.name == name)
         .unwrap_or_else(|| panic!("no task {name}"))
+}
+
+/// The report of VM `name`.
+pub fn vm<'a>(r: &'a Report, name: &str) -> &'a VmReport {
+    r.vms
+        .iter()
+        .find(|v| v.name == name)
+        .unwrap_or_else(|| panic!("no vm {name}"))
+}
+
+/// VM `v`, 6 vCPUs of the dedup phase generator sending 20 synchronous
+/// unicast IPIs per ms, on 4 pCPUs for 200 ms, with `kvm` as the `[kvm]`
+/// table's body: some targets run, some are preempted or halted when an
+/// IPI is sent.
+pub fn unicast_ipis(kvm: &str) -> String {
+    format!(
+        r#"
+[host]
+cpus = 4
+duration = "200ms"
+[kvm]
+{kvm}
+[[vm]]
+name = "v"
+vcpus = 6
+workload = "phase:dedup"
+[vm.overrides]
+ipi_per_ms = 20
+ipi_sync = true
+"#
+    )
 }
 
 /// CPU time of task `name`, ns.

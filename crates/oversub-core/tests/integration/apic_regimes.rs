@@ -4,41 +4,11 @@
 //! (hooked in `kvm_irq_delivery_to_apic`) records (docs/kvm-model.md, "APIC
 //! acceleration").
 
-use oversub::report::{Report, VmReport};
-use oversub::scenario::Scenario;
+use crate::common::{run, unicast_ipis, vm};
 
-fn run(src: &str) -> Report {
-    let sc = Scenario::parse("test.toml", src).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = oversub::sim::Simulator::new(&sc);
-    sim.set_check_invariants(true);
-    sim.run_polled(sc.host.duration, &mut |_| true)
-        .expect("the run finishes")
-}
-
-fn vm(r: &Report) -> &VmReport {
-    &r.vms[0]
-}
-
-/// 6 vCPUs on 4 pCPUs sending synchronous unicast IPIs: some targets run,
-/// some are preempted or halted when the IPI is sent.
+/// The unicast-IPI VM of the common helpers under `on_spin = "ipi_aware"`.
 fn unicasts(kvm: &str) -> String {
-    format!(
-        r#"
-[host]
-cpus = 4
-duration = "200ms"
-[kvm]
-on_spin = "ipi_aware"
-{kvm}
-[[vm]]
-name = "v"
-vcpus = 6
-workload = "phase:dedup"
-[vm.overrides]
-ipi_per_ms = 20
-ipi_sync = true
-"#
-    )
+    unicast_ipis(&format!("on_spin = \"ipi_aware\"\n{kvm}"))
 }
 
 #[test]
@@ -46,7 +16,7 @@ fn with_avic_only_ipis_to_targets_not_running_exit_and_none_is_tracked() {
     // APICv without IPIv: every unicast ICR write exits to
     // kvm_apic_send_ipi and the tracker records it.
     let a = run(&unicasts("apicv = true"));
-    let a = vm(&a);
+    let a = vm(&a, "v");
     assert!(a.ipis_sent > 100, "{a:?}");
     assert_eq!(a.ipi_exits, a.ipis_sent);
     assert_eq!(a.ipis_tracked, a.ipis_sent);
@@ -55,7 +25,7 @@ fn with_avic_only_ipis_to_targets_not_running_exit_and_none_is_tracked() {
     // only kicks it (avic_kick_target_vcpus): kvm_irq_delivery_to_apic is
     // never reached, so the series records nothing.
     let r = run(&unicasts("avic = true"));
-    let v = vm(&r);
+    let v = vm(&r, "v");
     assert!(v.ipis_sent > 100, "{v:?}");
     assert!(v.ipi_exits > 0 && v.ipi_exits < v.ipis_sent, "{v:?}");
     assert_eq!(v.ipis_tracked, 0, "{v:?}");
@@ -90,12 +60,12 @@ fn with_ipiv_a_shorthand_broadcast_still_exits() {
     // all-but-self broadcast of a shootdown takes the APIC-write exit
     // (one per shootdown), and is not tracked (a broadcast).
     let r = run(&shootdowns("apicv = true\nipiv = true"));
-    let v = vm(&r);
+    let v = vm(&r, "e");
     assert!(v.ipi_exits > 0, "{v:?}");
     assert_eq!(v.ipis_sent, 3 * v.ipi_exits, "{v:?}");
     assert_eq!(v.ipis_tracked, 0, "{v:?}");
     // The unicasts of the same regime do not exit.
     let u = run(&unicasts("apicv = true\nipiv = true"));
-    assert!(vm(&u).ipis_sent > 100);
-    assert_eq!(vm(&u).ipi_exits, 0, "{:?}", vm(&u));
+    assert!(vm(&u, "v").ipis_sent > 100);
+    assert_eq!(vm(&u, "v").ipi_exits, 0, "{:?}", vm(&u, "v"));
 }

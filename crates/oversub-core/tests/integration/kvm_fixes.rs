@@ -1,20 +1,7 @@
 //! Model fixes of issue 11, each checked by its effect (each test failed on
 //! the code before the fix; the numbers are in the commit messages).
 
-use oversub::report::{Report, VmReport};
-use oversub::scenario::Scenario;
-
-fn run(src: &str) -> Report {
-    let sc = Scenario::parse("test.toml", src).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = oversub::sim::Simulator::new(&sc);
-    sim.set_check_invariants(true);
-    sim.run_polled(sc.host.duration, &mut |_| true)
-        .expect("the run finishes")
-}
-
-fn vm<'a>(r: &'a Report, name: &str) -> &'a VmReport {
-    r.vms.iter().find(|v| v.name == name).expect("vm")
-}
+use crate::common::{run, vm};
 
 /// Bug 2: `yield_to()` switches the spinning vCPU out *inside*
 /// `kvm_vcpu_on_spin()`, so it stays `in_spin_loop` while it waits and

@@ -2,29 +2,18 @@
 //! (docs/kvm-model.md, "Integration"). Each test states what the kernel's
 //! rules predict and checks the simulator against it.
 
+use crate::common::{run, unicast_ipis, vm};
 use oversub::kvm::ple::{cycles_to_ns, PleParams};
-use oversub::report::{Report, VmReport};
+use oversub::report::Report;
 use oversub::scenario::Scenario;
 use oversub::RunOptions;
 
 /// The workspace root: the scenario paths below are relative to it.
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
-fn run(src: &str) -> Report {
-    let sc = Scenario::parse("test.toml", src).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = oversub::sim::Simulator::new(&sc);
-    sim.set_check_invariants(true);
-    sim.run_polled(sc.host.duration, &mut |_| true)
-        .expect("the run finishes")
-}
-
 fn run_fast(src: &str) -> Report {
     let sc = Scenario::parse("test.toml", src).unwrap_or_else(|e| panic!("{e}"));
     oversub::run_scenario(&sc, None, None).expect("the run finishes")
-}
-
-fn vm<'a>(r: &'a Report, name: &str) -> &'a VmReport {
-    r.vms.iter().find(|v| v.name == name).expect("vm")
 }
 
 fn pingpong(on_spin: &str) -> String {
@@ -167,28 +156,11 @@ fn every_on_spin_form_runs_and_yields() {
     }
 }
 
-fn ipis(kvm: &str) -> String {
-    format!(
-        r#"
-[host]
-cpus = 4
-duration = "200ms"
-[kvm]
-{kvm}
-[[vm]]
-name = "v"
-vcpus = 6
-workload = "phase:dedup"
-[vm.overrides]
-ipi_per_ms = 20
-ipi_sync = true
-"#
-    )
-}
-
 #[test]
 fn with_ipiv_no_ipi_reaches_kvm() {
-    let r = run(&ipis("apicv = true\nipiv = true\non_spin = \"ipi_aware\""));
+    let r = run(&unicast_ipis(
+        "apicv = true\nipiv = true\non_spin = \"ipi_aware\"",
+    ));
     let v = vm(&r, "v");
     assert!(v.ipis_sent > 100, "{v:?}");
     assert_eq!(v.ipi_exits, 0);
@@ -199,7 +171,7 @@ fn with_ipiv_no_ipi_reaches_kvm() {
 
 #[test]
 fn without_apicv_every_unicast_ipi_and_eoi_exits() {
-    let r = run(&ipis("on_spin = \"ipi_aware\""));
+    let r = run(&unicast_ipis("on_spin = \"ipi_aware\""));
     let v = vm(&r, "v");
     assert!(v.ipis_sent > 100);
     assert_eq!(
@@ -209,12 +181,12 @@ fn without_apicv_every_unicast_ipi_and_eoi_exits() {
     assert_eq!(v.ipis_tracked, v.ipis_sent, "tracked by the IPI-aware form");
     assert!(v.eoi_exits >= v.ipi_latency_ns.samples.saturating_sub(10));
     // Upstream forms do not track.
-    let r = run(&ipis("on_spin = \"6.12\""));
+    let r = run(&unicast_ipis("on_spin = \"6.12\""));
     assert_eq!(vm(&r, "v").ipis_tracked, 0);
 }
 
 #[test]
-fn halted_vcpus_block_and_are_woken_by_ipis() {
+fn halted_vcpus_block_and_are_woken_by_unicast_ipis() {
     // Every compute burst ends in HLT for ~200 us; IPIs wake the targets.
     let r = run(r#"
 [host]
@@ -329,8 +301,8 @@ fn json_without_wall(r: &Report) -> serde_json::Value {
 
 #[test]
 fn vm_runs_are_deterministic() {
-    let src =
-        ipis("on_spin = \"ipi_aware\"").replace("duration = \"200ms\"", "duration = \"100ms\"");
+    let src = unicast_ipis("on_spin = \"ipi_aware\"")
+        .replace("duration = \"200ms\"", "duration = \"100ms\"");
     let sc = Scenario::parse("vm.toml", &src).unwrap_or_else(|e| panic!("{e}"));
     let run = |seed| oversub::run(&sc, RunOptions::default().seed(seed)).expect("a run");
     let (ja, jb) = (json_without_wall(&run(None)), json_without_wall(&run(None)));
