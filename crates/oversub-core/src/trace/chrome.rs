@@ -30,7 +30,11 @@
 //! an instant, and their passing values would draw zero-width spikes.
 //!
 //! Thread ids are unique across the processes and start at 1 (older
-//! Perfetto releases merge tid 0 with tid 1 in JSON traces). In the events'
+//! Perfetto releases merge tid 0 with tid 1 in JSON traces); an event
+//! without a `tid` (counters, process metadata) belongs to its process's
+//! main thread, tid = pid, which carries no slices. There is no
+//! `displayTimeUnit`: Perfetto ignores it, and its releases v4 to v21 read
+//! `ts` in that unit rather than in µs. In the events'
 //! fields a task's `pid` is its host task id + 1; pid 0 is the idle task
 //! (`swapper/N`), as in the kernel's tracepoints.
 
@@ -549,9 +553,7 @@ impl<W: Write> ChromeWriter<W> {
         }
         let other = json!({"producer": "oversub", "clock": "virtual time of the simulated host",
             "cpus": self.cpus, "end_ns": end});
-        self.raw(&format!(
-            "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{other}}}\n"
-        ));
+        self.raw(&format!("\n],\"otherData\":{other}}}\n"));
         if let Some(e) = self.error.take() {
             return Err(e);
         }
