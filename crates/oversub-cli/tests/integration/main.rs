@@ -11,6 +11,7 @@ mod determinism_and_cli;
 mod docs;
 mod hostile_input;
 mod new_inputs;
+mod perfetto_import;
 mod programs;
 mod set_cli;
 mod sweep;

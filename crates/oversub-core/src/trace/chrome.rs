@@ -13,12 +13,28 @@
 //! the "tasks and vCPUs" tracks) join a waker to its wakee's next slice
 //! (`wakeup`), a `yield_to()` caller to its target's (`yield_to`) and an
 //! IPI's sender to the receiving vCPU's current or next slice (`ipi`).
+//! Perfetto's JSON importer binds a flow event to the slice open on its
+//! thread track when it reads the event, after sorting the events by
+//! time: at one time, an `X` slice that lasts comes first, everything else
+//! (a zero-length slice included) in file order. A slice is written when
+//! it ends, so flow events are written once their instant is over: by
+//! then a slice that began and ended at that instant (a task switched in
+//! and out at once) is written before them, and binds them. A flow's
+//! start is written with its end, so every start has an end (a flow still
+//! waiting for its target's next slice when the trace ends is left out).
 //! Counter tracks (`ph` `C`, written when the value changes) show each
 //! CPU's `nr_running` and, per VM, its vCPUs on a CPU, those waiting for
-//! one (accruing steal time) and its cgroup's lag on the host.
+//! one (accruing steal time) and its cgroup's lag on the host. A track
+//! gets one value per instant, the one it settled on: the simulator
+//! reports counters after each of its events, several of which can share
+//! an instant, and their passing values would draw zero-width spikes.
 //!
 //! Thread ids are unique across the processes and start at 1 (older
-//! Perfetto releases merge tid 0 with tid 1 in JSON traces). In the events'
+//! Perfetto releases merge tid 0 with tid 1 in JSON traces); an event
+//! without a `tid` (counters, process metadata) belongs to its process's
+//! main thread, tid = pid, which carries no slices. There is no
+//! `displayTimeUnit`: Perfetto ignores it, and its releases v4 to v21 read
+//! `ts` in that unit rather than in µs. In the events'
 //! fields a task's `pid` is its host task id + 1; pid 0 is the idle task
 //! (`swapper/N`), as in the kernel's tracepoints.
 
@@ -34,6 +50,8 @@ const PID_VMS: u32 = 4;
 
 /// Flows waiting for their target task's next slice, per task, at most.
 const MAX_PENDING_FLOWS: usize = 64;
+/// Flow events of one instant, at most (more flows are not drawn).
+const MAX_INSTANT_FLOWS: usize = 4096;
 
 /// The `pid` of host task `p` in the events' fields (0 is the idle task).
 pub fn field_pid(p: Option<u32>) -> u32 {
@@ -71,12 +89,21 @@ pub struct ChromeWriter<W: Write> {
     guest_vcpus: std::collections::BTreeSet<u32>,
     /// VM names by VM index (the counter tracks' names).
     vms: Vec<String>,
-    /// The next flow id; flows that end at a task's next slice, per task.
+    /// The last flow id; flows that end at a task's next slice, per task:
+    /// (name, start time, source task).
     flow_id: u64,
-    pending: BTreeMap<u32, Vec<(u64, &'static str)>>,
+    pending: BTreeMap<u32, Vec<(&'static str, u64, u32)>>,
     /// The CPU each task runs on (open slices), to end an IPI's flow at
     /// the receiver's current slice.
     running_on: BTreeMap<u32, u32>,
+    /// The current instant (the time of the last event in the window)
+    /// and its flow events, written when it is over.
+    instant: u64,
+    instant_flows: Vec<Value>,
+    /// Counter values of the current instant, not yet written: (time,
+    /// value) per track; and the last value written per track.
+    counters: BTreeMap<super::CounterTrack, (u64, i64)>,
+    counters_written: BTreeMap<super::CounterTrack, i64>,
 }
 
 impl<W: Write> ChromeWriter<W> {
@@ -100,6 +127,10 @@ impl<W: Write> ChromeWriter<W> {
             flow_id: 0,
             pending: BTreeMap::new(),
             running_on: BTreeMap::new(),
+            instant: 0,
+            instant_flows: Vec::new(),
+            counters: BTreeMap::new(),
+            counters_written: BTreeMap::new(),
         };
         c.raw("{\"traceEvents\":[\n");
         c.item(json!({"ph": "M", "name": "process_name", "pid": PID_CPUS, "args": {"name": "pCPUs (which task ran)"}}));
@@ -140,27 +171,57 @@ impl<W: Write> ChromeWriter<W> {
         }
     }
 
-    /// Starts a flow `name` at task `from`'s current slice; it ends at
-    /// `to`'s current slice (`to_now`) or at its next one.
-    fn flow(&mut self, name: &'static str, t: u64, from: u32, to: u32, to_now: bool) {
-        let queued = self.pending.get(&to).map_or(0, Vec::len);
-        if from == to || (!to_now && queued >= MAX_PENDING_FLOWS) {
+    /// A flow `name` from task `from`'s current slice (it runs on `cpu`)
+    /// at `t` to `to`'s current slice (`to_now`) or to its next one.
+    fn flow(&mut self, name: &'static str, t: u64, cpu: u32, from: u32, to: u32, to_now: bool) {
+        self.adopt(cpu, from);
+        if from == to {
+            return;
+        }
+        if to_now {
+            self.flow_pair(name, t, from, t, to);
+        } else {
+            let queued = self.pending.entry(to).or_default();
+            if queued.len() < MAX_PENDING_FLOWS {
+                queued.push((name, t, from));
+            }
+        }
+    }
+
+    /// Both events of a flow from `from`'s slice at `t0` to `to`'s at
+    /// `t1`, queued for the end of the current instant.
+    fn flow_pair(&mut self, name: &str, t0: u64, from: u32, t1: u64, to: u32) {
+        if self.instant_flows.len() + 2 > MAX_INSTANT_FLOWS {
             return;
         }
         self.flow_id += 1;
         let id = self.flow_id;
-        let tid = self.task_tid(from);
-        self.item(json!({"ph": "s", "name": name, "cat": "flow", "id": id, "pid": PID_TASKS, "tid": tid, "ts": us(t)}));
-        if to_now {
-            self.flow_end(name, id, t, to);
-        } else {
-            self.pending.entry(to).or_default().push((id, name));
+        let (a, b) = (self.task_tid(from), self.task_tid(to));
+        self.instant_flows.push(json!({"ph": "s", "name": name, "cat": "flow", "id": id, "pid": PID_TASKS, "tid": a, "ts": us(t0)}));
+        self.instant_flows.push(json!({"ph": "f", "bp": "e", "name": name, "cat": "flow", "id": id, "pid": PID_TASKS, "tid": b, "ts": us(t1)}));
+    }
+
+    /// Task `p` acts on `cpu` (wakes, yields, sends an IPI): when the
+    /// window shows nothing running there, it has run there since the
+    /// window opened, and its slice starts there (as a `sched_switch`
+    /// that switches it out would make it).
+    fn adopt(&mut self, cpu: u32, p: u32) {
+        let c = cpu as usize;
+        if c >= self.open.len() || self.open[c].is_some() || self.running_on.contains_key(&p) {
+            return;
+        }
+        if let Some(first) = self.first {
+            self.open[c] = Some((p, first));
+            self.running_on.insert(p, cpu);
         }
     }
 
-    fn flow_end(&mut self, name: &str, id: u64, t: u64, to: u32) {
-        let tid = self.task_tid(to);
-        self.item(json!({"ph": "f", "bp": "e", "name": name, "cat": "flow", "id": id, "pid": PID_TASKS, "tid": tid, "ts": us(t)}));
+    /// The end of an instant: its flow events, then its counters' values.
+    fn flush_instant(&mut self) {
+        for v in std::mem::take(&mut self.instant_flows) {
+            self.item(v);
+        }
+        self.flush_counters();
     }
 
     fn name(&self, p: Option<u32>) -> String {
@@ -219,6 +280,29 @@ impl<W: Write> ChromeWriter<W> {
         self.item(json!({"ph": "X", "name": format!("cpu{cpu}"), "cat": "sched", "pid": PID_TASKS, "tid": tt, "ts": us(since), "dur": dur}));
     }
 
+    /// Writes the counter values held for the current instant (those that
+    /// differ from the track's last written value), in track order.
+    fn flush_counters(&mut self) {
+        use super::CounterTrack;
+        let held = std::mem::take(&mut self.counters);
+        for (track, (t, value)) in held {
+            if self.counters_written.insert(track, value) == Some(value) {
+                continue;
+            }
+            let (pid, name, key) = match track {
+                CounterTrack::NrRunning(c) => (PID_CPUS, format!("cpu{c}"), "nr_running"),
+                CounterTrack::VcpusRunning(v) => (PID_VMS, self.vm_name(v), "vcpus running"),
+                CounterTrack::VcpusWaiting(v) => {
+                    (PID_VMS, self.vm_name(v), "vcpus waiting (steal)")
+                }
+                CounterTrack::VmLag(v) => (PID_VMS, self.vm_name(v), "lag (us)"),
+            };
+            let mut args = serde_json::Map::new();
+            args.insert(key.to_string(), json!(value));
+            self.item(json!({"ph": "C", "name": name, "cat": "counter", "pid": pid, "ts": us(t), "args": args}));
+        }
+    }
+
     /// The tracks of nested guests' vCPUs (those with a guest switch), in
     /// vCPU order; written at the end, when they are all known (metadata
     /// may stand anywhere in the document).
@@ -243,6 +327,10 @@ impl<W: Write> ChromeWriter<W> {
             return;
         }
         let first = *self.first.get_or_insert(t0);
+        if t0 > self.instant {
+            self.flush_instant();
+            self.instant = t0;
+        }
         match e {
             TraceEvent::SchedSwitch {
                 t,
@@ -275,8 +363,8 @@ impl<W: Write> ChromeWriter<W> {
                 }
                 if let Some(n) = next {
                     self.running_on.insert(*n, *cpu);
-                    for (id, name) in self.pending.remove(n).unwrap_or_default() {
-                        self.flow_end(name, id, *t, *n);
+                    for (name, t0, from) in self.pending.remove(n).unwrap_or_default() {
+                        self.flow_pair(name, t0, from, *t, *n);
                     }
                 }
                 if let Some(n) = next {
@@ -313,7 +401,7 @@ impl<W: Write> ChromeWriter<W> {
                     "args": {"comm": n, "pid": field_pid(Some(*pid)), "prio": prio, "target_cpu": target_cpu,
                              "common_pid": field_pid(*waker)}}));
                 if let Some(w) = waker {
-                    self.flow("wakeup", *t, *w, *pid, false);
+                    self.flow("wakeup", *t, *cpu, *w, *pid, false);
                 }
             }
             TraceEvent::SchedMigrateTask {
@@ -354,18 +442,7 @@ impl<W: Write> ChromeWriter<W> {
                     "args": {"vcpu": n, "pid": field_pid(Some(*pid)), "ns": ns, "waited": waited, "valid": true}}));
             }
             TraceEvent::Counter { t, track, value } => {
-                use super::CounterTrack;
-                let (pid, name, key) = match track {
-                    CounterTrack::NrRunning(c) => (PID_CPUS, format!("cpu{c}"), "nr_running"),
-                    CounterTrack::VcpusRunning(v) => (PID_VMS, self.vm_name(*v), "vcpus running"),
-                    CounterTrack::VcpusWaiting(v) => {
-                        (PID_VMS, self.vm_name(*v), "vcpus waiting (steal)")
-                    }
-                    CounterTrack::VmLag(v) => (PID_VMS, self.vm_name(*v), "lag (us)"),
-                };
-                let mut args = serde_json::Map::new();
-                args.insert(key.to_string(), json!(value));
-                self.item(json!({"ph": "C", "name": name, "cat": "counter", "pid": pid, "ts": us(*t), "args": args}));
+                self.counters.insert(*track, (*t, *value));
             }
             TraceEvent::KvmExit {
                 t,
@@ -408,7 +485,7 @@ impl<W: Write> ChromeWriter<W> {
                     "args": {"vcpu": n, "pid": field_pid(Some(*pid)), "dest_vcpu": dest, "dest_pid": field_pid(Some(*dest_pid)),
                              "vector": vector, "exited": exited, "tracked": tracked}}));
                 let now = self.running_on.contains_key(dest_pid);
-                self.flow("ipi", *t, *pid, *dest_pid, now);
+                self.flow("ipi", *t, *cpu, *pid, *dest_pid, now);
             }
             TraceEvent::YieldPolicy { t, cpu, name: n } => {
                 let tid = self.cpu_tid(*cpu);
@@ -429,7 +506,7 @@ impl<W: Write> ChromeWriter<W> {
                 self.item(json!({"ph": "i", "s": "t", "name": "sched_yield_to_tp", "cat": "sched", "pid": PID_CPUS, "tid": tid, "ts": us(*t),
                     "args": {"yielder": y, "yielder_pid": field_pid(Some(*yielder)), "target": tn,
                              "target_pid": field_pid(Some(*target)), "levels": levels}}));
-                self.flow("yield_to", *t, *yielder, *target, false);
+                self.flow("yield_to", *t, *cpu, *yielder, *target, false);
             }
             TraceEvent::GuestSwitch {
                 t,
@@ -464,6 +541,7 @@ impl<W: Write> ChromeWriter<W> {
                 self.close(c as u32, task, since, end);
             }
         }
+        self.flush_instant();
         let still: Vec<u32> = self.guest_open.keys().copied().collect();
         for v in still {
             self.close_guest(v, end);
@@ -475,9 +553,7 @@ impl<W: Write> ChromeWriter<W> {
         }
         let other = json!({"producer": "oversub", "clock": "virtual time of the simulated host",
             "cpus": self.cpus, "end_ns": end});
-        self.raw(&format!(
-            "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{other}}}\n"
-        ));
+        self.raw(&format!("\n],\"otherData\":{other}}}\n"));
         if let Some(e) = self.error.take() {
             return Err(e);
         }

@@ -95,7 +95,7 @@ pub fn read(file: &str, r: impl BufRead) -> Result<Latency, String> {
             continue;
         }
         if let Some(rest) = line.strip_prefix("],") {
-            // The closing line: {"displayTimeUnit":..,"otherData":{..,"end_ns":N}}
+            // The closing line: {"otherData":{..,"end_ns":N}}
             let tail: serde_json::Value = serde_json::from_str(&format!("{{{rest}"))
                 .map_err(|e| format!("{file}: line {n}: closing line: {e}"))?;
             end = tail["otherData"]["end_ns"].as_u64();
