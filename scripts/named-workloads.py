@@ -25,6 +25,15 @@ NAMED = collections.OrderedDict([
                   "the program's op markers (programs/ebizzy)")),
     ("hackbench", ("hackbench", "a message (hackbench -T -g 2 -f 8: 2 x 8 x 8 x loops)",
                    "hackbench's message count (ops.txt)")),
+    # The history scenarios' 64- and 80-vCPU guests: ebizzy's default of 2
+    # threads per CPU, recorded on this machine's CPUs with the arena limit
+    # glibc computes for the guest's (scripts/measure-real.sh).
+    ("ebizzy-M-64", ("ebizzy-M-64", "a record search (ebizzy -t 128 -M: every free trims the arena; glibc arena "
+                                    "limit of a 64-CPU machine)",
+                     "the program's op markers (programs/ebizzy)")),
+    ("ebizzy-M-80", ("ebizzy-M-80", "a record search (ebizzy -t 160 -M: every free trims the arena; glibc arena "
+                                    "limit of an 80-CPU machine)",
+                     "the program's op markers (programs/ebizzy)")),
 ])
 
 

@@ -91,6 +91,13 @@ fn spread(i: u64, n: u64, l: u64) -> bool {
     (i + 1) * n / l > i * n / l
 }
 
+/// `n` events spread evenly over `l` slots starting with slot 0 (slots
+/// `floor(j * l / n)`): is slot `i` one of them? [`spread`] starts with
+/// the last slot (`n` = 1 puts the event in slot `l - 1`).
+fn spread_from_first(i: u64, n: u64, l: u64) -> bool {
+    (i * n) % l < n
+}
+
 /// Apportions `total` between `weights` by largest remainder.
 fn apportion(total: u64, weights: &[u64]) -> Vec<u64> {
     let sum: u64 = weights.iter().sum();
@@ -295,7 +302,12 @@ pub fn derive_form(p: &Profile, ops: Option<u64>, duration_s: u64, form: Form) -
         for (wakee, n) in &sig {
             let k = ((l * n + cycles / 2) / cycles).clamp(1, l);
             for (i, s) in signals.iter_mut().enumerate() {
-                if spread(i as u64, k, l) {
+                let at = if form == Form::Steady {
+                    spread_from_first(i as u64, k, l)
+                } else {
+                    spread(i as u64, k, l)
+                };
+                if at {
                     s.push((*wakee).clone());
                 }
             }
@@ -553,6 +565,23 @@ mod tests {
                 assert_eq!((0..l).filter(|&i| spread(i, n, l)).count() as u64, n);
             }
         }
+    }
+
+    #[test]
+    fn spread_from_first_places_exactly_n_of_l_and_starts_at_slot_0() {
+        for l in 1..40u64 {
+            for n in 1..=l {
+                let at: Vec<u64> = (0..l).filter(|&i| spread_from_first(i, n, l)).collect();
+                assert_eq!(at.len() as u64, n, "{n} of {l}");
+                assert_eq!(at[0], 0, "{n} of {l}: the first in slot 0");
+                // Evenly: consecutive events at most ceil(l / n) apart.
+                for w in at.windows(2) {
+                    assert!(w[1] - w[0] <= l.div_ceil(n), "{n} of {l}: {at:?}");
+                }
+            }
+        }
+        // spread puts a single event last.
+        assert!(spread(15, 1, 16) && !spread(0, 1, 16));
     }
 
     #[test]

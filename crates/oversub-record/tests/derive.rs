@@ -98,3 +98,73 @@ fn a_derived_program_loads_and_keeps_who_waits_for_whom() {
     );
     assert!(!text.contains(r#""c_t0_a""#), "nobody signals a: {text}");
 }
+
+/// Thread 10 sleeps 64 times (1 ms, ended from interrupt context) and
+/// wakes 11 in every 16th of those cycles; 11 blocks only on 10 (4 times).
+fn rare_waker_trace() -> Vec<String> {
+    let ts = |us: u64| format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
+    let mut v = vec![
+        "a-10 (10) [000] ..... 1.000000: sched_process_fork: comm=a pid=10 child_comm=b child_pid=11".to_string(),
+    ];
+    let mut t = 1_000_100u64;
+    for i in 0..64 {
+        if i % 16 == 0 {
+            v.push(format!("b-11 (10) [001] ..... {}: sys_futex(uaddr: 0x1000, op: 0x80, val: 0x0, utime: 0x0, uaddr2: 0x0, val3: 0x0)", ts(t)));
+            v.push(format!("b-11 (10) [001] d..2. {}: sched_switch: prev_comm=b prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120", ts(t + 1)));
+            v.push(format!(
+                "a-10 (10) [000] d..3. {}: sched_waking: comm=b pid=11 prio=120 target_cpu=001",
+                ts(t + 21)
+            ));
+            v.push(format!("<idle>-0 (-------) [001] d..2. {}: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=b next_pid=11 next_prio=120", ts(t + 25)));
+            v.push(format!(
+                "b-11 (10) [001] ..... {}: sys_futex -> 0x0",
+                ts(t + 26)
+            ));
+        }
+        v.push(format!("a-10 (10) [000] ..... {}: sys_clock_nanosleep(which_clock: 0x1, flags: 0x0, rqtp: 0x7ff, rmtp: 0x0)", ts(t + 30)));
+        v.push(format!("a-10 (10) [000] d..2. {}: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120", ts(t + 31)));
+        v.push(format!("<idle>-0 (-------) [000] d.h2. {}: sched_waking: comm=a pid=10 prio=120 target_cpu=000", ts(t + 1031)));
+        v.push(format!("<idle>-0 (-------) [000] d..2. {}: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=10 next_prio=120", ts(t + 1033)));
+        v.push(format!(
+            "a-10 (10) [000] ..... {}: sys_clock_nanosleep -> 0x0",
+            ts(t + 1034)
+        ));
+        t += 1100;
+    }
+    v
+}
+
+/// The steady form starts every thread at slot 0 at once: a waker's
+/// signals must open its pass, or a thread that waits in every slot (b)
+/// waits at time 0 for a signal its waker (a) only sends at the end of its
+/// first pass (the derived vips stalled so: every worker waited in slot 0
+/// while the signals came last, and only the guards, every 0.2-8 s, ended
+/// those waits). The recorded form keeps the end-of-pass placement.
+#[test]
+fn the_steady_form_opens_each_pass_with_its_rare_signals() {
+    use oversub_record::derive::{derive_form, Form};
+    let mut p = Profile::new(10);
+    for l in rare_waker_trace() {
+        let ev = line(&l).unwrap_or_else(|| panic!("unparsed: {l}"));
+        p.add(&ev).expect("within bounds");
+    }
+    p.finish();
+    assert_eq!(p.threads[&10].wakes[&11], 4);
+    let first_phase = |form| {
+        let (prog, _) = derive_form(&p, Some(64), 1, form);
+        let v: serde_json::Value = serde_json::to_value(&prog).unwrap();
+        let a = &v["tasks"]["t0_a"]["phases"];
+        let n = a.as_object().unwrap().len();
+        (a["p0"].to_string(), a[format!("p{}", n - 1)].to_string())
+    };
+    let (first, _) = first_phase(Form::Steady);
+    assert!(
+        first.contains("c_t1_b"),
+        "steady: a signals b in its first slot: {first}"
+    );
+    let (first, last) = first_phase(Form::Recorded);
+    assert!(
+        !first.contains("c_t1_b") && last.contains("c_t1_b"),
+        "recorded: last: {first} / {last}"
+    );
+}
