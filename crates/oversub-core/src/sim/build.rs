@@ -285,7 +285,7 @@ impl<'a> SimBuilder<'a> {
                     rt.cpuidle_haltpoll_init();
                 }
                 let p = &start_jitter(p, sc.host.seed, sc.host.hz, vi);
-                rt.guest = Some(vm::GuestLevel::new(
+                rt.set_guest(vm::GuestLevel::new(
                     p,
                     v.vcpus,
                     hz,

@@ -128,6 +128,7 @@ impl Simulator {
         self.push_vm_event(now + period, VmEv::Tick(vm, idx));
         let exit = self.kvm.round_trip();
         let task = self.vms[vi].task(i);
+        let vm_id = vm;
         let vm = &mut self.vms[vi];
         let idle = matches!(
             vm.g[i].phase,
@@ -136,9 +137,9 @@ impl Simulator {
         if idle || vm.vcpus[i].blocking || !self.tasks[task.idx()].started {
             return;
         }
-        if let Some(gl) = vm.guest.as_mut() {
-            gl.tick_due[i] = true;
-        }
+        let model = vm.model;
+        model.tick_due(self, vm_id, idx);
+        let vm = &mut self.vms[vi];
         if vm.g[i].irqs.iter().any(|q| q.vector == LOCAL_TIMER_VECTOR) {
             return;
         }

@@ -25,6 +25,7 @@ use crate::report::VmReport;
 use crate::scenario::{KvmSpec, OnSpinSpec, PvSpec, VmSpec};
 use crate::sched::core::Switch;
 use crate::sched::TaskId;
+use model::{GuestModel, NestedGuest, PhaseGen};
 use state::{Cat, Phase, VGuest, VmStats, Wait};
 
 mod events;
@@ -32,6 +33,7 @@ mod exits;
 mod guest;
 mod idle;
 mod irq;
+mod model;
 mod notifier;
 mod osq;
 mod phases;
@@ -84,6 +86,9 @@ pub(super) struct VmRt {
     /// `vcpu->arch.guest_state_protected` (SEV-ES / TDX).
     protected: bool,
     stats: VmStats,
+    /// The guest model the vCPUs run (`model.rs`): the phase generator,
+    /// or the nested guest of `guest`.
+    model: &'static dyn GuestModel,
     /// The guest kernel of a program VM (None: the phase generator).
     pub(super) guest: Option<GuestLevel>,
     /// A kept buffer for a TLB shootdown's targets.
@@ -170,11 +175,18 @@ impl VmRt {
             turn: 0,
             protected: v.protected,
             stats: VmStats::default(),
+            model: &PhaseGen,
             guest: None,
             targets_buf: Vec::new(),
             haltpoll: false,
             attempts_buf: Vec::new(),
         }
+    }
+
+    /// A program VM: its vCPUs run this nested guest kernel.
+    pub(super) fn set_guest(&mut self, g: GuestLevel) {
+        self.guest = Some(g);
+        self.model = &NestedGuest;
     }
 
     /// A program VM's guest kernel spinlocks (the program's `syscall`

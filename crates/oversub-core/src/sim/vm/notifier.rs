@@ -148,10 +148,8 @@ impl Simulator {
     /// scheduled out.
     fn kvm_sched_in(&mut self, vm: VmId, idx: VcpuIdx) {
         let (vi, i) = (vm.idx(), idx.idx());
-        if self.vms[vi].guest.is_some() {
-            let task = self.vms[vi].task(i);
-            self.guest_vcpu_entry(vi, i, task);
-        }
+        let model = self.vms[vi].model;
+        model.sched_in(self, vm, idx);
         let vm = &mut self.vms[vi];
         if vm.vcpus[i].kvm_sched_in() {
             if let Some(p) = self.kvm.ple {
