@@ -66,13 +66,7 @@ impl KernelPreset {
     /// Is this kernel's fair class CFS (Linux 6.1) rather than EEVDF?
     #[inline]
     pub fn is_cfs(self) -> bool {
-        self == KernelPreset::V6_1
-    }
-
-    /// Does this kernel pick from one runqueue of tasks (sched/flat)?
-    #[inline]
-    pub fn is_flat(self) -> bool {
-        self == KernelPreset::Flat
+        self.fair_class() == super::FairClass::Cfs
     }
 
     /// `sched_feat` names this kernel does not have (a scenario may not set

@@ -3,9 +3,11 @@
 //! fair class of Linux 6.1 (`cfs`, the `6.1` preset), and Peter Zijlstra's
 //! single-runqueue EEVDF (`flat`, the `flat` preset).
 //!
-//! Layout follows the kernel: `fair` holds the EEVDF fair-class functions of
-//! fair.c, `core` the class-independent parts of core.c/syscalls.c (schedule,
-//! wakeups, yield_to, the tick), `group` the task-group weight machinery,
+//! Layout follows the kernel: `class` the fair class's entry points, each
+//! dispatched to the class the preset chose once (EEVDF, `cfs` or `flat`),
+//! `fair` the EEVDF fair-class functions of fair.c, `core` the
+//! class-independent parts of core.c/syscalls.c (schedule, wakeups,
+//! yield_to, the tick), `group` the task-group weight machinery,
 //! `balance` the load balancer, `idle_balance` its triggers (periodic,
 //! newidle, nohz), `select` wakeup/fork placement, `pelt` the PELT
 //! arithmetic and `load_avg` its fair.c glue.
@@ -16,6 +18,7 @@
 
 pub mod balance;
 pub mod cfs;
+pub mod class;
 pub mod core;
 pub mod costs;
 pub mod cpumask;
@@ -33,6 +36,7 @@ pub mod timeline;
 pub mod weight;
 pub mod yield_to;
 
+pub use class::FairClass;
 pub use costs::HostCosts;
 pub use cpumask::CpuMask;
 pub use entity::{CfsRq, SchedEntity, VruntimeStep};
@@ -242,6 +246,8 @@ impl Rq {
 /// The host scheduler state. See the module doc.
 pub struct Scheduler {
     pub(crate) cfg: SchedConfig,
+    /// The fair class of `cfg.preset`, chosen once (`sched::class`).
+    pub(crate) class: FairClass,
     pub(crate) feat: SchedFeatures,
     /// The virtual instant every entry point runs at (`rq_clock()`).
     pub(crate) now: u64,
@@ -341,6 +347,7 @@ impl Scheduler {
         let feat = cfg.features;
         let n = cfg.nr_cpus as usize;
         let mut s = Scheduler {
+            class: cfg.preset.fair_class(),
             cfg,
             feat,
             now: 0,
@@ -402,9 +409,7 @@ impl Scheduler {
             se: vec![None; n],
             depth: 0,
         });
-        if s.cfg.preset.is_flat() {
-            s.flat_init();
-        }
+        s.init_fair_class();
         s
     }
 

@@ -32,7 +32,7 @@ impl Simulator {
     pub fn set_trace(&mut self, sink: Box<dyn TraceSink>) {
         self.trace_yield = self.host.sched.yield_stats.clone();
         self.trace_guest = self.vms.iter().map(|v| vec![None; v.n as usize]).collect();
-        let eevdf = !self.host.sched.is_cfs() && !self.host.sched.is_flat();
+        let eevdf = self.host.sched.fair_class().traces_group_lag();
         let vm_groups = if eevdf {
             (0..self.vms.len()).map(|vi| self.vm_group(vi)).collect()
         } else {
