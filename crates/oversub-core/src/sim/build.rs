@@ -76,7 +76,7 @@ impl<'a> SimBuilder<'a> {
             // Debug builds check every event; release builds on request.
             check_invariants: cfg!(debug_assertions),
             _rng: SimRng::new(sc.host.seed, 0),
-            vms: Vec::new(),
+            vms: vm::Vms::default(),
             vm_ops: sc
                 .vms
                 .iter()

@@ -65,6 +65,57 @@ impl VcpuTasks {
     }
 }
 
+/// The VMs of a run: indexed by [`VmId`] where modules meet, by position
+/// in loops over all of them.
+#[derive(Default)]
+pub(super) struct Vms(Vec<VmRt>);
+
+impl std::ops::Deref for Vms {
+    type Target = Vec<VmRt>;
+    fn deref(&self) -> &Vec<VmRt> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Vms {
+    fn deref_mut(&mut self) -> &mut Vec<VmRt> {
+        &mut self.0
+    }
+}
+
+impl std::ops::Index<VmId> for Vms {
+    type Output = VmRt;
+    fn index(&self, vm: VmId) -> &VmRt {
+        &self.0[vm.idx()]
+    }
+}
+
+impl std::ops::IndexMut<VmId> for Vms {
+    fn index_mut(&mut self, vm: VmId) -> &mut VmRt {
+        &mut self.0[vm.idx()]
+    }
+}
+
+impl std::ops::Index<usize> for Vms {
+    type Output = VmRt;
+    fn index(&self, k: usize) -> &VmRt {
+        &self.0[k]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Vms {
+    fn index_mut(&mut self, k: usize) -> &mut VmRt {
+        &mut self.0[k]
+    }
+}
+
+impl Vms {
+    /// The ids of all VMs, in order.
+    pub(super) fn ids(&self) -> impl Iterator<Item = VmId> {
+        (0..self.0.len() as u32).map(VmId)
+    }
+}
+
 /// One VM at run time.
 pub(super) struct VmRt {
     name: String,

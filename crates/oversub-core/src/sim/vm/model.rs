@@ -70,7 +70,7 @@ impl GuestModel for PhaseGen {
         i: VcpuIdx,
         phase: Phase,
     ) -> Option<Act> {
-        let (vi, i) = (vm.idx(), i.idx());
+        let (vi, i) = (vm, i.idx());
         match phase {
             Phase::Compute { left, len, .. } => {
                 if left > Nanos::ZERO {
@@ -119,7 +119,7 @@ impl GuestModel for NestedGuest {
         i: VcpuIdx,
         phase: Phase,
     ) -> Option<Act> {
-        let (vi, i) = (vm.idx(), i.idx());
+        let (vi, i) = (vm, i.idx());
         if phase != Phase::Guest {
             debug_assert_eq!(phase, Phase::Start, "not a nested guest phase");
             sim.vms[vi].g[i].phase = Phase::Guest;
@@ -190,7 +190,7 @@ impl GuestModel for NestedGuest {
     }
 
     fn timer_interrupt(&self, sim: &mut Simulator, cpu: CpuId, vm: VmId, i: VcpuIdx) {
-        sim.guest_timer_interrupt(cpu, vm.idx(), i.idx());
+        sim.guest_timer_interrupt(cpu, vm, i.idx());
     }
 
     fn tick_due(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx) {
@@ -201,6 +201,6 @@ impl GuestModel for NestedGuest {
 
     fn sched_in(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx) {
         let task = sim.vcpu_task(vm, i);
-        sim.guest_vcpu_entry(vm.idx(), i.idx(), task);
+        sim.guest_vcpu_entry(vm, i.idx(), task);
     }
 }

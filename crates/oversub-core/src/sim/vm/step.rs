@@ -26,7 +26,7 @@ impl Simulator {
         idx: VcpuIdx,
         left: Nanos,
     ) {
-        let (vi, i) = (vm.idx(), idx.idx());
+        let (vi, i) = (vm, idx.idx());
         // Account the burst.
         let mut spun = Nanos::ZERO;
         let mut model_work = None;
@@ -106,7 +106,7 @@ impl Simulator {
     pub(super) fn vcpu_next(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
         left: Nanos,
         spun: Nanos,
@@ -127,7 +127,7 @@ impl Simulator {
                 // The guest model's own phases (`model.rs`).
                 Phase::Start | Phase::Compute { .. } | Phase::After { .. } | Phase::Guest => {
                     let model = vm.model;
-                    model.step(self, cpu, VmId(vi as u32), VcpuIdx(i as u32), phase)
+                    model.step(self, cpu, vi, VcpuIdx(i as u32), phase)
                 }
                 Phase::Spin {
                     wait,
@@ -175,7 +175,7 @@ impl Simulator {
     /// Takes the first pending interrupt of vCPU `i` in `phase`: leaves a
     /// halt (or its polling), keeps an interrupted lock spin's progress
     /// (`spun`), and enters the handler, which returns to `resume`.
-    fn inject_irq(&mut self, vi: usize, i: usize, phase: Phase, spun: &mut Option<Nanos>) {
+    fn inject_irq(&mut self, vi: VmId, i: usize, phase: Phase, spun: &mut Option<Nanos>) {
         let now = self.now;
         let me = VcpuIdx(i as u32);
         let vm = &mut self.vms[vi];
@@ -248,7 +248,7 @@ impl Simulator {
     fn spin_phase(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
         left: Nanos,
         s: Nanos,
@@ -373,7 +373,7 @@ impl Simulator {
     fn handler_end(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
         vector: Vector,
         sync_from: Option<u32>,
@@ -389,7 +389,7 @@ impl Simulator {
         vm.g[i].phase = vm.g[i].resume.take().unwrap_or(Phase::Start);
         if vector == LOCAL_TIMER_VECTOR {
             let model = vm.model;
-            model.timer_interrupt(self, cpu, VmId(vi as u32), me);
+            model.timer_interrupt(self, cpu, vi, me);
         }
         let vm = &mut self.vms[vi];
         if let Some(s) = sync_from {
@@ -406,7 +406,7 @@ impl Simulator {
     fn halted_phase(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
         pv_lock: Option<usize>,
     ) -> Option<Act> {
@@ -447,7 +447,7 @@ impl Simulator {
     fn poll_phase(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
         pv_lock: Option<usize>,
         left: Nanos,
