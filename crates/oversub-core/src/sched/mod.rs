@@ -243,6 +243,14 @@ impl Rq {
     }
 }
 
+impl balance::SchedDomain {
+    /// `sd->cache_nice_tries`: failed balances before a cache-hot task
+    /// may be moved.
+    pub fn cache_nice_tries(&self) -> u32 {
+        self.cache_nice_tries
+    }
+}
+
 /// The host scheduler state. See the module doc.
 pub struct Scheduler {
     pub(crate) cfg: SchedConfig,

@@ -216,7 +216,7 @@ fn active_balance_moves_the_running_task() {
             break;
         }
     }
-    let cache_nice_tries = s.rq(CpuId(1)).sd().cache_nice_tries;
+    let cache_nice_tries = s.rq(CpuId(1)).sd().cache_nice_tries();
     assert_eq!(kicked_after, Some(cache_nice_tries + 3), "stopper queued");
     serve(&mut s);
     assert_eq!(s.task(b).cpu(), CpuId(1));

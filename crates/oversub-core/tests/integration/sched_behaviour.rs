@@ -183,7 +183,7 @@ fn place_lag_preserves_a_sleepers_lag() {
         s.set_now(s.now() + 100_000);
         s.block_current(CpuId(0));
         let se = s.task(second).se();
-        let vlag = s.se(se).vlag;
+        let vlag = s.se(se).vlag();
         assert!(vlag > 500_000, "lag at sleep {vlag}");
         // It sleeps 1 ms and wakes: placed `lag` (inflated) before V.
         s.set_now(s.now() + 1_000_000);
