@@ -43,9 +43,7 @@ impl Scenario {
             ));
         }
         let yield_cfg = yield_spec::yield_cfg(cx, h.yield_)?;
-        if kernel.fair_class() == crate::sched::FairClass::Cfs
-            && yield_cfg.policy != crate::sched::yield_to::YieldToPolicy::Upstream
-        {
+        if kernel.is_cfs() && yield_cfg.policy != crate::sched::yield_to::YieldToPolicy::Upstream {
             return Err(cx.err(
                 "host.yield.yield_to",
                 format!(

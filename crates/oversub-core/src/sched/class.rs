@@ -34,6 +34,12 @@ impl KernelPreset {
             | KernelPreset::V6_19 => FairClass::Eevdf,
         }
     }
+
+    /// Is this kernel's fair class CFS (Linux 6.1) rather than EEVDF?
+    #[inline]
+    pub fn is_cfs(self) -> bool {
+        self.fair_class() == FairClass::Cfs
+    }
 }
 
 impl FairClass {
