@@ -8,7 +8,7 @@
 //! profile (src/guest/workload.rs) with `[vm.overrides]` applied field by field.
 
 use super::{validate_cgroup_path, CgroupSpec, Ctx, HostSpec, ScenarioError};
-use crate::guest::workload::{WorkloadProfile, PROFILES};
+use crate::guest::workload::{LockPattern, WorkloadProfile, PROFILES};
 
 /// The prefix of the phase generator's profile names (`workload = "phase:dbench"`).
 pub const PHASE: &str = "phase:";
@@ -356,7 +356,9 @@ pub(super) fn vm(
             ),
         ));
     }
-    if workload.name == "pingpong" && workload.active_vcpus.unwrap_or(vcpus).min(vcpus) < 2 {
+    if workload.pattern == LockPattern::Turns
+        && workload.active_vcpus.unwrap_or(vcpus).min(vcpus) < 2
+    {
         return Err(cx.err(
             if given("active_vcpus") {
                 format!("{f}.overrides.active_vcpus")

@@ -27,25 +27,23 @@ const MAX_PINNED_INTERVAL: u64 = 512;
 /// The per-CPU `struct sched_domain` of the single MC-like level.
 #[derive(Clone, Debug)]
 pub struct SchedDomain {
-    pub span_weight: u32,
     /// ms.
-    pub min_interval: u64,
-    pub max_interval: u64,
-    pub busy_factor: u64,
-    pub imbalance_pct: u64,
-    pub cache_nice_tries: u32,
+    pub(crate) min_interval: u64,
+    pub(crate) max_interval: u64,
+    pub(crate) busy_factor: u64,
+    pub(crate) imbalance_pct: u64,
+    pub(crate) cache_nice_tries: u32,
     /// ms.
-    pub balance_interval: u64,
-    pub nr_balance_failed: u32,
+    pub(crate) balance_interval: u64,
+    pub(crate) nr_balance_failed: u32,
     /// jiffies.
-    pub last_balance: u64,
+    pub(crate) last_balance: u64,
 }
 
 impl SchedDomain {
     /// `sd_init()` for an SD_SHARE_LLC level of `sd_weight` CPUs.
     pub fn new(sd_weight: u32) -> SchedDomain {
         SchedDomain {
-            span_weight: sd_weight,
             min_interval: sd_weight as u64,
             max_interval: 2 * sd_weight as u64,
             busy_factor: 16,

@@ -104,7 +104,7 @@ impl Scheduler {
         let yielded = self.yield_rq[cpu.idx()].yielding.take();
         // On 6.1 (CFS) LAST_BUDDY is that kernel's, set in
         // `check_preempt_wakeup()` (`cfs::preempt`).
-        if !self.feat.last_buddy || self.is_cfs() {
+        if !self.feat.last_buddy || !self.class.last_buddy_at_schedule() {
             return;
         }
         if let Some(p) = prev.filter(|&p| yielded != Some(p)) {
@@ -190,10 +190,8 @@ impl Scheduler {
         t.state = TaskState::Running;
         t.on_rq = true;
         t.wait_since = Some(now);
-        if self.is_cfs() {
-            // 6.1: sched_fork() runs task_fork_fair() before the enqueue.
-            self.cfs().task_fork_fair(p);
-        }
+        // sched_fork() runs task_fork_fair() before the enqueue.
+        self.task_fork_fair(p);
         self.enqueue_task_fair(p, ENQUEUE_INITIAL);
         self.wakeup_preempt(cpu, p, WF_FORK);
     }

@@ -38,38 +38,38 @@ impl VruntimeStep {
 
 #[derive(Clone, Debug)]
 pub struct SchedEntity {
-    pub load: LoadWeight,
+    pub(crate) load: LoadWeight,
     vruntime: u64,
-    pub deadline: u64,
+    pub(crate) deadline: u64,
     /// Lag stash (`V - v` at dequeue) or, while running under 6.12 semantics,
     /// the RUN_TO_PARITY "protect slice" copy of the deadline.
-    pub vlag: i64,
+    pub(crate) vlag: i64,
     /// v6.17+ slice protection bound (VPROT switch).
-    pub vprot: u64,
-    pub slice: u64,
-    pub custom_slice: bool,
-    pub rel_deadline: bool,
-    pub on_rq: bool,
-    pub sched_delayed: bool,
-    pub exec_start: u64,
-    pub sum_exec_runtime: u64,
-    pub prev_sum_exec_runtime: u64,
-    pub depth: u32,
-    pub parent: Option<SeId>,
+    pub(crate) vprot: u64,
+    pub(crate) slice: u64,
+    pub(crate) custom_slice: bool,
+    pub(crate) rel_deadline: bool,
+    pub(crate) on_rq: bool,
+    pub(crate) sched_delayed: bool,
+    pub(crate) exec_start: u64,
+    pub(crate) sum_exec_runtime: u64,
+    pub(crate) prev_sum_exec_runtime: u64,
+    pub(crate) depth: u32,
+    pub(crate) parent: Option<SeId>,
     /// The cfs_rq this entity is queued on (`cfs_rq_of(se)`).
-    pub cfs_rq: CfsRqId,
+    pub(crate) cfs_rq: CfsRqId,
     /// The queue a group entity represents (`group_cfs_rq(se)`); None for tasks.
-    pub my_q: Option<CfsRqId>,
-    pub task: Option<TaskId>,
+    pub(crate) my_q: Option<CfsRqId>,
+    pub(crate) task: Option<TaskId>,
     /// Tie-break among equal deadlines: rb-tree insertion order.
-    pub enqueue_seq: u64,
+    pub(crate) enqueue_seq: u64,
     /// Per-reason vruntime movement counters (for the audit invariant).
-    pub moved: [u64; VRUNTIME_STEPS],
+    pub(crate) moved: [u64; VRUNTIME_STEPS],
     /// `se->avg`: the entity's PELT signals.
-    pub avg: SchedAvg,
+    pub(crate) avg: SchedAvg,
     /// `se->runnable_weight`: a group entity's `h_nr_runnable` as of its
     /// last `se_update_runnable()`.
-    pub runnable_weight: u32,
+    pub(crate) runnable_weight: u32,
 }
 
 impl SchedEntity {
@@ -100,6 +100,11 @@ impl SchedEntity {
         }
     }
 
+    /// `se->vlag`: the lag kept over a sleep (EEVDF's `place_entity()`).
+    pub fn vlag(&self) -> i64 {
+        self.vlag
+    }
+
     pub fn vruntime(&self) -> u64 {
         self.vruntime
     }
@@ -120,67 +125,67 @@ impl SchedEntity {
 /// `struct cfs_rq`.
 #[derive(Clone, Debug)]
 pub struct CfsRq {
-    pub load: LoadWeight,
+    pub(crate) load: LoadWeight,
     /// Entities queued here, curr included (`nr_running`, named `nr_queued` later).
-    pub nr_running: u32,
-    pub h_nr_queued: u32,
-    pub h_nr_runnable: u32,
-    pub h_nr_delayed: u32,
-    pub zero_vruntime: u64,
+    pub(crate) nr_running: u32,
+    pub(crate) h_nr_queued: u32,
+    pub(crate) h_nr_runnable: u32,
+    pub(crate) h_nr_delayed: u32,
+    pub(crate) zero_vruntime: u64,
     /// Σ (v_i - zero_vruntime) * w_i over queued entities, curr excluded.
-    pub avg_vruntime: i64,
+    pub(crate) avg_vruntime: i64,
     /// Σ w_i (scale_load_down) over queued entities, curr excluded.
-    pub avg_load: i64,
-    pub curr: Option<SeId>,
-    pub next: Option<SeId>,
+    pub(crate) avg_load: i64,
+    pub(crate) curr: Option<SeId>,
+    pub(crate) next: Option<SeId>,
     /// borrow policy: `next` may be picked although ineligible (cleared with
     /// the buddy).
-    pub next_borrowed: bool,
+    pub(crate) next_borrowed: bool,
     /// Linux 6.1 (CFS): `cfs_rq->min_vruntime`, the monotonic floor of the
     /// queue's vruntimes (`update_min_vruntime()`).
-    pub min_vruntime: u64,
+    pub(crate) min_vruntime: u64,
     /// Linux 6.1 (CFS): `cfs_rq->last` and `cfs_rq->skip` buddies (the
     /// EEVDF presets never set them).
-    pub last: Option<SeId>,
-    pub skip: Option<SeId>,
+    pub(crate) last: Option<SeId>,
+    pub(crate) skip: Option<SeId>,
     /// The "rb-tree": queued entities other than curr, in tree order
     /// (`timeline.rs`).
-    pub queued: Vec<SeId>,
+    pub(crate) queued: Vec<SeId>,
     /// The slices of `queued`, for `cfs_rq_min_slice()` (the kernel's
     /// per-subtree `min_slice` read at the root; `timeline.rs`).
-    pub slices: SliceSet,
-    pub tg: GroupId,
-    pub cpu: CpuId,
+    pub(crate) slices: SliceSet,
+    pub(crate) tg: GroupId,
+    pub(crate) cpu: CpuId,
     /// The group entity that represents this queue one level up (None: root).
-    pub owner: Option<SeId>,
-    pub avg: SchedAvg,
-    pub tg_load_avg_contrib: i64,
-    pub last_update_tg_load_avg: u64,
+    pub(crate) owner: Option<SeId>,
+    pub(crate) avg: SchedAvg,
+    pub(crate) tg_load_avg_contrib: i64,
+    pub(crate) last_update_tg_load_avg: u64,
     /// `cfs_rq->removed`: averages of entities that left while not queued
     /// (`remove_entity_load_avg()`), subtracted at the next update.
-    pub removed: Removed,
+    pub(crate) removed: Removed,
     /// `cfs_rq->propagate` / `prop_runnable_sum`: a pending change of the
     /// group entity's load to apply one level up.
-    pub propagate: bool,
-    pub prop_runnable_sum: i64,
+    pub(crate) propagate: bool,
+    pub(crate) prop_runnable_sum: i64,
     /// `cfs_rq->h_load` and the jiffy it was computed at.
-    pub h_load: u64,
-    pub last_h_load_update: Option<u64>,
+    pub(crate) h_load: u64,
+    pub(crate) last_h_load_update: Option<u64>,
     /// On the rq's leaf cfs_rq list (`cfs_rq->on_list`): visited by
     /// `update_blocked_averages()` until fully decayed.
-    pub on_list: bool,
+    pub(crate) on_list: bool,
     /// `cfs_rq->yield_penalty`: rate limit and debounce of the `deboost`
     /// policy when this cfs_rq is the common ancestor (series v2, patch 0004).
-    pub yield_penalty: crate::sched::yield_to::deboost_helpers::YieldPenaltyState,
+    pub(crate) yield_penalty: crate::sched::yield_to::deboost_helpers::YieldPenaltyState,
 }
 
 /// `struct cfs_rq::removed`.
 #[derive(Clone, Debug, Default)]
 pub struct Removed {
-    pub nr: u32,
-    pub load_avg: u64,
-    pub util_avg: u64,
-    pub runnable_avg: u64,
+    pub(crate) nr: u32,
+    pub(crate) load_avg: u64,
+    pub(crate) util_avg: u64,
+    pub(crate) runnable_avg: u64,
 }
 
 impl CfsRq {

@@ -63,18 +63,6 @@ impl KernelPreset {
         KernelPreset::ALL.into_iter().find(|p| p.name() == s)
     }
 
-    /// Is this kernel's fair class CFS (Linux 6.1) rather than EEVDF?
-    #[inline]
-    pub fn is_cfs(self) -> bool {
-        self == KernelPreset::V6_1
-    }
-
-    /// Does this kernel pick from one runqueue of tasks (sched/flat)?
-    #[inline]
-    pub fn is_flat(self) -> bool {
-        self == KernelPreset::Flat
-    }
-
     /// `sched_feat` names this kernel does not have (a scenario may not set
     /// them on this preset).
     pub fn absent_features(self) -> &'static [&'static str] {

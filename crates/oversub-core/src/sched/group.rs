@@ -56,7 +56,7 @@ impl Scheduler {
         let Some(gq) = self.ses[se.idx()].my_q else {
             return;
         };
-        if self.cfs_rqs[gq.idx()].load.weight == 0 && !self.is_cfs() {
+        if self.cfs_rqs[gq.idx()].load.weight == 0 && self.class.keeps_empty_group_weight() {
             return;
         }
         let shares = self.calc_group_shares(gq);
@@ -67,13 +67,7 @@ impl Scheduler {
     }
 
     /// `reweight_entity()`. Linux 6.1 (CFS): `reweight_cfs_entity()`.
-    pub fn reweight_entity(&mut self, cfs: CfsRqId, se: SeId, weight: u64) {
-        if self.is_cfs() {
-            return self.reweight_cfs_entity(cfs, se, weight);
-        }
-        if self.is_flat() {
-            return self.flat_fair().reweight_entity(cfs, se, weight);
-        }
+    pub(in crate::sched) fn reweight_entity_eevdf(&mut self, cfs: CfsRqId, se: SeId, weight: u64) {
         let is_curr = self.cfs_rqs[cfs.idx()].curr == Some(se);
         let mut avruntime = 0;
         let on_rq = self.ses[se.idx()].on_rq;
@@ -119,7 +113,7 @@ impl Scheduler {
     /// Linux 6.1 (CFS): `reweight_entity()`: charge a running entity, then
     /// swap its weight in the queue's load; its vruntime and its place in
     /// the timeline do not change.
-    fn reweight_cfs_entity(&mut self, cfs: CfsRqId, se: SeId, weight: u64) {
+    pub(super) fn reweight_cfs_entity(&mut self, cfs: CfsRqId, se: SeId, weight: u64) {
         let on_rq = self.ses[se.idx()].on_rq;
         if on_rq {
             if self.cfs_rqs[cfs.idx()].curr == Some(se) {

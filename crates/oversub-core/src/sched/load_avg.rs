@@ -317,14 +317,12 @@ impl Scheduler {
         r.runnable_avg += a.runnable_avg;
     }
 
-    /// `migrate_task_rq_fair()`: called by `set_task_cpu()` before the task's
-    /// entity moves. A queued (balancer-)migrating task was detached by its
-    /// dequeue (DO_DETACH); a waking one is removed here. Either way the new
-    /// CPU attaches it at enqueue.
-    pub(super) fn migrate_task_rq_fair(&mut self, p: TaskId) {
-        if self.is_cfs() {
-            self.cfs().migrate_task_rq_fair(p);
-        }
+    /// The load part of `migrate_task_rq_fair()` (`sched::class`), called by
+    /// `set_task_cpu()` before the task's entity moves. A queued
+    /// (balancer-)migrating task was detached by its dequeue (DO_DETACH); a
+    /// waking one is removed here. Either way the new CPU attaches it at
+    /// enqueue.
+    pub(super) fn migrate_task_rq_load(&mut self, p: TaskId) {
         let se = self.tasks[p.idx()].se;
         if !self.tasks[p.idx()].migrating {
             self.remove_entity_load_avg(se);

@@ -3,9 +3,11 @@
 //! fair class of Linux 6.1 (`cfs`, the `6.1` preset), and Peter Zijlstra's
 //! single-runqueue EEVDF (`flat`, the `flat` preset).
 //!
-//! Layout follows the kernel: `fair` holds the EEVDF fair-class functions of
-//! fair.c, `core` the class-independent parts of core.c/syscalls.c (schedule,
-//! wakeups, yield_to, the tick), `group` the task-group weight machinery,
+//! Layout follows the kernel: `class` the fair class's entry points, each
+//! dispatched to the class the preset chose once (EEVDF, `cfs` or `flat`),
+//! `fair` the EEVDF fair-class functions of fair.c, `core` the
+//! class-independent parts of core.c/syscalls.c (schedule, wakeups,
+//! yield_to, the tick), `group` the task-group weight machinery,
 //! `balance` the load balancer, `idle_balance` its triggers (periodic,
 //! newidle, nohz), `select` wakeup/fork placement, `pelt` the PELT
 //! arithmetic and `load_avg` its fair.c glue.
@@ -16,6 +18,7 @@
 
 pub mod balance;
 pub mod cfs;
+pub mod class;
 pub mod core;
 pub mod costs;
 pub mod cpumask;
@@ -33,6 +36,7 @@ pub mod timeline;
 pub mod weight;
 pub mod yield_to;
 
+pub use class::FairClass;
 pub use costs::HostCosts;
 pub use cpumask::CpuMask;
 pub use entity::{CfsRq, SchedEntity, VruntimeStep};
@@ -82,108 +86,176 @@ pub enum TaskState {
 /// Per-task counters as /proc/PID/sched and schedstat report them.
 #[derive(Clone, Debug, Default)]
 pub struct TaskStats {
-    pub wait_ns: u64,
-    pub nr_switches: u64,
-    pub nr_voluntary_switches: u64,
-    pub nr_involuntary_switches: u64,
-    pub nr_yields: u64,
-    pub nr_yield_to: u64,
-    pub nr_yield_to_ok: u64,
+    pub(crate) wait_ns: u64,
+    pub(crate) nr_switches: u64,
+    pub(crate) nr_voluntary_switches: u64,
+    pub(crate) nr_involuntary_switches: u64,
+    pub(crate) nr_yields: u64,
+    pub(crate) nr_yield_to: u64,
+    pub(crate) nr_yield_to_ok: u64,
     /// Successful yield_to() calls after which the target got this CPU.
-    pub nr_yield_to_target_ran: u64,
-    pub nr_migrations: u64,
-    pub nr_wakeups: u64,
+    pub(crate) nr_yield_to_target_ran: u64,
+    pub(crate) nr_migrations: u64,
+    pub(crate) nr_wakeups: u64,
     /// Wakeup-to-run latencies (ns), one sample per wakeup that reached a CPU.
-    pub wakeup_latency: Vec<u64>,
+    pub(crate) wakeup_latency: Vec<u64>,
 }
 
 pub struct Task {
-    pub id: TaskId,
-    pub name: String,
-    pub se: SeId,
+    pub(crate) id: TaskId,
+    pub(crate) name: String,
+    pub(crate) se: SeId,
     /// `task_cpu(p)`.
-    pub cpu: CpuId,
-    pub state: TaskState,
+    pub(crate) cpu: CpuId,
+    pub(crate) state: TaskState,
     /// `p->on_rq`: queued (including a delayed-dequeue entity).
-    pub on_rq: bool,
+    pub(crate) on_rq: bool,
     /// `task_on_cpu()`.
-    pub on_cpu: bool,
-    pub group: GroupId,
-    pub nice: i32,
+    pub(crate) on_cpu: bool,
+    pub(crate) group: GroupId,
+    pub(crate) nice: i32,
     /// `p->cpus_mask`.
-    pub allowed: CpuMask,
-    pub stats: TaskStats,
+    pub(crate) allowed: CpuMask,
+    pub(crate) stats: TaskStats,
     /// When the pending wakeup happened (cleared when the task runs).
-    pub wake_time: Option<u64>,
+    pub(crate) wake_time: Option<u64>,
     /// `p->on_rq == TASK_ON_RQ_MIGRATING`: being moved by the balancer.
-    pub migrating: bool,
+    pub(crate) migrating: bool,
     /// `p->recent_used_cpu` (`select_idle_sibling()`).
-    pub recent_used_cpu: CpuId,
+    pub(crate) recent_used_cpu: CpuId,
     /// `p->wakee_flips`, `wakee_flip_decay_ts` (jiffies), `last_wakee`
     /// (`record_wakee()`/`wake_wide()`).
-    pub wakee_flips: u32,
-    pub wakee_flip_decay_ts: u64,
-    pub last_wakee: Option<TaskId>,
+    pub(crate) wakee_flips: u32,
+    pub(crate) wakee_flip_decay_ts: u64,
+    pub(crate) last_wakee: Option<TaskId>,
     /// Since when the task waits queued but not running.
-    pub wait_since: Option<u64>,
+    pub(crate) wait_since: Option<u64>,
     /// `p->last_yield` of the sched_yield throttle (Kuba Piecuch's RFC).
-    pub last_yield: u64,
+    pub(crate) last_yield: u64,
     /// `TASK_WAKING` on a remote CPU's wakelist: runnable, not yet queued
     /// (`ttwu_queue_wakelist()` until `sched_ttwu_pending()`).
-    pub waking: bool,
+    pub(crate) waking: bool,
     /// Changed CPU since it last ran (pays `HostCosts::migration` on its
     /// next switch-in).
-    pub migrated: bool,
+    pub(crate) migrated: bool,
 }
 
 /// `struct task_group`.
 pub struct TaskGroup {
-    pub path: String,
-    pub parent: Option<GroupId>,
+    pub(crate) path: String,
+    pub(crate) parent: Option<GroupId>,
     /// `tg->shares` (scaled).
-    pub shares: u64,
+    pub(crate) shares: u64,
     /// `tg->load_avg`: Σ over CPUs of the cfs_rqs' `tg_load_avg_contrib`.
-    pub load_avg: i64,
+    pub(crate) load_avg: i64,
     /// One cfs_rq per CPU.
-    pub cfs_rq: Vec<CfsRqId>,
+    pub(crate) cfs_rq: Vec<CfsRqId>,
     /// The group's entity per CPU (None for the root group).
-    pub se: Vec<Option<SeId>>,
-    pub depth: u32,
+    pub(crate) se: Vec<Option<SeId>>,
+    pub(crate) depth: u32,
 }
 
 /// `struct rq`, the per-CPU runqueue.
 pub struct Rq {
-    pub cpu: CpuId,
-    pub cfs: CfsRqId,
+    pub(crate) cpu: CpuId,
+    pub(crate) cfs: CfsRqId,
     /// The running task; None means the idle task.
-    pub curr: Option<TaskId>,
-    pub nr_running: u32,
-    pub need_resched: bool,
+    pub(crate) curr: Option<TaskId>,
+    pub(crate) nr_running: u32,
+    pub(crate) need_resched: bool,
     /// When the current task (or idle) started running here.
-    pub switched_at: u64,
-    pub busy_ns: u64,
+    pub(crate) switched_at: u64,
+    pub(crate) busy_ns: u64,
     /// `rq->next_balance` (ns on the jiffy grid).
-    pub next_balance: u64,
+    pub(crate) next_balance: u64,
     /// The CPU's copy of the single domain (`struct sched_domain` fields).
-    pub sd: balance::SchedDomain,
+    pub(crate) sd: balance::SchedDomain,
     /// `rq->cfs_tasks`: queued fair tasks, most recently used last.
-    pub cfs_tasks: Vec<TaskId>,
+    pub(crate) cfs_tasks: Vec<TaskId>,
     /// `rq->has_blocked_load`, `rq->last_blocked_load_update_tick` (jiffies).
-    pub has_blocked_load: bool,
-    pub last_blocked_load_update_tick: u64,
+    pub(crate) has_blocked_load: bool,
+    pub(crate) last_blocked_load_update_tick: u64,
     /// `rq->active_balance` / `push_cpu`: an active balance queued for the
     /// stopper (run by the next `__schedule()` of this CPU).
-    pub active_balance: Option<CpuId>,
-    pub yld_count: u64,
-    pub nr_switches: u64,
+    pub(crate) active_balance: Option<CpuId>,
+    pub(crate) yld_count: u64,
+    pub(crate) nr_switches: u64,
     /// Tasks on this CPU's wakelist (`rq->ttwu_pending`): the CPU is not
     /// idle for `idle_cpu()` while it has some.
-    pub ttwu_pending: u32,
+    pub(crate) ttwu_pending: u32,
+}
+
+impl Task {
+    /// The task's scheduling entity.
+    pub fn se(&self) -> SeId {
+        self.se
+    }
+
+    /// `task_cpu(p)`.
+    pub fn cpu(&self) -> CpuId {
+        self.cpu
+    }
+
+    /// Its /proc/PID/sched counters.
+    pub fn stats(&self) -> &TaskStats {
+        &self.stats
+    }
+
+    /// `p->cpus_mask`, to change it (`set_cpus_allowed_ptr()` without the
+    /// migration it may cause: the task moves on its next wakeup).
+    pub fn allowed_mut(&mut self) -> &mut CpuMask {
+        &mut self.allowed
+    }
+}
+
+impl TaskStats {
+    /// Migrations (`se.nr_migrations`).
+    pub fn nr_migrations(&self) -> u64 {
+        self.nr_migrations
+    }
+}
+
+impl Rq {
+    /// The running task; None means the idle task.
+    pub fn curr(&self) -> Option<TaskId> {
+        self.curr
+    }
+
+    /// `rq->nr_running`.
+    pub fn nr_running(&self) -> u32 {
+        self.nr_running
+    }
+
+    /// `TIF_NEED_RESCHED` of the running task.
+    pub fn need_resched(&self) -> bool {
+        self.need_resched
+    }
+
+    /// `rq->active_balance` / `push_cpu`: an active balance queued for the
+    /// stopper.
+    pub fn active_balance(&self) -> Option<CpuId> {
+        self.active_balance
+    }
+
+    /// The CPU's copy of its sched domain.
+    pub fn sd(&self) -> &balance::SchedDomain {
+        &self.sd
+    }
+}
+
+impl balance::SchedDomain {
+    /// `sd->cache_nice_tries`: failed balances before a cache-hot task
+    /// may be moved.
+    pub fn cache_nice_tries(&self) -> u32 {
+        self.cache_nice_tries
+    }
 }
 
 /// The host scheduler state. See the module doc.
 pub struct Scheduler {
     pub(crate) cfg: SchedConfig,
+    /// The fair class of `cfg.preset`, chosen once (`sched::class`).
+    pub(crate) class: FairClass,
     pub(crate) feat: SchedFeatures,
     /// The virtual instant every entry point runs at (`rq_clock()`).
     pub(crate) now: u64,
@@ -283,6 +355,7 @@ impl Scheduler {
         let feat = cfg.features;
         let n = cfg.nr_cpus as usize;
         let mut s = Scheduler {
+            class: cfg.preset.fair_class(),
             cfg,
             feat,
             now: 0,
@@ -344,9 +417,7 @@ impl Scheduler {
             se: vec![None; n],
             depth: 0,
         });
-        if s.cfg.preset.is_flat() {
-            s.flat_init();
-        }
+        s.init_fair_class();
         s
     }
 

@@ -76,7 +76,7 @@ impl<'a> SimBuilder<'a> {
             // Debug builds check every event; release builds on request.
             check_invariants: cfg!(debug_assertions),
             _rng: SimRng::new(sc.host.seed, 0),
-            vms: Vec::new(),
+            vms: vm::Vms::default(),
             vm_ops: sc
                 .vms
                 .iter()
@@ -285,7 +285,7 @@ impl<'a> SimBuilder<'a> {
                     rt.cpuidle_haltpoll_init();
                 }
                 let p = &start_jitter(p, sc.host.seed, sc.host.hz, vi);
-                rt.guest = Some(vm::GuestLevel::new(
+                rt.set_guest(vm::GuestLevel::new(
                     p,
                     v.vcpus,
                     hz,

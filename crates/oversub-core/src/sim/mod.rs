@@ -21,7 +21,7 @@ use crate::sched::{CpuId, TaskId};
 use crate::task::{Behaviour, Next, World};
 pub use build::SimBuilder;
 use level::{KernelLevel, Stepped};
-use vm::{VmEv, VmRt};
+use vm::VmEv;
 
 #[derive(Clone, Copy, Debug)]
 enum Ev {
@@ -92,7 +92,7 @@ pub struct Simulator {
     check_invariants: bool,
     _rng: SimRng,
     /// The VMs (empty for a host-only scenario).
-    vms: Vec<VmRt>,
+    vms: vm::Vms,
     /// Per VM, `[[vm]] ops`: which program threads' loops are its ops, and
     /// how many ops one loop of each is (its `ops_per_loop`, default 1).
     vm_ops: Vec<Option<Vec<(usize, f64)>>>,

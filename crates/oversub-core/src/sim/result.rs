@@ -106,8 +106,8 @@ impl Simulator {
     /// Per-VM results (empty without VMs).
     pub fn vm_reports(&self, duration: Nanos) -> Vec<crate::report::VmReport> {
         self.vms
-            .iter()
-            .enumerate()
+            .ids()
+            .zip(self.vms.iter())
             .map(|(vi, v)| {
                 let mut cpu_ns = 0;
                 let mut steal = 0;

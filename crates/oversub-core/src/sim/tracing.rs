@@ -3,6 +3,7 @@
 //! branch per hook).
 
 use super::Simulator;
+use crate::kvm::VmId;
 use crate::sched::core::Switch;
 use crate::sched::fair::vdiff;
 use crate::sched::weight::scale_load_down;
@@ -32,9 +33,9 @@ impl Simulator {
     pub fn set_trace(&mut self, sink: Box<dyn TraceSink>) {
         self.trace_yield = self.host.sched.yield_stats.clone();
         self.trace_guest = self.vms.iter().map(|v| vec![None; v.n as usize]).collect();
-        let eevdf = !self.host.sched.is_cfs() && !self.host.sched.is_flat();
+        let eevdf = self.host.sched.fair_class().traces_group_lag();
         let vm_groups = if eevdf {
-            (0..self.vms.len()).map(|vi| self.vm_group(vi)).collect()
+            self.vms.ids().map(|vi| self.vm_group(vi)).collect()
         } else {
             Vec::new()
         };
@@ -49,7 +50,7 @@ impl Simulator {
 
     /// The innermost non-root task group holding every vCPU task of VM `vi`
     /// (None: a vCPU is in the root group).
-    fn vm_group(&self, vi: usize) -> Option<GroupId> {
+    fn vm_group(&self, vi: VmId) -> Option<GroupId> {
         let s = &self.host.sched;
         let in_group = |mut g: GroupId, anc: GroupId| loop {
             if g == anc {
@@ -169,7 +170,7 @@ impl Simulator {
     }
 
     /// `kvm_vcpu_wakeup` of vCPU `i` of VM `vi`, halted `ns`.
-    pub(super) fn trace_vcpu_wakeup(&mut self, vi: usize, i: usize, ns: u64, waited: bool) {
+    pub(super) fn trace_vcpu_wakeup(&mut self, vi: VmId, i: usize, ns: u64, waited: bool) {
         if self.tracing() {
             let p = self.vms[vi].task(i);
             let (t, cpu) = (self.now.0, self.host.sched.tasks[p.idx()].cpu.0);
@@ -200,7 +201,7 @@ impl Simulator {
     pub(super) fn trace_icr(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         from: usize,
         dest: usize,
         vector: u8,
@@ -210,9 +211,10 @@ impl Simulator {
             let (t, pid) = (self.now.0, self.vms[vi].task(from).0);
             // One APIC-write exit per ICR write that exited (the VM's
             // count moved since the last write traced).
-            let exited = self.trace_st.ipi_exits.get(vi).copied() < Some(self.vms[vi].ipi_exits());
+            let exited =
+                self.trace_st.ipi_exits.get(vi.idx()).copied() < Some(self.vms[vi].ipi_exits());
             if exited {
-                self.trace_st.ipi_exits[vi] += 1;
+                self.trace_st.ipi_exits[vi.idx()] += 1;
                 self.trace_exit(cpu, TaskId(pid), "APIC_WRITE");
             }
             let dest_pid = self.vms[vi].task(dest).0;
@@ -332,7 +334,7 @@ impl Simulator {
     pub(super) fn trace_on_spin(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
         dec: &crate::kvm::on_spin::OnSpinDecision,
     ) {
@@ -378,7 +380,7 @@ impl Simulator {
     /// The guest `sched_switch` of a nested guest's vCPU `i` of VM `vi`,
     /// when its guest CPU's current thread changed since the last call
     /// (called after each pick of the guest scheduler).
-    pub(super) fn trace_guest_curr(&mut self, vi: usize, i: usize) {
+    pub(super) fn trace_guest_curr(&mut self, vi: VmId, i: usize) {
         if !self.tracing() {
             return;
         }
@@ -387,7 +389,7 @@ impl Simulator {
             return;
         };
         let now = g.kernel.sched.rqs[i].curr.map(|t| t.0);
-        let was = std::mem::replace(&mut self.trace_guest[vi][i], now);
+        let was = std::mem::replace(&mut self.trace_guest[vi.idx()][i], now);
         if was == now {
             return;
         }

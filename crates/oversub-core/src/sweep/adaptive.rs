@@ -15,44 +15,7 @@ use super::spec::SweepSpec;
 use super::summary::{summarise, Cell, PointSummary};
 use super::{Point, Row};
 
-/// The stop rule's threshold, in points of percent: a point is resolved
-/// when the 95% CI half-width of its judged metric is at most this.
-pub const RESOLVE_POINTS: f64 = 1.0;
-
-/// The largest cap the adaptive mode accepts (seeds per point).
-pub const MAX_SEEDS_LIMIT: usize = 100;
-
-/// The adaptive mode of a sweep.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Adaptive {
-    /// Seeds per point at most (the cap), counting the sweep's own.
-    pub max_seeds: usize,
-    /// The metric the stop rule judges.
-    pub metric: String,
-}
-
-impl Adaptive {
-    /// Checks the cap against the sweep: at least its seed count, at most
-    /// [`MAX_SEEDS_LIMIT`], and `points * max_seeds` runs within the
-    /// sweep limit. The message names the value and what is allowed.
-    pub fn check(&self, seeds: usize, points: usize) -> Result<(), String> {
-        let m = self.max_seeds;
-        if m < seeds.max(2) || m > MAX_SEEDS_LIMIT {
-            return Err(format!(
-                "{m} is not allowed: allowed {} ..= {MAX_SEEDS_LIMIT} (seeds per point at most: at least the sweep's {seeds} seeds, and 2)",
-                seeds.max(2)
-            ));
-        }
-        let runs = (points as u64).saturating_mul(m as u64);
-        if runs > crate::limits::MAX_SWEEP_RUNS {
-            return Err(format!(
-                "{m} seeds x {points} points make {runs} runs: allowed at most {}",
-                crate::limits::MAX_SWEEP_RUNS
-            ));
-        }
-        Ok(())
-    }
-}
+pub use super::spec::{Adaptive, MAX_SEEDS_LIMIT, RESOLVE_POINTS};
 
 /// The first `n` seeds of the sequence: `seeds`, then `max(seeds) + 1`,
 /// `+ 2`, ... (an error past [`crate::scenario::MAX_SEED`]).

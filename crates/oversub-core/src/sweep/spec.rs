@@ -83,7 +83,7 @@ pub struct SweepSpec {
     /// Axis name -> label of the baseline value.
     pub baseline: Vec<(String, String)>,
     /// Adaptive seeds (`oversub sweep --adaptive MAX`; none from a file).
-    pub adaptive: Option<super::adaptive::Adaptive>,
+    pub adaptive: Option<Adaptive>,
 }
 
 /// A label for a TOML scalar as `--set` would spell it.
@@ -425,6 +425,47 @@ pub fn clean(p: &Path) -> PathBuf {
         return PathBuf::from(".");
     }
     out.iter().collect()
+}
+
+/// The adaptive mode's stop rule threshold, in points of percent: a point
+/// is resolved when the 95% CI half-width of its judged metric is at most
+/// this. (The adaptive mode's settings live with the spec that holds them;
+/// `sweep::adaptive` runs the rounds.)
+pub const RESOLVE_POINTS: f64 = 1.0;
+
+/// The largest cap the adaptive mode accepts (seeds per point).
+pub const MAX_SEEDS_LIMIT: usize = 100;
+
+/// The adaptive mode of a sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Adaptive {
+    /// Seeds per point at most (the cap), counting the sweep's own.
+    pub max_seeds: usize,
+    /// The metric the stop rule judges.
+    pub metric: String,
+}
+
+impl Adaptive {
+    /// Checks the cap against the sweep: at least its seed count, at most
+    /// [`MAX_SEEDS_LIMIT`], and `points * max_seeds` runs within the
+    /// sweep limit. The message names the value and what is allowed.
+    pub fn check(&self, seeds: usize, points: usize) -> Result<(), String> {
+        let m = self.max_seeds;
+        if m < seeds.max(2) || m > MAX_SEEDS_LIMIT {
+            return Err(format!(
+                "{m} is not allowed: allowed {} ..= {MAX_SEEDS_LIMIT} (seeds per point at most: at least the sweep's {seeds} seeds, and 2)",
+                seeds.max(2)
+            ));
+        }
+        let runs = (points as u64).saturating_mul(m as u64);
+        if runs > crate::limits::MAX_SWEEP_RUNS {
+            return Err(format!(
+                "{m} seeds x {points} points make {runs} runs: allowed at most {}",
+                crate::limits::MAX_SWEEP_RUNS
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -449,7 +449,7 @@ pub fn to_markdown(spec: &SweepSpec, s: &[PointSummary]) -> String {
             a.metric,
             spec.seeds.iter().max().copied().unwrap_or(0),
             spec.seeds.len(),
-            super::adaptive::RESOLVE_POINTS,
+            super::spec::RESOLVE_POINTS,
             a.max_seeds
         );
     }

@@ -303,6 +303,69 @@ fn sim_violations(module: &[String], src: &str) -> impl Iterator<Item = String> 
         })
 }
 
+/// Where a scheduler may choose by kernel preset: `sched/class.rs` (the
+/// fair class's hook set, chosen once at construction) and the classes
+/// themselves (`sched/cfs/`, `sched/flat/`).
+const PRESET_DISPATCH: &[&str] = &["sched/class.rs", "sched/cfs/", "sched/flat/"];
+
+/// What choosing by preset looks like in code: naming a class, or taking
+/// the CFS or sched/flat view of a scheduler.
+const PRESET_CHOICE: &[&str] = &["FairClass::", ".cfs()", ".flat_fair()"];
+
+/// The preset choices in `src` (the text of the file `rel` under `src/`)
+/// outside [`PRESET_DISPATCH`], as "file: what".
+fn preset_choices(rel: &str, src: &str) -> Vec<String> {
+    if PRESET_DISPATCH.iter().any(|d| rel.starts_with(d)) {
+        return Vec::new();
+    }
+    let code = strip(src);
+    PRESET_CHOICE
+        .iter()
+        .filter(|c| code.contains(*c))
+        .map(|c| format!("{rel}: {c}"))
+        .collect()
+}
+
+/// Preset dispatch in one place: no file outside `sched/class.rs` and the
+/// classes picks a fair class (docs/architecture.md, "Forbidden arrows").
+#[test]
+fn the_fair_class_is_chosen_only_in_sched_class() {
+    let src = Path::new(CORE).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut bad = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(&src).expect("under src");
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        bad.extend(preset_choices(&rel, &text));
+    }
+    assert!(
+        bad.is_empty(),
+        "a fair class chosen outside sched/class.rs:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The mutants: an EEVDF entry point that takes the CFS view itself, and a
+/// loop that matches on the class, are reported; the same in
+/// `sched/class.rs`, and prose, are not.
+#[test]
+fn a_preset_choice_outside_sched_class_is_reported() {
+    let src = "fn f(&mut self) { if x { return self.cfs().update_curr(c); } }";
+    assert_eq!(
+        preset_choices("sched/fair/curr.rs", src),
+        ["sched/fair/curr.rs: .cfs()"]
+    );
+    let src = "match s.fair_class() { FairClass::Flat => {} _ => {} }";
+    assert_eq!(
+        preset_choices("sim/mod.rs", src),
+        ["sim/mod.rs: FairClass::"]
+    );
+    assert!(preset_choices("sched/class.rs", src).is_empty());
+    assert!(preset_choices("sched/fair/pick.rs", "// self.cfs() dispatches\n").is_empty());
+}
+
 #[test]
 fn no_forbidden_arrow_in_the_core() {
     let bad = violations();

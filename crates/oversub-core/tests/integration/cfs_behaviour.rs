@@ -136,7 +136,7 @@ fn one_cpu(n: usize) -> (Scheduler, Vec<TaskId>) {
 fn serve(s: &mut Scheduler) -> Vec<Switch> {
     let mut v = Vec::new();
     while let Some(c) = s.take_resched() {
-        if s.rq(c).need_resched {
+        if s.rq(c).need_resched() {
             v.extend(s.schedule(c));
         }
     }
@@ -150,7 +150,7 @@ fn serve(s: &mut Scheduler) -> Vec<Switch> {
 /// wakeup_gran (1 ms) of the leftmost (t3), else the leftmost does.
 fn after_yield_to(target: usize) -> (Option<TaskId>, Vec<TaskId>) {
     let (mut s, ids) = one_cpu(5);
-    assert_eq!(s.rq(CpuId(0)).curr, Some(ids[4]), "START_DEBIT order");
+    assert_eq!(s.rq(CpuId(0)).curr(), Some(ids[4]), "START_DEBIT order");
     s.set_now(1_000);
     let r = s.yield_to(CpuId(0), ids[target], true);
     let YieldTo::Yielded(Some(sw)) = r else {
@@ -174,13 +174,13 @@ fn cfs_sched_yield_gives_way_only_to_an_entity_within_wakeup_gran() {
     // Two tasks: t1 (+3 ms) runs, t0 (+6 ms) waits 3 ms ahead, more than
     // wakeup_gran: the skipped yielder is picked again.
     let (mut s, ids) = one_cpu(2);
-    assert_eq!(s.rq(CpuId(0)).curr, Some(ids[1]));
+    assert_eq!(s.rq(CpuId(0)).curr(), Some(ids[1]));
     s.set_now(100_000);
     assert_eq!(s.do_sched_yield(CpuId(0)), None, "no switch");
     // After 2.5 ms of running, t1 is 0.5 ms behind t0: the yield gives way.
     s.set_now(2_500_000);
     s.sched_tick(CpuId(0));
-    assert!(!s.rq(CpuId(0)).need_resched, "within its 3 ms slice");
+    assert!(!s.rq(CpuId(0)).need_resched(), "within its 3 ms slice");
     let sw = s.do_sched_yield(CpuId(0)).expect("a switch");
     assert_eq!(sw.next, Some(ids[0]));
 }

@@ -205,31 +205,31 @@ fn active_balance_moves_the_running_task() {
     serve(&mut s);
     s.wake_up_new_task(a);
     serve(&mut s);
-    assert_eq!(s.rq(CpuId(0)).curr, Some(b));
-    assert_eq!(s.rq(CpuId(0)).nr_running, 2);
+    assert_eq!(s.rq(CpuId(0)).curr(), Some(b));
+    assert_eq!(s.rq(CpuId(0)).nr_running(), 2);
     let mut kicked_after = None;
     for i in 1..=6 {
         s.set_now(s.now() + 4_000_000);
         assert_eq!(s.sched_balance_rq(1, CpuIdleType::Idle), 0);
-        if s.rq(CpuId(0)).active_balance.is_some() {
+        if s.rq(CpuId(0)).active_balance().is_some() {
             kicked_after = Some(i);
             break;
         }
     }
-    let cache_nice_tries = s.rq(CpuId(1)).sd.cache_nice_tries;
+    let cache_nice_tries = s.rq(CpuId(1)).sd().cache_nice_tries();
     assert_eq!(kicked_after, Some(cache_nice_tries + 3), "stopper queued");
     serve(&mut s);
-    assert_eq!(s.task(b).cpu, CpuId(1));
-    assert_eq!(s.rq(CpuId(1)).curr, Some(b));
-    assert_eq!(s.rq(CpuId(0)).curr, Some(a));
-    assert_eq!(s.task(b).stats.nr_migrations, 1);
+    assert_eq!(s.task(b).cpu(), CpuId(1));
+    assert_eq!(s.rq(CpuId(1)).curr(), Some(b));
+    assert_eq!(s.rq(CpuId(0)).curr(), Some(a));
+    assert_eq!(s.task(b).stats().nr_migrations(), 1);
     oversub::invariants::check(&s).unwrap();
 }
 
 /// Serves every pending reschedule.
 fn serve(s: &mut Scheduler) {
     while let Some(c) = s.take_resched() {
-        if s.rq(c).need_resched {
+        if s.rq(c).need_resched() {
             s.schedule(c);
         }
     }
@@ -254,25 +254,25 @@ fn wakee_cpu(wake_flags: u32) -> usize {
     }
     serve(&mut s);
     // Let P run on CPU 1 (ticks until EEVDF picks it), then sleep there.
-    let mut running: Option<TaskId> = s.rq(CpuId(1)).curr;
+    let mut running: Option<TaskId> = s.rq(CpuId(1)).curr();
     while running != Some(p) {
         s.set_now(s.now() + 1_000_000);
         s.sched_tick(CpuId(0));
         s.sched_tick(CpuId(1));
         serve(&mut s);
-        running = s.rq(CpuId(1)).curr;
+        running = s.rq(CpuId(1)).curr();
         assert!(s.now() < 1_000_000_000, "p never ran");
     }
     s.set_now(s.now() + 500_000);
     s.block_current(CpuId(1));
     serve(&mut s);
-    assert_eq!(s.rq(CpuId(1)).curr, Some(h));
-    assert_eq!(s.rq(CpuId(0)).curr, Some(w));
+    assert_eq!(s.rq(CpuId(1)).curr(), Some(h));
+    assert_eq!(s.rq(CpuId(0)).curr(), Some(w));
     s.set_now(s.now() + 100_000);
     // P may now run anywhere (its prev CPU stays 1).
-    s.task_mut(p).allowed.set(0, true);
+    s.task_mut(p).allowed_mut().set(0, true);
     assert!(s.try_to_wake_up(p, wake_flags, Some(CpuId(0))));
-    s.task(p).cpu.idx()
+    s.task(p).cpu().idx()
 }
 
 /// WF_SYNC (pipe wakeups): the waker is about to sleep, so a wakee whose

@@ -154,7 +154,7 @@ fn one_cpu(
 fn serve(s: &mut Scheduler) -> Vec<Switch> {
     let mut v = Vec::new();
     while let Some(c) = s.take_resched() {
-        if s.rq(c).need_resched {
+        if s.rq(c).need_resched() {
             v.extend(s.schedule(c));
         }
     }
@@ -162,7 +162,7 @@ fn serve(s: &mut Scheduler) -> Vec<Switch> {
 }
 
 fn curr(s: &Scheduler) -> Option<TaskId> {
-    s.rq(CpuId(0)).curr
+    s.rq(CpuId(0)).curr()
 }
 
 #[test]
@@ -182,8 +182,8 @@ fn place_lag_preserves_a_sleepers_lag() {
         // The second runs 100 us and blocks: it leaves with positive lag.
         s.set_now(s.now() + 100_000);
         s.block_current(CpuId(0));
-        let se = s.task(second).se;
-        let vlag = s.se(se).vlag;
+        let se = s.task(second).se();
+        let vlag = s.se(se).vlag();
         assert!(vlag > 500_000, "lag at sleep {vlag}");
         // It sleeps 1 ms and wakes: placed `lag` (inflated) before V.
         s.set_now(s.now() + 1_000_000);
@@ -251,17 +251,17 @@ fn yield_to_returns_esrch_with_one_task_per_runqueue() {
     s.wake_up_new_task(a);
     s.wake_up_new_task(b);
     serve(&mut s);
-    assert_eq!(s.rq(CpuId(0)).curr, Some(a));
-    assert_eq!(s.rq(CpuId(1)).curr, Some(b));
+    assert_eq!(s.rq(CpuId(0)).curr(), Some(a));
+    assert_eq!(s.rq(CpuId(1)).curr(), Some(b));
     assert_eq!(s.yield_to(CpuId(0), b, true), YieldTo::Esrch);
     // A running target fails with 0 once a second task makes the rq busier.
     let c = s.create_task("c", ROOT_GROUP, 0, vec![true, false], CpuId(0), None);
     s.wake_up_new_task(c);
     serve(&mut s);
-    let runner = s.rq(CpuId(0)).curr.unwrap();
+    let runner = s.rq(CpuId(0)).curr().unwrap();
     let r = s.yield_to(CpuId(0), b, true);
     assert_eq!(r, YieldTo::Refused, "target running on another CPU");
-    assert_eq!(s.rq(CpuId(0)).curr, Some(runner));
+    assert_eq!(s.rq(CpuId(0)).curr(), Some(runner));
 }
 
 /// Mean wakeup latency of a short-slice periodic waker against one hog with a

@@ -5,7 +5,7 @@
 //!
 //! The functions are methods of [`Cfs`], a view of the [`Scheduler`] (the
 //! EEVDF functions of `fair/` have the same kernel names); the fair-class
-//! entry points of `fair/` dispatch here when the preset is CFS. Shared
+//! entry points (`sched::class`) dispatch here when the preset is CFS. Shared
 //! machinery (PELT, group shares, the load balancer, wakeup placement, the
 //! timeline vector) is the EEVDF model's, which 6.1 has in the same form;
 //! docs/model.md, "CFS (Linux 6.1)", lists what is and is not modelled.
@@ -71,12 +71,6 @@ impl Scheduler {
     #[inline]
     pub fn cfs(&mut self) -> Cfs<'_> {
         Cfs(self)
-    }
-
-    /// Does this scheduler follow Linux 6.1 (CFS) rather than EEVDF?
-    #[inline]
-    pub fn is_cfs(&self) -> bool {
-        self.cfg.preset.is_cfs()
     }
 }
 

@@ -21,25 +21,15 @@ impl Scheduler {
         true
     }
 
-    /// `update_curr()` (6.12.117): charge the running entity, roll its deadline
-    /// and reschedule on slice expiry or a cancelled PREEMPT_SHORT protection.
+    /// `update_curr()` (6.12.117) on one EEVDF queue (the hierarchical
+    /// presets' every level, the flat preset's single runqueue): charge the
+    /// running entity, roll its deadline and reschedule on slice expiry or a
+    /// cancelled PREEMPT_SHORT protection. The fair class's entry point is
+    /// [`Scheduler::update_curr`] (`sched::class`).
     ///
     /// The early returns (no curr, nothing ran since `exec_start`) are
     /// inlined into the callers: most calls of a pick walk or a yield find
     /// the clock unchanged since the last charge.
-    #[inline]
-    pub fn update_curr(&mut self, cfs: CfsRqId) {
-        if self.is_cfs() {
-            return self.cfs().update_curr(cfs);
-        }
-        if self.is_flat() {
-            return self.flat_fair().update_curr(cfs);
-        }
-        self.update_curr_eevdf(cfs);
-    }
-
-    /// `update_curr()` on one EEVDF queue (the hierarchical presets' every
-    /// level, the flat preset's single runqueue).
     #[inline]
     pub(in crate::sched) fn update_curr_eevdf(&mut self, cfs: CfsRqId) {
         let Some(curr) = self.cfs_rqs[cfs.idx()].curr else {

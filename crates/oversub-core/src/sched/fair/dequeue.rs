@@ -129,13 +129,7 @@ impl Scheduler {
     }
 
     /// `dequeue_task_fair()`: false if the task stays queued as delayed.
-    pub fn dequeue_task_fair(&mut self, p: TaskId, flags: u32) -> bool {
-        if self.is_cfs() {
-            return self.cfs().dequeue_task_fair(p, flags);
-        }
-        if self.is_flat() {
-            return self.flat_fair().dequeue_task_fair(p, flags);
-        }
+    pub(in crate::sched) fn dequeue_task_eevdf(&mut self, p: TaskId, flags: u32) -> bool {
         let cpu = self.tasks[p.idx()].cpu;
         let se = self.tasks[p.idx()].se;
         let r = self.dequeue_entities(cpu, se, flags);

@@ -146,13 +146,7 @@ impl Scheduler {
 
     /// `enqueue_task_fair()` (6.12.117): enqueue up the hierarchy until an
     /// already-queued ancestor, then update the rest of the chain.
-    pub fn enqueue_task_fair(&mut self, p: TaskId, mut flags: u32) {
-        if self.is_cfs() {
-            return self.cfs().enqueue_task_fair(p, flags);
-        }
-        if self.is_flat() {
-            return self.flat_fair().enqueue_task_fair(p, flags);
-        }
+    pub(in crate::sched) fn enqueue_task_eevdf(&mut self, p: TaskId, mut flags: u32) {
         let cpu = self.tasks[p.idx()].cpu;
         let mut se = Some(self.tasks[p.idx()].se);
         let task_new = flags & ENQUEUE_WAKEUP == 0;

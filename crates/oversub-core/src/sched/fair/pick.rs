@@ -82,10 +82,10 @@ impl Scheduler {
     #[inline]
     pub fn tree_before(&self, a: SeId, b: SeId) -> bool {
         let (ea, eb) = (&self.ses[a.idx()], &self.ses[b.idx()]);
-        let d = if self.is_cfs() {
-            vdiff(ea.vruntime(), eb.vruntime())
-        } else {
+        let d = if self.class.orders_by_deadline() {
             vdiff(ea.deadline, eb.deadline)
+        } else {
+            vdiff(ea.vruntime(), eb.vruntime())
         };
         d < 0 || (d == 0 && ea.enqueue_seq < eb.enqueue_seq)
     }
@@ -145,13 +145,7 @@ impl Scheduler {
     }
 
     /// `pick_task_fair()`: walk down from the root cfs_rq picking at each level.
-    pub fn pick_task_fair(&mut self, cpu: CpuId) -> Option<TaskId> {
-        if self.is_cfs() {
-            return self.cfs().pick_task_fair(cpu);
-        }
-        if self.is_flat() {
-            return self.flat_fair().pick_task_fair(cpu);
-        }
+    pub(in crate::sched) fn pick_task_eevdf(&mut self, cpu: CpuId) -> Option<TaskId> {
         'again: loop {
             let mut cfs = self.rqs[cpu.idx()].cfs;
             if self.cfs_rqs[cfs.idx()].nr_running == 0 {
@@ -174,13 +168,11 @@ impl Scheduler {
 
     /// `pick_next_task_fair()` minus the newidle balance (done by the caller):
     /// pick, then put_prev/set_next only on the levels that differ.
-    pub fn pick_next_task_fair(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
-        if self.is_cfs() {
-            return self.cfs().pick_next_task_fair(cpu, prev);
-        }
-        if self.is_flat() {
-            return self.flat_fair().pick_next_task_fair(cpu, prev);
-        }
+    pub(in crate::sched) fn pick_next_task_eevdf(
+        &mut self,
+        cpu: CpuId,
+        prev: Option<TaskId>,
+    ) -> Option<TaskId> {
         let p = self.pick_task_fair(cpu)?;
         match prev {
             Some(prev) if prev != p => {
@@ -197,13 +189,7 @@ impl Scheduler {
     }
 
     /// `put_prev_task_fair()`.
-    pub fn put_prev_task_fair(&mut self, prev: TaskId) {
-        if self.is_cfs() {
-            return self.cfs().put_prev_task_fair(prev);
-        }
-        if self.is_flat() {
-            return self.flat_fair().put_prev_task_fair(prev);
-        }
+    pub(in crate::sched) fn put_prev_task_eevdf(&mut self, prev: TaskId) {
         let mut s = Some(self.tasks[prev.idx()].se);
         while let Some(e) = s {
             let cfs = self.cfs_rq_of(e);
@@ -226,13 +212,7 @@ impl Scheduler {
     }
 
     /// `set_next_task_fair()`.
-    pub fn set_next_task_fair(&mut self, cpu: CpuId, p: TaskId) {
-        if self.is_cfs() {
-            return self.cfs().set_next_task_fair(cpu, p);
-        }
-        if self.is_flat() {
-            return self.flat_fair().set_next_task_fair(cpu, p);
-        }
+    pub(in crate::sched) fn set_next_task_eevdf(&mut self, cpu: CpuId, p: TaskId) {
         self.cfs_tasks_move_to_head(cpu, p);
         let mut s = Some(self.tasks[p.idx()].se);
         while let Some(e) = s {

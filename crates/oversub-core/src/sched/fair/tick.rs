@@ -7,13 +7,7 @@ use super::*;
 impl Scheduler {
     /// `task_tick_fair()` / `entity_tick()`: charge and re-weight up the chain.
     /// `queued` is the HRTICK expiry: reschedule outright.
-    pub fn task_tick_fair(&mut self, cpu: CpuId, curr: TaskId, queued: bool) {
-        if self.is_cfs() {
-            return self.cfs().task_tick_fair(cpu, curr, queued);
-        }
-        if self.is_flat() {
-            return self.flat_fair().task_tick_fair(cpu, curr, queued);
-        }
+    pub(in crate::sched) fn task_tick_eevdf(&mut self, cpu: CpuId, curr: TaskId, queued: bool) {
         let mut s = Some(self.tasks[curr.idx()].se);
         while let Some(e) = s {
             let cfs = self.cfs_rq_of(e);

@@ -61,10 +61,12 @@ impl Scheduler {
     /// shorter-slice wakee is judged by `__pick_eevdf(cfs_rq, false)`, curr's
     /// protection is cancelled only if the wakee preempts, and a declined
     /// shorter-slice wakee shortens it (`update_protect_slice()`).
-    pub fn check_preempt_wakeup_fair(&mut self, cpu: CpuId, p: TaskId, wake_flags: u32) {
-        if self.is_cfs() {
-            return self.cfs().check_preempt_wakeup(cpu, p, wake_flags);
-        }
+    pub(in crate::sched) fn check_preempt_wakeup_eevdf(
+        &mut self,
+        cpu: CpuId,
+        p: TaskId,
+        wake_flags: u32,
+    ) {
         let Some(curr) = self.rqs[cpu.idx()].curr else {
             self.resched_curr(cpu);
             return;

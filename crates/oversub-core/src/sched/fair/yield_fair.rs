@@ -35,10 +35,7 @@ impl Scheduler {
     /// RFC, seed 003: the bool return and the throttle after
     /// `clear_buddies()`). With the `kpn-walk` policy the forfeit is K Prateek
     /// Nayak's hierarchical loop instead.
-    pub fn yield_task_fair(&mut self, cpu: CpuId) -> bool {
-        if self.is_cfs() {
-            return self.cfs().yield_task_fair(cpu);
-        }
+    pub(in crate::sched) fn yield_task_eevdf(&mut self, cpu: CpuId) -> bool {
         self.yield_rq[cpu.idx()].yield_left_vns = 0;
         let Some(curr) = self.rqs[cpu.idx()].curr else {
             return false;
@@ -74,10 +71,7 @@ impl Scheduler {
     /// hierarchy, run the `[host.yield] yield_to` policy (where the seed hooks
     /// its debooster), then yield; `deboost` (the series' YIELD_TO_PENALTY)
     /// and `borrow` (YIELD_TO_BORROW) run after the yield, as in the series.
-    pub fn yield_to_task_fair(&mut self, cpu: CpuId, p: TaskId) -> bool {
-        if self.is_cfs() {
-            return self.cfs().yield_to_task_fair(cpu, p);
-        }
+    pub(in crate::sched) fn yield_to_task_eevdf(&mut self, cpu: CpuId, p: TaskId) -> bool {
         let se = self.eevdf_se(p);
         if !self.ses[se.idx()].on_rq {
             return false;

@@ -92,12 +92,6 @@ impl Scheduler {
         Flat(self)
     }
 
-    /// Does this scheduler pick from one runqueue of tasks (sched/flat)?
-    #[inline]
-    pub fn is_flat(&self) -> bool {
-        self.flat.is_some()
-    }
-
     /// The entity of `p` that the EEVDF pick, the buddies and the yield
     /// policies act on: its flat entity under sched/flat, else its own.
     #[inline]

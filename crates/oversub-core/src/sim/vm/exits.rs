@@ -11,7 +11,7 @@ use crate::kvm::irq_vectors::LOCAL_TIMER_VECTOR;
 use crate::kvm::on_spin::{kvm_vcpu_on_spin_into, yield_to_ret, OnSpinCall, OnSpinVariant, Tier};
 use crate::kvm::ple::{cycles_to_ns, ple_fires, PauseLoop, PleKind, PleOutcome};
 use crate::kvm::pv::{kvm_sched_yield, SchedYield};
-use crate::kvm::VcpuIdx;
+use crate::kvm::{VcpuIdx, VmId};
 use crate::scenario::{KvmSpec, OnSpinSpec};
 use crate::sched::core::{Switch, YieldTo};
 use crate::sched::CpuId;
@@ -27,7 +27,7 @@ impl Simulator {
     /// `pv_wait`: poll first if the interval is non-zero and the CPU has
     /// nothing else to run (`kvm_vcpu_can_poll`: `single_task_running()`),
     /// else block.
-    pub(super) fn halt(&mut self, cpu: CpuId, vi: usize, i: usize, pv_lock: Option<usize>) -> Act {
+    pub(super) fn halt(&mut self, cpu: CpuId, vi: VmId, i: usize, pv_lock: Option<usize>) -> Act {
         self.trace_exit(cpu, self.vms[vi].task(i), "HLT");
         let now = self.now;
         let single = self.host.sched.rqs[cpu.idx()].nr_running == 1;
@@ -54,7 +54,7 @@ impl Simulator {
 
     /// End of `kvm_vcpu_halt`: adapt `vcpu->halt_poll_ns` to how long the
     /// vCPU was halted (`kvm::halt_poll`).
-    pub(super) fn halt_done(&mut self, vi: usize, i: usize) {
+    pub(super) fn halt_done(&mut self, vi: VmId, i: usize) {
         let now = self.now;
         let hp = self.vms[vi].vcpus[i].halt_poll;
         if hp.in_halt {
@@ -67,7 +67,7 @@ impl Simulator {
     }
 
     /// Length of the next spin burst and whether it ends in a PAUSE exit.
-    pub(super) fn plan_spin(&self, vi: usize, i: usize, wait: Wait) -> (Nanos, bool) {
+    pub(super) fn plan_spin(&self, vi: VmId, i: usize, wait: Wait) -> (Nanos, bool) {
         let vm = &self.vms[vi];
         let me = VcpuIdx(i as u32);
         let cap = match wait {
@@ -105,7 +105,7 @@ impl Simulator {
     pub(super) fn handle_pause(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
     ) -> Option<Option<Switch>> {
         self.trace_exit(cpu, self.vms[vi].task(i), "PAUSE_INSTRUCTION");
@@ -200,7 +200,7 @@ impl Simulator {
     pub(super) fn pv_sched_yield(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
         target: usize,
     ) -> Option<Option<Switch>> {

@@ -194,7 +194,7 @@ impl GuestLevel {
 }
 
 impl Simulator {
-    fn guest(&mut self, vi: usize) -> &mut GuestLevel {
+    fn guest(&mut self, vi: VmId) -> &mut GuestLevel {
         let now = self.now;
         let g = self.vms[vi].guest.as_mut().expect("a program VM");
         g.kernel.set_now(now);
@@ -205,7 +205,7 @@ impl Simulator {
     /// run the guest scheduler's current task (stepping its program), or
     /// HLT when the guest CPU is idle. Returns the work to run, or None for
     /// a halt.
-    pub(crate) fn guest_run(&mut self, cpu: CpuId, vi: usize, i: usize) -> GuestNext {
+    pub(crate) fn guest_run(&mut self, cpu: CpuId, vi: VmId, i: usize) -> GuestNext {
         let before = self.guest(vi).kernel.sched.rqs[i].curr;
         let next = self.guest_run_inner(cpu, vi, i);
         let g = self.guest(vi);
@@ -222,7 +222,7 @@ impl Simulator {
     /// current on a guest CPU whose vCPU `vcpu_is_preempted()` does not
     /// report preempted. That is KVM's steal-time `preempted` flag with PV
     /// steal time, and always false without it (the guest cannot tell).
-    pub(crate) fn guest_owner_on_cpu(&self, vi: usize, owner: usize) -> bool {
+    pub(crate) fn guest_owner_on_cpu(&self, vi: VmId, owner: usize) -> bool {
         let vm = &self.vms[vi];
         let g = vm.guest.as_ref().expect("a program VM");
         let c = g.kernel.sched.tasks[owner].cpu.idx();
@@ -233,7 +233,7 @@ impl Simulator {
     /// Whether guest CPU `i`'s current task keeps spinning on the owner of
     /// the sleeping lock it wants (`mutex_spin_on_owner`'s loop condition:
     /// the owner is on a CPU and this CPU needs no reschedule).
-    pub(crate) fn guest_keeps_spinning(&self, vi: usize, i: usize) -> bool {
+    pub(crate) fn guest_keeps_spinning(&self, vi: VmId, i: usize) -> bool {
         let g = self.vms[vi].guest.as_ref().expect("a program VM");
         let Some(t) = g.kernel.sched.rqs[i].curr else {
             return false;
@@ -246,7 +246,7 @@ impl Simulator {
 
     /// Whether the sleeping lock guest CPU `i`'s current task spins for is
     /// free now (the spinner then steps and takes it).
-    pub(crate) fn guest_spun_lock_free(&self, vi: usize, i: usize) -> bool {
+    pub(crate) fn guest_spun_lock_free(&self, vi: VmId, i: usize) -> bool {
         let g = self.vms[vi].guest.as_ref().expect("a program VM");
         g.kernel.sched.rqs[i]
             .curr
@@ -255,7 +255,7 @@ impl Simulator {
 
     /// The spinner gives up (owner off CPU or preempted, or need_resched):
     /// the slow path queues it on the wait list and it sleeps.
-    pub(crate) fn guest_sleep_on_lock(&mut self, vi: usize, i: usize) {
+    pub(crate) fn guest_sleep_on_lock(&mut self, vi: VmId, i: usize) {
         let g = self.guest(vi);
         if let Some(t) = g.kernel.sched.rqs[i].curr {
             if g.prog.sleeping_lock_wait(t.idx()) {
@@ -264,7 +264,7 @@ impl Simulator {
         }
     }
 
-    fn guest_run_inner(&mut self, cpu: CpuId, vi: usize, i: usize) -> GuestNext {
+    fn guest_run_inner(&mut self, cpu: CpuId, vi: VmId, i: usize) -> GuestNext {
         let now = self.now;
         let osq = self.pv.osq;
         loop {
@@ -311,10 +311,7 @@ impl Simulator {
                         let gen = g.timer_gen[t.0.idx()];
                         let at = at.max(now);
                         if at <= self.end {
-                            self.push_vm_event(
-                                at,
-                                VmEv::ThreadHrtimer(VmId(vi as u32), t.0 .0, gen),
-                            );
+                            self.push_vm_event(at, VmEv::ThreadHrtimer(vi, t.0 .0, gen));
                         }
                     }
                     Next::Sleep(timer)
@@ -389,7 +386,7 @@ impl Simulator {
     /// tables). With PV TLB flush (`kvm_flush_tlb_multi`, needs steal time)
     /// preempted vCPUs are dropped and flush on their next entry. None:
     /// nobody to interrupt.
-    fn guest_tlb_shootdown(&mut self, vi: usize, i: usize) -> Option<GuestNext> {
+    fn guest_tlb_shootdown(&mut self, vi: VmId, i: usize) -> Option<GuestNext> {
         let pv = self.pv.tlb_flush && self.pv.steal_time;
         let vm = &mut self.vms[vi];
         let g = vm.guest.as_mut().expect("a program VM");
@@ -414,7 +411,7 @@ impl Simulator {
 
     /// Pokes every vCPU of VM `vi` spinning on a sleeping lock's owner so it
     /// looks at the lock and the owner again.
-    pub(crate) fn poke_owner_spinners(&mut self, vi: usize) {
+    pub(crate) fn poke_owner_spinners(&mut self, vi: VmId) {
         let mut from = 0;
         while let Some(j) = self.vms[vi].next_owner_spinner(from) {
             if !(self.pv.osq && self.guest_osq_waiting(vi, j)) {
@@ -427,7 +424,7 @@ impl Simulator {
     /// Reschedule IPIs from vCPU `from` to every other guest CPU that
     /// `resched_curr()` marked (`smp_send_reschedule`).
     #[inline]
-    fn guest_send_resched(&mut self, cpu: CpuId, vi: usize, from: usize) {
+    fn guest_send_resched(&mut self, cpu: CpuId, vi: VmId, from: usize) {
         let g = self.guest(vi);
         if !g.kernel.sched.hrtick_requests.is_empty() {
             self.guest_hrtick_start(vi);
@@ -441,7 +438,7 @@ impl Simulator {
     }
 
     /// [`Self::guest_send_resched`] once a CPU (`first`) was marked.
-    fn guest_send_resched_to(&mut self, cpu: CpuId, vi: usize, from: usize, first: CpuId) {
+    fn guest_send_resched_to(&mut self, cpu: CpuId, vi: VmId, from: usize, first: CpuId) {
         let now = self.now;
         let exit = self.kvm.round_trip();
         let g = self.guest(vi);
@@ -493,19 +490,19 @@ impl Simulator {
     /// (`hrtick_start()` of the guest level: a guest hrtimer on that CPU's
     /// LAPIC timer).
     #[inline(never)]
-    fn guest_hrtick_start(&mut self, vi: usize) {
+    fn guest_hrtick_start(&mut self, vi: VmId) {
         let (now, end) = (self.now, self.end);
         let g = self.vms[vi].guest.as_mut().expect("a program VM");
         let queue = &mut self.queue;
         g.kernel.hrtick_start(now, end, |c, at, gen| {
-            queue.push(at, Ev::Vm(VmEv::Hrtick(VmId(vi as u32), VcpuIdx(c.0), gen)));
+            queue.push(at, Ev::Vm(VmEv::Hrtick(vi, VcpuIdx(c.0), gen)));
         });
     }
 
     /// A guest CPU's HRTICK timer expired: the LAPIC timer interrupt of its
     /// vCPU runs `hrtick()` (a superseded timer is stale).
     pub(crate) fn guest_hrtick(&mut self, vm: VmId, idx: VcpuIdx, gen: u64) {
-        let (vi, i) = (vm.idx(), idx.idx());
+        let (vi, i) = (vm, idx.idx());
         let g = self.guest(vi);
         if !g.kernel.hrtick_armed(gcpu(i), gen) {
             self.stale += 1;
@@ -519,7 +516,7 @@ impl Simulator {
     /// A guest thread's hrtimer expired: the LAPIC timer interrupt of the
     /// vCPU that armed it (the CPU the thread slept on) runs the wakeup.
     pub(crate) fn guest_hrtimer(&mut self, vm: VmId, t: u32, gen: u64) {
-        let vi = vm.idx();
+        let vi = vm;
         if self.guest(vi).timer_gen[t as usize] != gen {
             self.stale += 1;
             return;
@@ -533,7 +530,7 @@ impl Simulator {
 
     /// The guest's LAPIC timer handler on vCPU `i` (`hrtimer_interrupt`):
     /// expired hrtimers wake their threads; a due tick runs `sched_tick()`.
-    pub(crate) fn guest_timer_interrupt(&mut self, cpu: CpuId, vi: usize, i: usize) {
+    pub(crate) fn guest_timer_interrupt(&mut self, cpu: CpuId, vi: VmId, i: usize) {
         let g = self.guest(vi);
         let tick = std::mem::take(&mut g.tick_due[i]);
         let hrtick = std::mem::take(&mut g.hrtick_due[i]);
@@ -556,7 +553,7 @@ impl Simulator {
     /// Steal time on VM entry: the host task's run delay since its last
     /// entry is what KVM's `record_steal_time()` publishes; with PV steal
     /// time the guest subtracts it from its task clock.
-    pub(crate) fn guest_vcpu_entry(&mut self, vi: usize, i: usize, task: TaskId) {
+    pub(crate) fn guest_vcpu_entry(&mut self, vi: VmId, i: usize, task: TaskId) {
         let waited = self.host.sched.tasks[task.idx()].stats.wait_ns;
         let steal_on = self.pv.steal_time;
         let g = self.guest(vi);
@@ -572,7 +569,7 @@ impl Simulator {
 
     /// Closes the guests' accounting at the end of a run.
     pub(crate) fn guest_sync(&mut self) {
-        for vi in 0..self.vms.len() {
+        for vi in self.vms.ids() {
             if self.vms[vi].guest.is_some() {
                 self.guest(vi).kernel.sched.sync_accounting();
             }
@@ -580,7 +577,7 @@ impl Simulator {
     }
 
     /// Per-thread results of VM `vi`'s guest (empty without a program).
-    pub(crate) fn guest_threads(&self, vi: usize) -> Vec<crate::report::GuestThreadReport> {
+    pub(crate) fn guest_threads(&self, vi: VmId) -> Vec<crate::report::GuestThreadReport> {
         let Some(g) = &self.vms[vi].guest else {
             return Vec::new();
         };

@@ -100,7 +100,7 @@ impl VmRt {
 impl Simulator {
     /// Arms the guest tick of every vCPU of VM `vi` (spread over one period).
     pub(in crate::sim) fn arm_guest_ticks(&mut self, vm: VmId) {
-        let vi = vm.idx();
+        let vi = vm;
         let hz = u64::from(self.kvm.guest_hz);
         if hz == 0 {
             return;
@@ -122,12 +122,13 @@ impl Simulator {
     /// and finished vCPUs have no tick (NO_HZ idle; pv_wait halts too, a
     /// simplification: docs/kvm-model.md).
     pub(in crate::sim) fn guest_tick(&mut self, vm: VmId, idx: VcpuIdx) {
-        let (vi, i) = (vm.idx(), idx.idx());
+        let (vi, i) = (vm, idx.idx());
         let now = self.now;
         let period = Nanos(1_000_000_000 / u64::from(self.kvm.guest_hz));
         self.push_vm_event(now + period, VmEv::Tick(vm, idx));
         let exit = self.kvm.round_trip();
         let task = self.vms[vi].task(i);
+        let vm_id = vm;
         let vm = &mut self.vms[vi];
         let idle = matches!(
             vm.g[i].phase,
@@ -136,9 +137,9 @@ impl Simulator {
         if idle || vm.vcpus[i].blocking || !self.tasks[task.idx()].started {
             return;
         }
-        if let Some(gl) = vm.guest.as_mut() {
-            gl.tick_due[i] = true;
-        }
+        let model = vm.model;
+        model.tick_due(self, vm_id, idx);
+        let vm = &mut self.vms[vi];
         if vm.g[i].irqs.iter().any(|q| q.vector == LOCAL_TIMER_VECTOR) {
             return;
         }
@@ -162,7 +163,7 @@ impl Simulator {
     /// Interrupt delivery to vCPU `t` (`__apic_accept_irq` + `kvm_vcpu_kick`).
     pub(super) fn deliver(
         &mut self,
-        vi: usize,
+        vi: VmId,
         from: usize,
         t: usize,
         vector: Vector,
@@ -177,7 +178,7 @@ impl Simulator {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn deliver_call(
         &mut self,
-        vi: usize,
+        vi: VmId,
         from: usize,
         t: usize,
         vector: Vector,
@@ -233,7 +234,7 @@ impl Simulator {
     /// interrupt that cost no exit), then goes idle again.
     fn queue_polled_call(
         &mut self,
-        vi: usize,
+        vi: VmId,
         from: usize,
         t: usize,
         vector: Vector,
@@ -264,7 +265,7 @@ impl Simulator {
     pub(super) fn smp_call_function_many(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
         targets: &[usize],
         handler: Nanos,

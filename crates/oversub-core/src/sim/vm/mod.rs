@@ -25,6 +25,7 @@ use crate::report::VmReport;
 use crate::scenario::{KvmSpec, OnSpinSpec, PvSpec, VmSpec};
 use crate::sched::core::Switch;
 use crate::sched::TaskId;
+use model::{GuestModel, NestedGuest, PhaseGen};
 use state::{Cat, Phase, VGuest, VmStats, Wait};
 
 mod events;
@@ -32,6 +33,7 @@ mod exits;
 mod guest;
 mod idle;
 mod irq;
+mod model;
 mod notifier;
 mod osq;
 mod phases;
@@ -63,6 +65,57 @@ impl VcpuTasks {
     }
 }
 
+/// The VMs of a run: indexed by [`VmId`] where modules meet, by position
+/// in loops over all of them.
+#[derive(Default)]
+pub(super) struct Vms(Vec<VmRt>);
+
+impl std::ops::Deref for Vms {
+    type Target = Vec<VmRt>;
+    fn deref(&self) -> &Vec<VmRt> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Vms {
+    fn deref_mut(&mut self) -> &mut Vec<VmRt> {
+        &mut self.0
+    }
+}
+
+impl std::ops::Index<VmId> for Vms {
+    type Output = VmRt;
+    fn index(&self, vm: VmId) -> &VmRt {
+        &self.0[vm.idx()]
+    }
+}
+
+impl std::ops::IndexMut<VmId> for Vms {
+    fn index_mut(&mut self, vm: VmId) -> &mut VmRt {
+        &mut self.0[vm.idx()]
+    }
+}
+
+impl std::ops::Index<usize> for Vms {
+    type Output = VmRt;
+    fn index(&self, k: usize) -> &VmRt {
+        &self.0[k]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Vms {
+    fn index_mut(&mut self, k: usize) -> &mut VmRt {
+        &mut self.0[k]
+    }
+}
+
+impl Vms {
+    /// The ids of all VMs, in order.
+    pub(super) fn ids(&self) -> impl Iterator<Item = VmId> {
+        (0..self.0.len() as u32).map(VmId)
+    }
+}
+
 /// One VM at run time.
 pub(super) struct VmRt {
     name: String,
@@ -84,6 +137,9 @@ pub(super) struct VmRt {
     /// `vcpu->arch.guest_state_protected` (SEV-ES / TDX).
     protected: bool,
     stats: VmStats,
+    /// The guest model the vCPUs run (`model.rs`): the phase generator,
+    /// or the nested guest of `guest`.
+    model: &'static dyn GuestModel,
     /// The guest kernel of a program VM (None: the phase generator).
     pub(super) guest: Option<GuestLevel>,
     /// A kept buffer for a TLB shootdown's targets.
@@ -170,11 +226,18 @@ impl VmRt {
             turn: 0,
             protected: v.protected,
             stats: VmStats::default(),
+            model: &PhaseGen,
             guest: None,
             targets_buf: Vec::new(),
             haltpoll: false,
             attempts_buf: Vec::new(),
         }
+    }
+
+    /// A program VM: its vCPUs run this nested guest kernel.
+    pub(super) fn set_guest(&mut self, g: GuestLevel) {
+        self.guest = Some(g);
+        self.model = &NestedGuest;
     }
 
     /// A program VM's guest kernel spinlocks (the program's `syscall`

@@ -38,7 +38,7 @@ impl Simulator {
     /// its first run) is `ready` (preempted, or woken from halt); nobody is
     /// in a spin loop outside `kvm_vcpu_on_spin`.
     pub(in crate::sim) fn check_vcpus(&self) -> Result<(), String> {
-        for vm in &self.vms {
+        for vm in self.vms.iter() {
             for (i, v) in vm.vcpus.iter().enumerate() {
                 let id = vm.task(i);
                 let t = &self.host.sched.tasks[id.idx()];
@@ -127,7 +127,7 @@ impl Simulator {
     /// Linux 6.12: `kvm_sched_out()` (virt/kvm/kvm_main.c), the vCPU's preempt
     /// notifier when its task is switched out.
     fn kvm_sched_out(&mut self, vm: VmId, idx: VcpuIdx, runnable: bool) {
-        let (vi, i) = (vm.idx(), idx.idx());
+        let (vi, i) = (vm, idx.idx());
         let protected = self.vms[vi].protected;
         self.vms[vi].vcpus[i].kvm_sched_out(runnable, protected);
         // vcpu_is_preempted() of this vCPU may now be true: the optimistic
@@ -147,11 +147,9 @@ impl Simulator {
     /// steal time on entry; shrink the PLE window if the vCPU had been
     /// scheduled out.
     fn kvm_sched_in(&mut self, vm: VmId, idx: VcpuIdx) {
-        let (vi, i) = (vm.idx(), idx.idx());
-        if self.vms[vi].guest.is_some() {
-            let task = self.vms[vi].task(i);
-            self.guest_vcpu_entry(vi, i, task);
-        }
+        let (vi, i) = (vm, idx.idx());
+        let model = self.vms[vi].model;
+        model.sched_in(self, vm, idx);
         let vm = &mut self.vms[vi];
         if vm.vcpus[i].kvm_sched_in() {
             if let Some(p) = self.kvm.ple {
@@ -165,7 +163,7 @@ impl Simulator {
         let Some(n) = self.notifier(p) else {
             return;
         };
-        let (vi, i) = (n.vm.idx(), n.idx.idx());
+        let (vi, i) = (n.vm, n.idx.idx());
         if self.vms[vi].g[i].timer_gen != gen {
             self.stale += 1;
             return;
@@ -181,7 +179,7 @@ impl Simulator {
     }
 
     /// Which vCPUs of VM `vi` are on a CPU now.
-    pub(super) fn vcpus_running(&self, vi: usize) -> Vec<bool> {
+    pub(super) fn vcpus_running(&self, vi: VmId) -> Vec<bool> {
         let vm = &self.vms[vi];
         (0..vm.n as usize)
             .map(|t| {
@@ -194,7 +192,7 @@ impl Simulator {
 
     /// [`Self::vcpus_running`] with AVIC (`avic`), else empty (nothing
     /// looks at it then).
-    pub(in crate::sim) fn vcpus_running_if(&self, avic: bool, vi: usize) -> Vec<bool> {
+    pub(in crate::sim) fn vcpus_running_if(&self, avic: bool, vi: VmId) -> Vec<bool> {
         if avic {
             self.vcpus_running(vi)
         } else {
@@ -206,7 +204,7 @@ impl Simulator {
     /// `wake_up_process`; `ready` is set only if that woke the task (a vCPU
     /// already woken, or back on a CPU but not yet out of `kvm_vcpu_block`,
     /// is left alone).
-    pub(super) fn wake_vcpu(&mut self, vi: usize, i: usize, waker: Option<CpuId>) {
+    pub(super) fn wake_vcpu(&mut self, vi: VmId, i: usize, waker: Option<CpuId>) {
         let task = self.vms[vi].task(i);
         let v = &mut self.vms[vi].vcpus[i];
         let was_ready = v.ready;
@@ -222,7 +220,7 @@ impl Simulator {
     /// Makes a running vCPU look at its state now (a lock it waits for was
     /// released, an interrupt arrived); a vCPU that is not running sees the
     /// change when it next enters the guest.
-    pub(super) fn poke(&mut self, vi: usize, i: usize) {
+    pub(super) fn poke(&mut self, vi: VmId, i: usize) {
         let task = self.vms[vi].task(i);
         let t = &self.host.sched.tasks[task.idx()];
         if t.on_cpu && self.host.sched.rqs[t.cpu.idx()].curr == Some(task) {

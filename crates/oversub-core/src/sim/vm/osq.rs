@@ -12,7 +12,7 @@
 
 use super::super::Simulator;
 use crate::guest::osq::{Osq, OsqStep};
-use crate::kvm::VcpuIdx;
+use crate::kvm::{VcpuIdx, VmId};
 use crate::workload::ir::{KlockId, SleepMode};
 
 /// What an owner spinner does after a look at its lock (`Wait::Owner`).
@@ -28,26 +28,26 @@ pub(super) enum OwnerLook {
 impl Simulator {
     /// `vcpu_is_preempted(cpu)` in guest `vi`: KVM's steal-time `preempted`
     /// flag with PV steal time (`kvm_vcpu_is_preempted`), else false.
-    pub(super) fn guest_vcpu_is_preempted(&self, vi: usize, c: usize) -> bool {
+    pub(super) fn guest_vcpu_is_preempted(&self, vi: VmId, c: usize) -> bool {
         self.pv.steal_time && self.vms[vi].vcpus[c].preempted
     }
 
     /// The OSQs of VM `vi`'s sleeping locks, one per kernel lock.
-    fn osqs(&mut self, vi: usize) -> &mut Vec<Osq> {
+    fn osqs(&mut self, vi: VmId) -> &mut Vec<Osq> {
         &mut self.vms[vi].guest.as_mut().expect("a program VM").osq
     }
 
     /// Whether guest CPU `j` waits on an OSQ behind its holder (it spins on
     /// its own node: a release of the lock or an owner switch is nothing to
     /// it).
-    pub(super) fn guest_osq_waiting(&self, vi: usize, j: usize) -> bool {
+    pub(super) fn guest_osq_waiting(&self, vi: VmId, j: usize) -> bool {
         let g = self.vms[vi].guest.as_ref().expect("a program VM");
         g.osq.iter().any(|q| q.is_waiting(VcpuIdx(j as u32)))
     }
 
     /// `osq_unlock` of lock `l` by guest CPU `i`; the next node, now
     /// holding the queue, looks at the owner at once.
-    fn guest_osq_unlock(&mut self, vi: usize, i: usize, l: usize) {
+    fn guest_osq_unlock(&mut self, vi: VmId, i: usize, l: usize) {
         let next = self.osqs(vi)[l]
             .osq_unlock(VcpuIdx(i as u32))
             .expect("the OSQ holder unlocks");
@@ -64,7 +64,7 @@ impl Simulator {
     /// unlocks the OSQ.
     pub(super) fn guest_optimistic_spin(
         &mut self,
-        vi: usize,
+        vi: VmId,
         i: usize,
         t: usize,
         lock: KlockId,
@@ -106,7 +106,7 @@ impl Simulator {
     /// cancelled by `need_resched()` / `vcpu_is_preempted(prev)`); the OSQ
     /// holder and a woken waiter look at the lock and its owner
     /// (`mutex_spin_on_owner`), the holder unlocking the OSQ when it stops.
-    pub(super) fn guest_owner_spin_look(&mut self, vi: usize, i: usize) -> OwnerLook {
+    pub(super) fn guest_owner_spin_look(&mut self, vi: VmId, i: usize) -> OwnerLook {
         let me = VcpuIdx(i as u32);
         let g = self.vms[vi].guest.as_ref().expect("a program VM");
         let lock = g.kernel.sched.rqs[i]

@@ -12,7 +12,7 @@ use crate::guest::spinlock::{LockStep, Release};
 use crate::kvm::irq_vectors::{CALL_FUNCTION_SINGLE_VECTOR, RESCHEDULE_VECTOR};
 use crate::kvm::lapic::LapicIrq;
 use crate::kvm::pv::kvm_pv_kick_cpu_op;
-use crate::kvm::VcpuIdx;
+use crate::kvm::{VcpuIdx, VmId};
 use crate::sched::CpuId;
 
 impl Simulator {
@@ -22,7 +22,7 @@ impl Simulator {
     pub(super) fn after_stages(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
         mut stage: AfterStage,
         mut len: Nanos,
@@ -43,7 +43,7 @@ impl Simulator {
     pub(super) fn after_compute(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
         stage: AfterStage,
         len: Nanos,
@@ -196,7 +196,7 @@ impl Simulator {
         }
     }
 
-    pub(super) fn lock_start(&mut self, vi: usize, i: usize, l: usize) {
+    pub(super) fn lock_start(&mut self, vi: VmId, i: usize, l: usize) {
         let now = self.now;
         let vm = &mut self.vms[vi];
         vm.g[i].wait_start = now;
@@ -213,7 +213,7 @@ impl Simulator {
         }
     }
 
-    pub(super) fn lock_acquired(&mut self, vi: usize, i: usize, l: usize) {
+    pub(super) fn lock_acquired(&mut self, vi: VmId, i: usize, l: usize) {
         let now = self.now;
         let vm = &mut self.vms[vi];
         vm.stats.lock_wait.add((now - vm.g[i].wait_start).0);
@@ -227,13 +227,7 @@ impl Simulator {
     }
 
     /// Unlock, wake or kick the next waiter. Some(act) if the releaser yielded.
-    pub(super) fn lock_release(
-        &mut self,
-        cpu: CpuId,
-        vi: usize,
-        i: usize,
-        l: usize,
-    ) -> Option<Act> {
+    pub(super) fn lock_release(&mut self, cpu: CpuId, vi: VmId, i: usize, l: usize) -> Option<Act> {
         let now = self.now;
         let exit = self.kvm.round_trip();
         let vm = &mut self.vms[vi];
@@ -292,7 +286,7 @@ impl Simulator {
     /// The phase generator's next op on vCPU `i`: done (inactive vCPU, or
     /// the profile's iterations reached), or a compute burst drawn from the
     /// profile. None: look at the phase again.
-    pub(super) fn start_op(&mut self, vi: usize, i: usize) -> Option<Act> {
+    pub(super) fn start_op(&mut self, vi: VmId, i: usize) -> Option<Act> {
         let now = self.now;
         let vm = &mut self.vms[vi];
         let done =

@@ -1,10 +1,10 @@
 //! One vCPU burst ending: account it, then run the guest until it asks for
 //! CPU time again (`Act::Run`), blocks in KVM (`Act::Sleep`) or yielded
-//! (`Act::Switched`): interrupt injection on entry, then the current phase.
+//! (`Act::Switched`): interrupt injection on entry, then the current phase
+//! (the guest model's own phases through its interface, `model.rs`).
 
 use super::super::Simulator;
 use super::exits::spin_iters;
-use super::guest::GuestNext;
 use super::osq::OwnerLook;
 use super::state::{AfterStage, Cat, Phase, Wait};
 use super::Act;
@@ -26,9 +26,10 @@ impl Simulator {
         idx: VcpuIdx,
         left: Nanos,
     ) {
-        let (vi, i) = (vm.idx(), idx.idx());
+        let (vi, i) = (vm, idx.idx());
         // Account the burst.
         let mut spun = Nanos::ZERO;
+        let mut model_work = None;
         {
             let vm = &mut self.vms[vi];
             let g = &mut vm.g[i];
@@ -42,11 +43,7 @@ impl Simulator {
                 | Phase::Handler { left, .. }
                 | Phase::Poll { left, .. } => *left = *left - work,
                 Phase::Spin { .. } => spun = work,
-                Phase::Guest => {
-                    if let Some(gl) = vm.guest.as_mut() {
-                        gl.consumed(i, work);
-                    }
-                }
+                Phase::Guest => model_work = Some(work),
                 _ => {}
             }
             g.plan_exit = Nanos::ZERO;
@@ -60,6 +57,10 @@ impl Simulator {
             if g.irqs.is_empty() {
                 vm.vcpus[i].pi_pending = false;
             }
+        }
+        if let Some(work) = model_work {
+            let model = self.vms[vi].model;
+            model.consumed(self, vm, idx, work);
         }
         let act = self.vcpu_next(cpu, vi, i, left, spun);
         let vm = &mut self.vms[vi];
@@ -105,7 +106,7 @@ impl Simulator {
     pub(super) fn vcpu_next(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
         left: Nanos,
         spun: Nanos,
@@ -123,26 +124,11 @@ impl Simulator {
                 continue;
             }
             let act = match phase {
-                Phase::Start if vm.guest.is_some() => {
-                    vm.g[i].phase = Phase::Guest;
-                    None
+                // The guest model's own phases (`model.rs`).
+                Phase::Start | Phase::Compute { .. } | Phase::After { .. } | Phase::Guest => {
+                    let model = vm.model;
+                    model.step(self, cpu, vi, VcpuIdx(i as u32), phase)
                 }
-                Phase::Guest => self.guest_phase(cpu, vi, i),
-                Phase::Start => self.start_op(vi, i),
-                Phase::Compute { left, len, .. } => {
-                    if left > Nanos::ZERO {
-                        return Act::Run(Cat::Useful, left);
-                    }
-                    vm.g[i].phase = Phase::After {
-                        stage: AfterStage::Ipi,
-                        len,
-                    };
-                    // The stages run at once: none of them queues an
-                    // interrupt for this vCPU (their IPIs go to others), so
-                    // the loop's injection check would find nothing.
-                    self.after_stages(cpu, vi, i, AfterStage::Ipi, len)
-                }
-                Phase::After { stage, len } => self.after_stages(cpu, vi, i, stage, len),
                 Phase::Spin {
                     wait,
                     ple,
@@ -189,7 +175,7 @@ impl Simulator {
     /// Takes the first pending interrupt of vCPU `i` in `phase`: leaves a
     /// halt (or its polling), keeps an interrupted lock spin's progress
     /// (`spun`), and enters the handler, which returns to `resume`.
-    fn inject_irq(&mut self, vi: usize, i: usize, phase: Phase, spun: &mut Option<Nanos>) {
+    fn inject_irq(&mut self, vi: VmId, i: usize, phase: Phase, spun: &mut Option<Nanos>) {
         let now = self.now;
         let me = VcpuIdx(i as u32);
         let vm = &mut self.vms[vi];
@@ -256,72 +242,13 @@ impl Simulator {
         };
     }
 
-    /// The program guest's phase: run the guest CPU's current task, take a
-    /// kernel lock, send a cross-CPU call, spin on a sleeping lock's owner,
-    /// or HLT when the guest CPU is idle. None: look at the phase again.
-    fn guest_phase(&mut self, cpu: CpuId, vi: usize, i: usize) -> Option<Act> {
-        let next = self.guest_run(cpu, vi, i);
-        self.trace_guest_curr(vi, i);
-        match next {
-            GuestNext::Run(d) => return Some(Act::Run(Cat::Useful, d)),
-            GuestNext::KernelLock(l, hold) => {
-                // Back to Phase::Guest (via Start) after the
-                // release.
-                self.vms[vi].g[i].hold_next = Some(hold);
-                // Without `[[vm]] ops`, a program VM's op is
-                // this kernel lock section, attempt to release.
-                self.vms[vi].g[i].op_start = self.now;
-                self.lock_start(vi, i, l);
-                return None;
-            }
-            GuestNext::WakeLock(l, hold) => {
-                let g = &mut self.vms[vi].g[i];
-                g.hold_next = Some(hold);
-                g.wake_section = true;
-                self.lock_start(vi, i, l);
-                return None;
-            }
-            GuestNext::Call {
-                targets,
-                handler,
-                wait,
-            } => {
-                let running = self.vcpus_running_if(self.kvm.avic, vi);
-                let then = wait.then_some(Phase::Spin {
-                    wait: Wait::Csd,
-                    ple: false,
-                    then: AfterStage::Ipi,
-                    len: Nanos::ZERO,
-                });
-                if let Some(sw) =
-                    self.smp_call_function_many(cpu, vi, i, &targets, handler, then, &running)
-                {
-                    return Some(Act::Switched(sw));
-                }
-                return None;
-            }
-            GuestNext::OwnerSpin => {
-                self.vms[vi].g[i].phase = Phase::Spin {
-                    wait: Wait::Owner,
-                    ple: false,
-                    then: AfterStage::Ipi,
-                    len: Nanos::ZERO,
-                };
-                return None;
-            }
-            GuestNext::Idle => {}
-        }
-        // The guest CPU is idle: poll or HLT (sim::vm::idle).
-        Some(self.cpuidle_idle_call(cpu, vi, i))
-    }
-
     /// A spinning vCPU's burst ended: did the wait end (lock granted, calls
     /// done, turn come, owner gone)? Else the PAUSE exit if the burst ended in
     /// one, and the next spin burst. None: look at the phase again.
     fn spin_phase(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
         left: Nanos,
         s: Nanos,
@@ -365,11 +292,7 @@ impl Simulator {
                 if vm.g[i].csd_pending == 0 {
                     vm.stats.csd_wait_ns += (now - vm.g[i].csd_since).0;
                     vm.stats.csd_waits += 1;
-                    vm.g[i].phase = if vm.guest.is_some() {
-                        Phase::Guest
-                    } else {
-                        Phase::After { stage: then, len }
-                    };
+                    vm.g[i].phase = vm.model.after_csd_wait(then, len);
                     return None;
                 }
             }
@@ -450,7 +373,7 @@ impl Simulator {
     fn handler_end(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
         vector: Vector,
         sync_from: Option<u32>,
@@ -464,8 +387,9 @@ impl Simulator {
             vm.g[i].pending_exit += self.kvm.round_trip();
         }
         vm.g[i].phase = vm.g[i].resume.take().unwrap_or(Phase::Start);
-        if vector == LOCAL_TIMER_VECTOR && vm.guest.is_some() {
-            self.guest_timer_interrupt(cpu, vi, i);
+        if vector == LOCAL_TIMER_VECTOR {
+            let model = vm.model;
+            model.timer_interrupt(self, cpu, vi, me);
         }
         let vm = &mut self.vms[vi];
         if let Some(s) = sync_from {
@@ -482,7 +406,7 @@ impl Simulator {
     fn halted_phase(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
         pv_lock: Option<usize>,
     ) -> Option<Act> {
@@ -523,7 +447,7 @@ impl Simulator {
     fn poll_phase(
         &mut self,
         cpu: CpuId,
-        vi: usize,
+        vi: VmId,
         i: usize,
         pv_lock: Option<usize>,
         left: Nanos,

@@ -11,6 +11,7 @@
 use super::super::Simulator;
 use crate::engine::Nanos;
 use crate::guest::wakeup::{FUTEX_HB_HOLD, TTWU_PI_LOCK_HOLD};
+use crate::kvm::VmId;
 use crate::sched::{CpuId, TaskId};
 use crate::task::program::Action;
 use std::collections::VecDeque;
@@ -43,7 +44,7 @@ pub(super) enum GuestStep {
 impl Simulator {
     /// Steps task `t`, current on guest CPU `i` of VM `vi`: the program
     /// step and its wakeups, or the next part of its wakeup path.
-    pub(super) fn guest_step(&mut self, vi: usize, i: usize, t: TaskId) -> GuestStep {
+    pub(super) fn guest_step(&mut self, vi: VmId, i: usize, t: TaskId) -> GuestStep {
         let now = self.now;
         let cpu = CpuId(i as u32);
         let g = self.vms[vi].guest.as_mut().expect("a program VM");
