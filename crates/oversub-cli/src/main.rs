@@ -11,7 +11,6 @@ mod output;
 mod progress;
 mod provenance;
 mod reproduce;
-mod resume;
 mod sweep_files;
 use oversub::scenario::{check_cli_seed, parse_cli_duration, Scenario};
 use std::path::PathBuf;
