@@ -214,19 +214,20 @@ def _frame(rows: Sequence[Tuple[Any, ...]], axes: Sequence[str]) -> "pandas.Data
 
     metric_cols: List[str] = []
     seen = set()
-    records = []
-    for point, file, workload, vms, labels, seed, metrics in rows:
-        rec: Dict[str, Any] = {"file": file, "workload": workload, "vms": vms}
-        lab = dict(labels)
-        for a in axes:
-            rec[a] = lab.get(a, "")
-        rec["seed"] = seed
-        for k, v in metrics:
+    for _, _, _, _, _, _, metrics in rows:
+        for k, _ in metrics:
             if k not in seen:
                 seen.add(k)
                 metric_cols.append(k)
-            rec[k] = v
-        records.append(rec)
+    # Rows as lists, not dicts: a "file" axis (scenario files per point) has
+    # the name of the first column, as in results.csv, and each keeps its own
+    # value (the path there, the axis label here).
+    nan = float("nan")
+    records = []
+    for point, file, workload, vms, labels, seed, metrics in rows:
+        lab = dict(labels)
+        m = dict(metrics)
+        records.append([file, workload, vms, *(lab.get(a, "") for a in axes), seed, *(m.get(k, nan) for k in metric_cols)])
     cols = ["file", "workload", "vms", *axes, "seed", *metric_cols]
     return pd.DataFrame.from_records(records, columns=cols)
 
