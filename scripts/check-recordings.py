@@ -173,8 +173,9 @@ def record_named(oversub, rec, seconds, out, hogs):
     """The real program of recordings/REC run now (measure-real.sh --run)
     under oversub record, beside `hogs` busy loops: per-op figures and its
     own throughput (ops.txt: ops / seconds)."""
-    os.makedirs(out, exist_ok=True)
-    opsf = os.path.join(out, "ops.txt")
+    # Beside --out, not in it: oversub record writes a new or empty
+    # directory whole, so nothing may appear in it during the recording.
+    opsf = out + ".ops"
     procs = []
     try:
         for _ in range(hogs):
@@ -354,7 +355,13 @@ def record(oversub, meta, out, hogs):
             cmd += ["--ops", str(meta["ops"])]
         if "ops_from" in meta:
             cmd += ["--ops-from", meta["ops_from"]]
-        run(cmd + ["--"] + meta["command"], cwd=meta.get("cwd_tmp") and out)
+        # The program's own files go beside --out (which the recorder
+        # writes whole: nothing may appear in it during the recording).
+        cwd = None
+        if meta.get("cwd_tmp"):
+            cwd = out + ".cwd"
+            os.makedirs(cwd, exist_ok=True)
+        run(cmd + ["--"] + meta["command"], cwd=cwd)
     finally:
         for p in procs:
             p.kill()

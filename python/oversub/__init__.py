@@ -5,7 +5,9 @@
 * :func:`sweep` runs a scenario over the product of axes and seeds and returns
   a :class:`pandas.DataFrame`, one row per run, the columns of the CLI's
   ``results.csv``. ``backend="local"`` uses the Rust sweep on every core (the
-  GIL released); ``backend="ray"`` submits one Ray task per run.
+  GIL released; Ctrl-C stops it; ``resume=DIR`` keeps finished runs so that
+  an interrupted sweep finishes where it stopped); ``backend="ray"`` submits
+  one Ray task per run.
 * :func:`summary` summarises such a frame over seeds: the CLI's
   ``summary.csv`` (means, 95% CIs, paired deltas against a baseline, p and
   Holm-adjusted p), computed by the same Rust code.
@@ -212,19 +214,20 @@ def _frame(rows: Sequence[Tuple[Any, ...]], axes: Sequence[str]) -> "pandas.Data
 
     metric_cols: List[str] = []
     seen = set()
-    records = []
-    for point, file, workload, vms, labels, seed, metrics in rows:
-        rec: Dict[str, Any] = {"file": file, "workload": workload, "vms": vms}
-        lab = dict(labels)
-        for a in axes:
-            rec[a] = lab.get(a, "")
-        rec["seed"] = seed
-        for k, v in metrics:
+    for _, _, _, _, _, _, metrics in rows:
+        for k, _ in metrics:
             if k not in seen:
                 seen.add(k)
                 metric_cols.append(k)
-            rec[k] = v
-        records.append(rec)
+    # Rows as lists, not dicts: a "file" axis (scenario files per point) has
+    # the name of the first column, as in results.csv, and each keeps its own
+    # value (the path there, the axis label here).
+    nan = float("nan")
+    records = []
+    for point, file, workload, vms, labels, seed, metrics in rows:
+        lab = dict(labels)
+        m = dict(metrics)
+        records.append([file, workload, vms, *(lab.get(a, "") for a in axes), seed, *(m.get(k, nan) for k in metric_cols)])
     cols = ["file", "workload", "vms", *axes, "seed", *metric_cols]
     return pd.DataFrame.from_records(records, columns=cols)
 
@@ -287,6 +290,7 @@ def sweep(
     baseline: Optional[Mapping[str, Value]] = None,
     backend: str = "local",
     progress: Union[bool, Progress, None] = None,
+    resume: Optional[PathLike] = None,
 ) -> "pandas.DataFrame":
     """Run a scenario over the product of ``axes`` and ``seeds``.
 
@@ -310,9 +314,19 @@ def sweep(
             GIL released. ``"ray"``: one Ray task per run on the cluster named
             by ``RAY_ADDRESS``, or a local ``ray.init()`` when it is unset;
             scenario files must be readable at the same path on the workers.
-        progress: a callable ``progress(done, total)`` called after each run;
-            ``True`` for a tqdm bar (when tqdm is installed); ``None`` (the
-            default) for a tqdm bar only on a terminal; ``False`` for none.
+        progress: a callable ``progress(done, total)`` called after each run
+            this call makes (an exception it raises stops the sweep and is
+            raised); ``True`` for a tqdm bar (when tqdm is installed);
+            ``None`` (the default) for a tqdm bar only on a terminal;
+            ``False`` for none.
+        resume: a directory (created if missing) that keeps each run as it
+            finishes, in ``DIR/.oversub-runs.jsonl`` (the store ``oversub
+            sweep --out DIR`` keeps). A sweep stopped by Ctrl-C
+            (KeyboardInterrupt), a progress exception or a failed run keeps
+            its finished runs there; the same call again runs only the
+            others and returns the frame an uninterrupted sweep returns. The
+            file is removed once the sweep is whole. ``backend="local"``
+            only.
 
     Returns:
         A DataFrame, one row per run in expansion order (points, then seeds),
@@ -323,13 +337,21 @@ def sweep(
         ScenarioError: a bad sweep or a point the model refuses, before any
             run; the message is the CLI's one line.
             An unknown backend or a baseline axis that is not among ``axes``
-            raises it too.
+            raises it too, and so does a ``resume`` directory that is not
+            one (a file, a FIFO) or whose runs file is not this sweep's (the
+            runs of another sweep, scenario or build of the package, a file
+            oversub did not write, one it cannot read).
+        KeyboardInterrupt: Ctrl-C; with ``resume``, its message says how many
+            runs are kept.
     """
     if axes is not None and not isinstance(axes, Mapping):
         raise _refuse("axes", axes, 'a dict of axis name -> values, e.g. {"host.yield.yield_to": ["upstream", "borrow"]}')
     axes = dict(axes or {})
     if backend not in ("local", "ray"):
         raise _refuse("backend", backend, "'local' or 'ray'")
+    resume_dir = None if resume is None else _path("resume", resume)
+    if resume_dir is not None and backend != "local":
+        raise _refuse("resume", resume_dir, "None with backend='ray' (resume=DIR is the local backend's)")
     spec_json = _spec(base, axes, seeds, set, duration, baseline)
     names = list(axes)
     base_pairs = _baseline(baseline, names)
@@ -337,7 +359,7 @@ def sweep(
     cb, close = _progress(progress)
     try:
         if backend == "local":
-            rows = _oversub.sweep_local(spec_json, cwd, cb)
+            rows = _oversub.sweep_local(spec_json, cwd, cb, resume_dir)
         else:
             jobs = _oversub.sweep_jobs(spec_json, cwd)
             rows = _ray_rows(spec_json, cwd, jobs, cb)

@@ -19,7 +19,10 @@ def run_json(
 def check(path: str, source: Optional[str] = None, sets: List[str] = ...) -> None: ...
 def sweep_jobs(spec_json: str, dir: str) -> List[Tuple[int, int]]: ...
 def sweep_local(
-    spec_json: str, dir: str, progress: Optional[Callable[[int, int], Any]] = None
+    spec_json: str,
+    dir: str,
+    progress: Optional[Callable[[int, int], Any]] = None,
+    resume: Optional[str] = None,
 ) -> List[Row]: ...
 def summary_csv(
     axes: List[str],

@@ -11,7 +11,6 @@ mod output;
 mod progress;
 mod provenance;
 mod reproduce;
-mod resume;
 mod sweep_files;
 use oversub::scenario::{check_cli_seed, parse_cli_duration, Scenario};
 use std::path::PathBuf;
@@ -172,6 +171,11 @@ enum Cmd {
         /// Trace ring buffer per CPU, KiB.
         #[arg(long, default_value_t = oversub_record::DEFAULT_BUFFER_KB, value_parser = clap::value_parser!(u64).range(64..=1_048_576))]
         buffer_kb: u64,
+        /// Replace --out when it is a directory that holds files (without
+        /// it, such a directory is refused: only a new or empty one is
+        /// written). The old contents go only once the new files are whole.
+        #[arg(long)]
+        force: bool,
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
@@ -349,6 +353,7 @@ fn command(cli: Cli) -> ExitCode {
             ops_from,
             max_events,
             buffer_kb,
+            force,
             command,
         } => {
             let duration = match oversub_record::parse_duration(&duration) {
@@ -367,6 +372,7 @@ fn command(cli: Cli) -> ExitCode {
                 max_events,
                 buffer_kb,
                 progress: true,
+                force,
             };
             match oversub_record::record(&opts, &crate::progress::interrupt_flag()) {
                 Ok(text) => {

@@ -85,7 +85,7 @@ fn probe_metric(spec: &SweepSpec, metric: &str) -> Result<(), String> {
     ))
 }
 
-/// How `oversub sweep` treats the runs it keeps ([`crate::resume`]).
+/// How `oversub sweep` treats the runs it keeps ([`oversub_runs`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Keep {
     /// Finish the runs an interrupted invocation left (`--resume`).
@@ -99,7 +99,7 @@ pub struct Keep {
 /// `DIR/summary.csv` and `DIR/summary.md` (with the CSVs' provenance
 /// sidecars), all or none. The directory is checked (and claimed for this
 /// sweep) before the first run. Each run is kept in `DIR/.oversub-runs.jsonl`
-/// as it finishes ([`crate::resume`]), so that an interrupted sweep keeps its
+/// as it finishes ([`oversub_runs`]), so that an interrupted sweep keeps its
 /// finished runs and `keep.resume` skips them. Returns the compact terminal
 /// summary ([`compact`]).
 pub fn sweep_to_dir(
@@ -112,8 +112,19 @@ pub fn sweep_to_dir(
     crate::output::claim_out_dir(out, "--out", &spec.file)?;
     let batch = sweep::Batch::new(&[spec])?;
     let runs = batch.runs(0);
-    let fp = crate::resume::fingerprint(batch.digest(0));
-    let (store, kept) = crate::resume::open(out, &spec.file, &fp, &runs, keep.resume)?;
+    let fp = oversub_runs::fingerprint(
+        std::env::current_exe(),
+        crate::provenance::VERSION,
+        batch.digest(0),
+    );
+    let (store, kept) = oversub_runs::open(out, &spec.file, &fp, &runs, keep.resume, "--resume")?;
+    if keep.resume && !kept.found {
+        eprintln!(
+            "note: --resume: {} holds no interrupted sweep; running all {} runs",
+            out.display(),
+            runs.len()
+        );
+    }
     let prefix = Path::new(&spec.file)
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())

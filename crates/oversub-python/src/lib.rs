@@ -2,16 +2,22 @@
 //! (python/oversub), a thin PyO3 layer over the core crate's public API. It
 //! knows nothing of pandas or Ray; the Python half builds frames and submits
 //! tasks. Every entry point turns the core's one-line error into
-//! `oversub.ScenarioError` with the same text the CLI prints.
+//! `oversub.ScenarioError` with the same text the CLI prints. Long work
+//! (a run, a sweep) runs on a worker thread while the calling thread waits
+//! with the GIL released and runs Python's signal handlers in between
+//! ([`interruptible`]), so Ctrl-C stops it as it stops the CLI.
 
 use oversub::scenario::overrides::{parse_override, Override};
 use oversub::scenario::{check_cli_seed, parse_cli_duration, Scenario};
 use oversub::sweep::spec::SweepSpec;
 use oversub::sweep::{self, Row};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
 
 create_exception!(
     _oversub,
@@ -23,6 +29,64 @@ create_exception!(
 
 fn refuse(m: impl std::fmt::Display) -> PyErr {
     ScenarioError::new_err(m.to_string())
+}
+
+/// How often a waiting call wakes to run Python's signal handlers: how long
+/// Ctrl-C may wait before the model is told to stop (it is not a bound on
+/// any result).
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// Runs `f` on a worker thread while this thread waits with the GIL
+/// released, waking every [`SIGNAL_POLL`] to run Python's signal handlers
+/// (`PyErr_CheckSignals`; they run only on the main thread). A handler's
+/// exception (Ctrl-C's KeyboardInterrupt) sets the core's stop flag
+/// ([`oversub::interrupt::flag`]), which every run polls between events,
+/// and is returned beside `f`'s result once `f` has returned; the flag is
+/// cleared again then, so that the next call runs.
+fn interruptible<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> (T, Option<PyErr>) {
+    let done = (Mutex::new(false), Condvar::new());
+    let mut raised = None;
+    let out = std::thread::scope(|s| {
+        let worker = s.spawn(|| {
+            let r = f();
+            let (m, c) = &done;
+            *m.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            c.notify_all();
+            r
+        });
+        loop {
+            let finished = py.detach(|| {
+                let (m, c) = &done;
+                let g = m.lock().unwrap_or_else(|p| p.into_inner());
+                let (g, _) = c
+                    .wait_timeout_while(g, SIGNAL_POLL, |d| !*d)
+                    .unwrap_or_else(|p| p.into_inner());
+                *g
+            });
+            if finished {
+                break;
+            }
+            if raised.is_none() {
+                if let Err(e) = py.check_signals() {
+                    stop(true);
+                    raised = Some(e);
+                }
+            }
+        }
+        worker.join()
+    });
+    if raised.is_some() {
+        stop(false);
+    }
+    match out {
+        Ok(v) => (v, raised),
+        Err(p) => std::panic::resume_unwind(p),
+    }
+}
+
+/// Sets or clears the core's stop flag.
+fn stop(on: bool) {
+    oversub::interrupt::flag().store(on, Ordering::SeqCst);
 }
 
 /// JSON text (from `json.dumps`) to TOML text: how a Python dict becomes a
@@ -84,17 +148,19 @@ fn run_json(
         Some(v) => Some(parse_cli_duration(v).map_err(|m| refuse(format!("--duration: {m}")))?),
     };
     let opts = || oversub::RunOptions::default().seed(seed).duration(d);
-    py.detach(|| oversub::run(&sc, opts()))
-        .map(|r| r.to_json())
-        .map_err(|e| match e {
-            // A bug of the model, not of the scenario.
-            oversub::RunError::InvariantBroken { .. } => {
-                PyRuntimeError::new_err(format!("{path}: {e}"))
-            }
-            // A run the model cannot finish (its event budget, a loop at
-            // one instant) refuses the scenario, with the CLI's line.
-            e => refuse(format!("{path}: {e}")),
-        })
+    let (r, raised) = interruptible(py, || oversub::run(&sc, opts()).map(|r| r.to_json()));
+    if let Some(e) = raised {
+        return Err(e);
+    }
+    r.map_err(|e| match e {
+        // A bug of the model, not of the scenario.
+        oversub::RunError::InvariantBroken { .. } => {
+            PyRuntimeError::new_err(format!("{path}: {e}"))
+        }
+        // A run the model cannot finish (its event budget, a loop at
+        // one instant) refuses the scenario, with the CLI's line.
+        e => refuse(format!("{path}: {e}")),
+    })
 }
 
 /// Checks a scenario as `oversub check` does; returns nothing or raises.
@@ -142,43 +208,120 @@ fn sweep_jobs(py: Python<'_>, spec_json: &str, dir: &str) -> PyResult<Vec<(usize
         .collect())
 }
 
+/// The name a sweep given as arguments has in messages (the CLI's is its
+/// file's path).
+const SWEEP_NAME: &str = "<sweep>";
+
+/// The file of this native module (its bytes are part of a runs store's
+/// fingerprint, as the `oversub` binary's are for the CLI).
+fn module_file(py: Python<'_>) -> std::io::Result<PathBuf> {
+    py.import("oversub._oversub")
+        .and_then(|m| m.getattr("__file__"))
+        .and_then(|f| f.extract::<PathBuf>())
+        .map_err(|e| std::io::Error::other(e.to_string()))
+}
+
 /// Runs every run of the sweep with the core's parallel runner (rayon, all
-/// cores), the GIL released; rows in expansion order. `progress`, if given,
-/// is called as `progress(done, total)` after each run (with the GIL, from
-/// the worker thread that finished it); its first exception is raised once
-/// the sweep is done.
+/// cores) on a worker thread ([`interruptible`]: Ctrl-C stops it); rows in
+/// expansion order. `progress`, if given, is called as `progress(done,
+/// total)` after each run this call makes (with the GIL, from the worker
+/// thread that finished it); its first exception stops the sweep and is
+/// raised. `resume`, a directory, keeps each run in its runs file as it
+/// finishes (`oversub_runs`, as `oversub sweep --out DIR` does) and skips
+/// the runs it already holds from an interrupted call of the same sweep;
+/// the file is removed once every run is done.
 #[pyfunction]
-#[pyo3(signature = (spec_json, dir, progress=None))]
+#[pyo3(signature = (spec_json, dir, progress=None, resume=None))]
 fn sweep_local(
     py: Python<'_>,
     spec_json: &str,
     dir: &str,
     progress: Option<Py<PyAny>>,
+    resume: Option<PathBuf>,
 ) -> PyResult<Vec<PyRow>> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
+    use std::sync::atomic::AtomicUsize;
     let s = spec(spec_json, dir)?;
-    let total = py
-        .detach(|| sweep::validated_points(&s))
-        .map_err(refuse)?
-        .len()
-        * s.seeds.len();
+    let (batch, raised) = interruptible(py, || sweep::Batch::new(&[&s]));
+    if let Some(e) = raised {
+        return Err(e);
+    }
+    let batch = batch.map_err(refuse)?;
+    let runs = batch.runs(0);
+    let (store, kept) = match &resume {
+        None => (None, Vec::new()),
+        Some(d) => {
+            oversub_runs::prepare_dir(d, "resume").map_err(refuse)?;
+            let fp = oversub_runs::fingerprint(
+                module_file(py),
+                env!("CARGO_PKG_VERSION"),
+                batch.digest(0),
+            );
+            let (store, kept) = oversub_runs::open(d, SWEEP_NAME, &fp, &runs, true, "resume=DIR")
+                .map_err(refuse)?;
+            (Some(store), kept.rows)
+        }
+    };
+    let before = kept.iter().filter(|r| r.is_some()).count();
+    let total = runs.len() - before;
     let done = AtomicUsize::new(0);
+    let stored = AtomicUsize::new(0);
     let failed: Mutex<Option<PyErr>> = Mutex::new(None);
     let on_run = || {
-        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+        let n = done.fetch_add(1, Ordering::SeqCst) + 1;
         if let Some(cb) = &progress {
             Python::attach(|py| {
                 if let Err(e) = cb.call1(py, (n, total)) {
                     let mut f = failed.lock().unwrap_or_else(|p| p.into_inner());
-                    f.get_or_insert(e);
+                    if f.is_none() {
+                        *f = Some(e);
+                        stop(true);
+                    }
                 }
             });
         }
     };
-    let (_, rows) = py.detach(|| sweep::run(&s, &on_run)).map_err(refuse)?;
-    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+    let on_row = |_: usize, slot: usize, r: &Row| {
+        if let Some(st) = &store {
+            st.append(slot, r)?;
+        }
+        stored.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    };
+    let (r, raised) = interruptible(py, || batch.run(vec![kept], &on_run, &on_row));
+    let failed = failed.into_inner().unwrap_or_else(|p| p.into_inner());
+    if failed.is_some() {
+        stop(false);
+    }
+    let n = before + stored.load(Ordering::SeqCst);
+    if let Some(e) = raised {
+        if !e.is_instance_of::<PyKeyboardInterrupt>(py) {
+            return Err(e);
+        }
+        let msg = match (&store, &resume) {
+            (Some(st), Some(d)) if n > 0 => format!(
+                "{SWEEP_NAME}: interrupted: {n} of {} runs kept in {}; oversub.sweep(..., resume={:?}) runs the other {}",
+                runs.len(),
+                st.path().display(),
+                d.display().to_string(),
+                runs.len() - n
+            ),
+            _ => format!(
+                "{SWEEP_NAME}: interrupted; no run kept (oversub.sweep(..., resume=DIR) keeps finished runs)"
+            ),
+        };
+        if n == 0 {
+            if let Some(st) = store {
+                st.remove().map_err(refuse)?;
+            }
+        }
+        return Err(PyKeyboardInterrupt::new_err(msg));
+    }
+    if let Some(e) = failed {
         return Err(e);
+    }
+    let (_, rows) = r.map_err(refuse)?.pop().expect("one sweep");
+    if let Some(st) = store {
+        st.remove().map_err(refuse)?;
     }
     Ok(rows.into_iter().map(py_row).collect())
 }

@@ -7,6 +7,7 @@
 
 pub mod derive;
 pub mod hist;
+pub mod outdir;
 pub mod parse;
 pub mod profile;
 pub mod steady;
@@ -44,6 +45,9 @@ pub struct Options {
     pub max_events: u64,
     pub buffer_kb: u64,
     pub progress: bool,
+    /// Replace an `out` directory that holds files (`--force`); without
+    /// it, such a directory is refused ([`outdir`]).
+    pub force: bool,
 }
 
 /// A failed recording: the message (one line) and the exit code (2 for bad
@@ -353,16 +357,10 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
             "oversub record: no command given: usage oversub record [--out DIR] [--duration D] -- CMD [ARGS...]",
         ));
     }
-    if opts.out.exists() && !opts.out.is_dir() {
-        return Err(fail(format!(
-            "--out: {} exists and is not a directory",
-            opts.out.display()
-        )));
-    }
+    // Before anything runs: a refused or unwritable --out costs no run.
+    let staging = outdir::Staging::claim(&opts.out, opts.force).map_err(fail)?;
     let root = tracefs::locate().map_err(fail)?;
     tracefs::check_available(&root).map_err(fail)?;
-    std::fs::create_dir_all(&opts.out)
-        .map_err(|e| fail(format!("--out: cannot create {}: {e}", opts.out.display())))?;
 
     // The program's output (stdout and stderr) goes to a pipe read as it
     // comes; only its last MAX_OUTPUT_BYTES are kept (for --ops-from and
@@ -704,11 +702,13 @@ pub fn record(opts: &Options, stop: &Arc<AtomicBool>) -> Result<String, Failure>
         provenance,
         derive::Form::Steady,
     )?;
+    let dir = staging.dir();
     write_set(&[
-        (&opts.out.join("profile.json"), &ptext),
-        (&opts.out.join("workload.json"), &wtext),
-        (&opts.out.join("guest.json"), &gtext),
+        (&dir.join("profile.json"), &ptext),
+        (&dir.join("workload.json"), &wtext),
+        (&dir.join("guest.json"), &gtext),
     ])?;
+    staging.commit().map_err(fail)?;
     let t = prof.totals();
     Ok(format!(
         "{}recorded {} threads, {} events in {:.2} s: CPU {:.3} s, {} switches, {} wakeups{}\nwrote {}/profile.json, {}/workload.json, {}/guest.json",

@@ -393,5 +393,77 @@ fn record_refuses_a_failed_program_and_bounds_its_output() {
         &text[..200.min(text.len())]
     );
     assert!(out.join("profile.json").exists() && out.join("workload.json").exists());
+    // Again into the recording: refused before the run, the recording as
+    // it was; with --force, replaced whole (the old directory's other
+    // files go with it).
+    let before = std::fs::read(out.join("profile.json")).unwrap();
+    std::fs::write(out.join("notes"), "mine").unwrap();
+    refused(
+        &["record", "--out", s(&out), "--duration", "1s", "--", "true"],
+        &[
+            "exists and holds guest.json, notes, profile.json (and 1 more)",
+            "--force",
+        ],
+    );
+    assert_eq!(std::fs::read(out.join("profile.json")).unwrap(), before);
+    let o = oversub(&[
+        "record",
+        "--out",
+        s(&out),
+        "--duration",
+        "1s",
+        "--force",
+        "--",
+        "true",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!out.join("notes").exists(), "replaced whole");
+    assert!(out.join("profile.json").exists() && out.join("guest.json").exists());
+    assert_eq!(
+        std::fs::read_dir(&d).unwrap().count(),
+        1,
+        "no staging directory left beside --out"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// record --out: a directory that holds anything is refused before the
+/// program runs or tracing is touched (so without root too), naming what
+/// it holds and --force; it is left as it was, with nothing beside it.
+#[test]
+fn record_refuses_an_out_directory_that_holds_files() {
+    let d = dir("record-out");
+    let out = d.join("rec");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("profile.json"), "old").unwrap();
+    let mark = d.join("ran");
+    let touch = format!("touch {}", s(&mark));
+    refused(
+        &["record", "--out", s(&out), "--", "sh", "-c", &touch],
+        &[
+            s(&out),
+            "exists and holds profile.json",
+            "allowed a new or empty directory, or --force",
+        ],
+    );
+    assert!(!mark.exists(), "the program did not run");
+    assert_eq!(
+        std::fs::read_to_string(out.join("profile.json")).unwrap(),
+        "old"
+    );
+    assert_eq!(
+        std::fs::read_dir(&d).unwrap().count(),
+        1,
+        "nothing beside --out"
+    );
+    // A file in its place is refused, --force or not.
+    let f = d.join("f");
+    std::fs::write(&f, "").unwrap();
+    for force in [&[][..], &["--force"][..]] {
+        let mut a = vec!["record", "--out", s(&f)];
+        a.extend_from_slice(force);
+        a.extend_from_slice(&["--", "true"]);
+        refused(&a, &["exists and is not a directory"]);
+    }
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -1,12 +1,15 @@
 //! A sweep's finished runs, kept as they finish so that an interrupted
 //! sweep loses none of them: `DIR/.oversub-runs.jsonl`, a header line (the
-//! sweep file, the number of runs and a fingerprint of the binary, the sweep
+//! sweep file, the number of runs and a fingerprint of the code, the sweep
 //! and every scenario it loads) and then one line per finished run, appended
-//! whole by one write each. `oversub sweep FILE --out DIR --resume` reads it
-//! back, skips those runs and writes the same files an uninterrupted sweep
-//! writes (their `results.jsonl` lines are kept verbatim, their metrics as
-//! the bits of each number). The file is removed once the sweep's files are
-//! written.
+//! whole by one write each. `oversub sweep FILE --out DIR --resume` and
+//! `oversub.sweep(..., resume=DIR)` (the Python package) read it back, skip
+//! those runs and give what an uninterrupted sweep gives (the CLI's
+//! `results.jsonl` lines are kept verbatim, the metrics as the bits of each
+//! number). The caller removes the file once the sweep is whole.
+//!
+//! The store writes files, so it lives here and not in the model crate
+//! (`oversub-core` writes none); the CLI and the Python bindings share it.
 
 use oversub::sweep::{self, Row};
 use serde::{Deserialize, Serialize};
@@ -52,13 +55,15 @@ struct Record {
     line: String,
 }
 
-/// The fingerprint of a sweep made by this binary: a hash of the binary's
-/// bytes (its version and commit if it cannot be read) and the sweep's
-/// digest ([`sweep::Batch::digest`]).
-pub fn fingerprint(digest: u64) -> String {
+/// The fingerprint of a sweep made by the code in the file `code` (the
+/// `oversub` binary, or the Python package's native module): a hash of its
+/// bytes (of `version` if it cannot be read) and the sweep's digest
+/// ([`sweep::Batch::digest`], which is itself only comparable within one
+/// build of that code).
+pub fn fingerprint(code: std::io::Result<PathBuf>, version: &str, digest: u64) -> String {
     use std::hash::Hasher;
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    let exe = std::env::current_exe().and_then(|p| {
+    let exe = code.and_then(|p| {
         let mut r = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(p)?);
         loop {
             let buf = r.fill_buf()?;
@@ -71,7 +76,7 @@ pub fn fingerprint(digest: u64) -> String {
         }
     });
     if exe.is_err() {
-        h.write(crate::provenance::VERSION.as_bytes());
+        h.write(version.as_bytes());
     }
     format!("{:016x}{digest:016x}", h.finish())
 }
@@ -81,6 +86,8 @@ pub struct Kept {
     pub rows: Vec<Option<Row>>,
     pub lines: Vec<Option<String>>,
     pub count: usize,
+    /// Whether the directory held a runs file at all.
+    pub found: bool,
 }
 
 /// The open file of finished runs: [`Store::append`] adds one.
@@ -90,17 +97,19 @@ pub struct Store {
 }
 
 /// Opens `dir`'s file of finished runs for the sweep `sweep` whose runs are
-/// `runs` ((point, seed) by slot), made by this binary with `fingerprint`.
+/// `runs` ((point, seed) by slot), made by this code with `fingerprint`.
 /// Without `resume`, a file holding finished runs is refused (they would be
 /// lost); with it, they are read back, checked against the fingerprint and
 /// the runs, and returned. A last line cut short (the process was killed
-/// while writing it) is dropped.
+/// while writing it) is dropped. `flag` is how the caller spells resuming
+/// (`--resume`, `resume=DIR`), for the messages.
 pub fn open(
     dir: &Path,
     sweep_file: &str,
     fingerprint: &str,
     runs: &[(usize, u64)],
     resume: bool,
+    flag: &str,
 ) -> Result<(Store, Kept), String> {
     let path = dir.join(RUNS_FILE);
     let p = path.display();
@@ -108,6 +117,7 @@ pub fn open(
         rows: (0..runs.len()).map(|_| None).collect(),
         lines: (0..runs.len()).map(|_| None).collect(),
         count: 0,
+        found: false,
     };
     let mut good: Vec<String> = Vec::new();
     // A FIFO or device in its place would hang or never end: the one
@@ -120,17 +130,10 @@ pub fn open(
         ),
     };
     match opened {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if resume {
-                eprintln!(
-                    "note: --resume: {} holds no interrupted sweep; running all {} runs",
-                    dir.display(),
-                    runs.len()
-                );
-            }
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("{p}: cannot read: {e}")),
         Ok(f) => {
+            kept.found = true;
             let lines = read_lines(f).map_err(|e| format!("{p}: cannot read: {e}"))?;
             let Some(head) = lines.first() else {
                 return Err(format!(
@@ -145,7 +148,7 @@ pub fn open(
                 if records > 0 {
                     return Err(format!(
                         "--out {}: holds {records} of {} finished runs of an interrupted sweep of {} ({RUNS_FILE}): \
-                         allowed --resume to finish them, or a new or empty directory",
+                         allowed {flag} to finish them, or a new or empty directory",
                         dir.display(),
                         h.runs,
                         oversub::limits::echo(&h.sweep)
@@ -155,7 +158,7 @@ pub fn open(
                 if h.oversub_runs != FORMAT || h.fingerprint != fingerprint || h.runs != runs.len()
                 {
                     return Err(format!(
-                        "{p}: fingerprint {} is not this sweep's {fingerprint}: allowed --resume with the binary, \
+                        "{p}: fingerprint {} is not this sweep's {fingerprint}: allowed {flag} with the binary, \
                          sweep file and scenarios its {records} runs were made with (remove the file to start over)",
                         oversub::limits::echo(&h.fingerprint)
                     ));
@@ -207,7 +210,7 @@ pub fn open(
     // last line cut short.
     let mut text = good.join("\n");
     text.push('\n');
-    crate::output::write_atomic(&path, text.as_bytes())?;
+    write_atomic(&path, text.as_bytes())?;
     let file = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)
@@ -219,6 +222,26 @@ pub fn open(
         },
         kept,
     ))
+}
+
+/// Writes `bytes` to `path` whole or not at all: to a hidden sibling,
+/// synced, then renamed over `path`; on error nothing is left behind.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let leaf = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{leaf}.tmp-{}", std::process::id()));
+    let r = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    r.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("{}: cannot write: {e}", path.display())
+    })
 }
 
 /// The complete lines of `f` (each ended by a newline; a last line without
@@ -308,5 +331,22 @@ impl Store {
         drop(self.file);
         std::fs::remove_file(&self.path)
             .map_err(|e| format!("{}: cannot remove: {e}", self.path.display()))
+    }
+}
+
+/// Makes `dir` ready to hold a runs file: created if missing (with its
+/// parents), refused in one line if it exists as anything but a directory
+/// (a file, a FIFO). `what` names the argument (`resume`).
+pub fn prepare_dir(dir: &Path, what: &str) -> Result<(), String> {
+    let d = dir.display();
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(format!(
+            "{what} {d}: exists and is not a directory: allowed a new or empty directory, or one holding this sweep's {RUNS_FILE}"
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{what} {d}: cannot create: {e}"))
+        }
+        Err(e) => Err(format!("{what} {d}: cannot read: {e}")),
     }
 }
