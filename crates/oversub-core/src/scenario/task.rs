@@ -190,7 +190,8 @@ impl Scenario {
                 recv: cx.op(&format!("{f}.recv"), t.recv.as_deref().unwrap_or("2us"))?,
                 pipe_pages: cx.int(
                     &format!("{f}.pipe_pages"),
-                    t.pipe_pages.unwrap_or(i64::from(crate::task::pipe::PIPE_DEF_BUFFERS)),
+                    t.pipe_pages
+                        .unwrap_or(i64::from(crate::task::pipe::PIPE_DEF_BUFFERS)),
                     1,
                     1 << 16,
                 )? as u32,

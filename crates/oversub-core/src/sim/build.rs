@@ -209,8 +209,9 @@ impl<'a> SimBuilder<'a> {
                 } => {
                     let f = *fds as usize;
                     for group_ids in ids.chunks(2 * f) {
-                        let pipes: Vec<usize> =
-                            (0..f).map(|_| sim.world.new_pipe(*pipe_pages, *msg_size)).collect();
+                        let pipes: Vec<usize> = (0..f)
+                            .map(|_| sim.world.new_pipe(*pipe_pages, *msg_size))
+                            .collect();
                         let readers: Vec<TaskId> = group_ids[f..].to_vec();
                         let group = sim.world.groups.len();
                         sim.world.groups.push(crate::task::MsgGroup {

@@ -129,7 +129,10 @@ impl Pipe {
         } else {
             was_empty = self.is_empty();
             if !was_empty && self.head_written < self.per_page {
-                *self.bufs.back_mut().expect("a non-empty pipe has a head buffer") += 1;
+                *self
+                    .bufs
+                    .back_mut()
+                    .expect("a non-empty pipe has a head buffer") += 1;
                 self.head_written += 1;
                 self.len += 1;
             } else if !self.pipe_full() {
@@ -169,14 +172,21 @@ impl Pipe {
             return None;
         }
         let was_full = self.pipe_full();
-        let tail = self.bufs.front_mut().expect("a non-empty pipe has a tail buffer");
+        let tail = self
+            .bufs
+            .front_mut()
+            .expect("a non-empty pipe has a tail buffer");
         *tail -= 1;
         self.len -= 1;
         let freed = *tail == 0;
         if freed {
             self.bufs.pop_front();
         }
-        let wake_writer = if wake_on_free { was_full && freed } else { was_full };
+        let wake_writer = if wake_on_free {
+            was_full && freed
+        } else {
+            was_full
+        };
         let mut wake = PipeWake::new();
         if wake_writer {
             wake.extend(self.wr_wait.pop_front());
@@ -214,7 +224,10 @@ mod tests {
     fn only_the_write_into_an_empty_pipe_wakes_the_reader() {
         let mut p = Pipe::new(PIPE_DEF_BUFFERS, 100);
         assert_eq!(p.pipe_read(R, false), None);
-        assert_eq!(p.pipe_write(w(1), false), Write::Done(PipeWake::from_slice(&[R])));
+        assert_eq!(
+            p.pipe_write(w(1), false),
+            Write::Done(PipeWake::from_slice(&[R]))
+        );
         assert_eq!(p.pipe_write(w(2), false), Write::Done(PipeWake::new()));
     }
 
@@ -271,7 +284,10 @@ mod tests {
             p.pipe_read(R, true);
         }
         // Two slots free: writer 1 takes one and wakes writer 2.
-        assert_eq!(p.pipe_write(w(1), true), Write::Done(PipeWake::from_slice(&[w(2)])));
+        assert_eq!(
+            p.pipe_write(w(1), true),
+            Write::Done(PipeWake::from_slice(&[w(2)]))
+        );
         assert_eq!(p.slots(), 2);
     }
 }

@@ -14,7 +14,11 @@ fn run(src: &str) -> oversub::report::Report {
 
 /// Sum of `f` over the tasks whose name contains `part`.
 fn sum(r: &oversub::report::Report, part: &str, f: fn(&oversub::report::TaskReport) -> u64) -> u64 {
-    r.tasks.iter().filter(|t| t.name.contains(part)).map(f).sum()
+    r.tasks
+        .iter()
+        .filter(|t| t.name.contains(part))
+        .map(f)
+        .sum()
 }
 
 /// One CPU, 4 fast senders, 4 slow receivers, pipes of one page holding
@@ -58,7 +62,10 @@ fn v6_18_wakes_a_writer_only_when_a_slot_is_freed() {
     let (w18, read18) = wakeups("6.18");
     assert!(read12 > 2000 && read18 > 2000, "{read12} {read18}");
     // 6.18: at most one wakeup per page read (40 messages).
-    assert!(w18 * 40 <= read18 + 40 * 8, "6.18: {w18} wakeups for {read18} messages");
+    assert!(
+        w18 * 40 <= read18 + 40 * 8,
+        "6.18: {w18} wakeups for {read18} messages"
+    );
     // 6.12.117: the wakeups that find the pipe still full come on top.
     assert!(2 * w12 > 3 * w18, "6.12.117: {w12} wakeups, 6.18: {w18}");
 }
