@@ -94,7 +94,8 @@ struct RawTask {
     fds: Option<i64>,
     send: Option<String>,
     recv: Option<String>,
-    pipe_slots: Option<i64>,
+    pipe_pages: Option<i64>,
+    msg_size: Option<i64>,
 }
 
 // ---- Validated scenario ---------------------------------------------------
@@ -144,7 +145,10 @@ pub enum TaskKind {
         fds: u32,
         send: Nanos,
         recv: Nanos,
-        pipe_slots: u32,
+        /// Page buffers of each pipe (`pipe->max_usage`).
+        pipe_pages: u32,
+        /// Bytes per message: one `write()`/`read()` (1 ..= PAGE_SIZE).
+        msg_size: u32,
     },
     /// Thread `thread` of the scenario's `program`.
     Program {

@@ -103,7 +103,7 @@ impl Scenario {
             "periodic" => &["period", "run", "phase"],
             "yield_loop" => &["work", "target"],
             "pingpong" => &["run"],
-            "messaging" => &["fds", "send", "recv", "pipe_slots"],
+            "messaging" => &["fds", "send", "recv", "pipe_pages", "msg_size"],
             k => {
                 return Err(cx.err(
                     format!("{f}.kind"),
@@ -111,7 +111,7 @@ impl Scenario {
                 ));
             }
         };
-        let given: [(&str, bool); 9] = [
+        let given: [(&str, bool); 10] = [
             ("period", t.period.is_some()),
             ("run", t.run.is_some()),
             ("phase", t.phase.is_some()),
@@ -120,7 +120,8 @@ impl Scenario {
             ("fds", t.fds.is_some()),
             ("send", t.send.is_some()),
             ("recv", t.recv.is_some()),
-            ("pipe_slots", t.pipe_slots.is_some()),
+            ("pipe_pages", t.pipe_pages.is_some()),
+            ("msg_size", t.msg_size.is_some()),
         ];
         for (k, set) in given {
             if set && !allowed.contains(&k) {
@@ -187,11 +188,18 @@ impl Scenario {
                 fds: cx.int(&format!("{f}.fds"), t.fds.unwrap_or(20), 1, 1000)? as u32,
                 send: cx.op(&format!("{f}.send"), t.send.as_deref().unwrap_or("2us"))?,
                 recv: cx.op(&format!("{f}.recv"), t.recv.as_deref().unwrap_or("2us"))?,
-                pipe_slots: cx.int(
-                    &format!("{f}.pipe_slots"),
-                    t.pipe_slots.unwrap_or(64),
+                pipe_pages: cx.int(
+                    &format!("{f}.pipe_pages"),
+                    t.pipe_pages
+                        .unwrap_or(i64::from(crate::task::pipe::PIPE_DEF_BUFFERS)),
                     1,
-                    1 << 20,
+                    1 << 16,
+                )? as u32,
+                msg_size: cx.int(
+                    &format!("{f}.msg_size"),
+                    t.msg_size.unwrap_or(100),
+                    1,
+                    i64::from(crate::task::pipe::PAGE_SIZE),
                 )? as u32,
             },
             _ => unreachable!("kind validated above"),

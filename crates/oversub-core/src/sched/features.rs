@@ -125,6 +125,7 @@ impl KernelPreset {
             last_buddy: false,
             gentle_fair_sleepers: false,
             start_debit: false,
+            pipe_wake_writer_on_free: false,
         };
         match self {
             // kernel/sched/features.h of 6.1: GENTLE_FAIR_SLEEPERS,
@@ -162,6 +163,7 @@ impl KernelPreset {
                 wakeup_pick_protect: true,
                 resched_unprotected: true,
                 ttwu_dequeue_delayed: true,
+                pipe_wake_writer_on_free: true,
                 ..base
             },
             // 6.19 is 6.18 plus the buddy check inside `__pick_eevdf()`.
@@ -264,10 +266,17 @@ pub struct SchedFeatures {
     /// START_DEBIT (6.1, CFS): a new task starts one `sched_vslice()` after
     /// `min_vruntime` (`place_entity(initial)`).
     pub start_debit: bool,
+    /// PIPE_WAKE_WRITER_ON_FREE (fs/pipe.c, not the scheduler):
+    /// `pipe_read()` wakes a writer only when the read released a slot of a
+    /// full pipe ("pipe_read: don't wake up the writer if the pipe is still
+    /// full", Oleg Nesterov, 2025; in 6.18). Off: 6.1's and 6.12's
+    /// `was_full`, a writer woken by every read that began on a full pipe
+    /// (`task::pipe`). Not a sched_feat bit in the kernel.
+    pub pipe_wake_writer_on_free: bool,
 }
 
 /// Names accepted in `[host.features]`, in the order they are documented.
-pub const FEATURE_NAMES: [&str; 27] = [
+pub const FEATURE_NAMES: [&str; 28] = [
     "PLACE_LAG",
     "PLACE_DEADLINE_INITIAL",
     "PLACE_REL_DEADLINE",
@@ -295,6 +304,7 @@ pub const FEATURE_NAMES: [&str; 27] = [
     "LAST_BUDDY",
     "GENTLE_FAIR_SLEEPERS",
     "START_DEBIT",
+    "PIPE_WAKE_WRITER_ON_FREE",
 ];
 
 impl SchedFeatures {
@@ -327,6 +337,7 @@ impl SchedFeatures {
             "LAST_BUDDY" => &mut self.last_buddy,
             "GENTLE_FAIR_SLEEPERS" => &mut self.gentle_fair_sleepers,
             "START_DEBIT" => &mut self.start_debit,
+            "PIPE_WAKE_WRITER_ON_FREE" => &mut self.pipe_wake_writer_on_free,
             _ => return None,
         })
     }
@@ -374,12 +385,15 @@ mod tests {
         assert!(v18.wakeup_pick_protect && v18.resched_unprotected && !v18.buddy_in_pick_eevdf);
         assert!(v19.buddy_in_pick_eevdf && v19.vprot && v19.forfeit_yield);
         assert!(v19.vprot_in_vlag && v19.ttwu_dequeue_delayed);
+        assert!(v18.pipe_wake_writer_on_free && v19.pipe_wake_writer_on_free);
+        assert!(!v117.pipe_wake_writer_on_free && !v0.pipe_wake_writer_on_free);
         assert!(!v117.hrtick && !v117.next_buddy);
         let v61 = KernelPreset::V6_1.features();
         assert!(KernelPreset::V6_1.is_cfs() && !KernelPreset::V6_12_117.is_cfs());
         assert!(v61.gentle_fair_sleepers && v61.start_debit && v61.last_buddy);
         assert!(!v61.next_buddy && !v61.hrtick && v61.wakeup_preemption && v61.cache_hot_buddy);
         assert!(!v117.gentle_fair_sleepers && !v117.start_debit && !v117.last_buddy);
+        assert!(!v61.pipe_wake_writer_on_free);
     }
 
     #[test]

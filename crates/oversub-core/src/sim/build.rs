@@ -63,7 +63,10 @@ impl<'a> SimBuilder<'a> {
             host,
             queue: EventQueue::new(),
             tasks: Vec::new(),
-            world: World::default(),
+            world: World {
+                pipe_wake_writer_on_free: sc.host.features.pipe_wake_writer_on_free,
+                ..World::default()
+            },
             cpu_gen: vec![0; n],
             tick_armed: vec![false; n],
             hrtimers: hrtimer::HrtimerBases::new(n),
@@ -174,8 +177,9 @@ impl<'a> SimBuilder<'a> {
                 }
                 TaskKind::PingPong { run } => {
                     for pair in ids.chunks(2) {
-                        let a_to_b = sim.world.new_pipe(u32::MAX);
-                        let b_to_a = sim.world.new_pipe(u32::MAX);
+                        // One token in flight: the pipes never fill.
+                        let a_to_b = sim.world.new_pipe(u32::MAX, 1);
+                        let b_to_a = sim.world.new_pipe(u32::MAX, 1);
                         sim.push_task(Behaviour::PingPong {
                             run: *run,
                             rx: b_to_a,
@@ -200,23 +204,27 @@ impl<'a> SimBuilder<'a> {
                     fds,
                     send,
                     recv,
-                    pipe_slots,
+                    pipe_pages,
+                    msg_size,
                 } => {
                     let f = *fds as usize;
                     for group_ids in ids.chunks(2 * f) {
-                        let pipes: Vec<usize> =
-                            (0..f).map(|_| sim.world.new_pipe(*pipe_slots)).collect();
+                        let pipes: Vec<usize> = (0..f)
+                            .map(|_| sim.world.new_pipe(*pipe_pages, *msg_size))
+                            .collect();
                         let readers: Vec<TaskId> = group_ids[f..].to_vec();
                         let group = sim.world.groups.len();
                         sim.world.groups.push(crate::task::MsgGroup {
                             pipes: pipes.clone(),
                             readers,
                         });
-                        for s in 0..f {
+                        // hackbench's senders each start at the first pipe.
+                        for _ in 0..f {
                             sim.push_task(Behaviour::Sender {
                                 send: *send,
                                 group,
-                                cursor: s % f,
+                                cursor: 0,
+                                waited: false,
                             });
                         }
                         for &p in &pipes {

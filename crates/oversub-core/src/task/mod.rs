@@ -14,12 +14,14 @@
 /// 2.6.28; 0 for RT and deadline tasks, which the model does not have).
 pub const DEFAULT_TIMER_SLACK: crate::engine::Nanos = crate::engine::Nanos(50_000);
 
+pub mod pipe;
 pub mod program;
 
 use crate::engine::{Nanos, Time};
 use crate::sched::fair::WF_SYNC;
 use crate::sched::TaskId;
-use smallvec::{smallvec, SmallVec};
+use pipe::Pipe;
+use smallvec::SmallVec;
 
 /// What a task does when its current burst is used up.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,26 +75,6 @@ impl Step {
 /// `Vec` of one cost a malloc/free pair per wakeup on the event loop).
 pub type Wake = SmallVec<[TaskId; 1]>;
 
-/// One task if `wake`, else none.
-fn wake_one_if(wake: bool, p: TaskId) -> Wake {
-    if wake {
-        smallvec![p]
-    } else {
-        Wake::new()
-    }
-}
-
-/// Bounded FIFO between tasks, like a pipe of `capacity` messages.
-#[derive(Clone, Debug)]
-pub struct Pipe {
-    pub capacity: u32,
-    pub len: u32,
-    /// Reader blocked on an empty pipe.
-    pub reader_waiting: Option<TaskId>,
-    /// Writers blocked on a full pipe.
-    pub writers_waiting: Vec<TaskId>,
-}
-
 /// A messaging group's pipes and their readers, shared by its senders (one
 /// copy per group, not per sender: 1000 senders x 1000 pipes each would be
 /// quadratic memory).
@@ -111,16 +93,17 @@ pub struct World {
     pub program: Option<program::ProgramRt>,
     /// The task of each program thread.
     pub program_tasks: Vec<TaskId>,
+    /// PIPE_WAKE_WRITER_ON_FREE (`pipe::Pipe::pipe_read()`): the host
+    /// kernel's `pipe_read()` wakes a writer only when it frees a slot of a
+    /// full pipe (6.18), not on every read of a full pipe (6.1, 6.12).
+    pub pipe_wake_writer_on_free: bool,
 }
 
 impl World {
-    pub fn new_pipe(&mut self, capacity: u32) -> usize {
-        self.pipes.push(Pipe {
-            capacity,
-            len: 0,
-            reader_waiting: None,
-            writers_waiting: Vec::new(),
-        });
+    /// A pipe of `max_usage` page buffers carrying messages of `msg_size`
+    /// bytes (`pipe::Pipe::new`).
+    pub fn new_pipe(&mut self, max_usage: u32, msg_size: u32) -> usize {
+        self.pipes.push(Pipe::new(max_usage, msg_size));
         self.pipes.len() - 1
     }
 }
@@ -150,15 +133,20 @@ pub enum Behaviour {
         partner: TaskId,
         working: bool,
     },
-    /// A hackbench sender: writes messages round-robin to its group's
-    /// receivers, `send` CPU per message, blocking while a pipe is full.
+    /// A hackbench sender (rt-tests hackbench.c, `sender()`): writes one
+    /// message to each of its group's receivers' pipes in turn, from the
+    /// first, `send` CPU per message, blocking while a pipe is full.
     Sender {
         send: Nanos,
         /// Index of its group in `World::groups`.
         group: usize,
+        /// The pipe it writes next.
         cursor: usize,
+        /// Blocked in `pipe_write()`'s wait on the pipe at `cursor`.
+        waited: bool,
     },
-    /// A hackbench receiver: `recv` CPU per message, blocking on an empty pipe.
+    /// A hackbench receiver (`receiver()`): reads one message per `read()`,
+    /// `recv` CPU per message, blocking on an empty pipe.
     Receiver { recv: Nanos, pipe: usize },
     /// Thread `thread` of the world's program (`task::program`).
     Program { thread: u32 },
@@ -218,9 +206,12 @@ impl Behaviour {
             } => {
                 let mut wake = Wake::new();
                 if *working {
-                    // Pass the token on.
+                    // Pass the token on (the pipe never fills: one token).
                     *working = false;
-                    wake = wake_one_if(world.write(*tx), *partner);
+                    if let pipe::Write::Done(w) = world.write(*tx, me, false) {
+                        debug_assert!(w.iter().all(|t| t == partner));
+                        wake = w;
+                    }
                 }
                 let next = if world.read(*rx, me).is_some() {
                     *working = true;
@@ -234,18 +225,24 @@ impl Behaviour {
                 send,
                 group,
                 cursor,
+                waited,
             } => {
                 let g = &world.groups[*group];
-                let (pi, reader, n) = (g.pipes[*cursor], g.readers[*cursor], g.pipes.len());
-                if !world.try_write(pi, me) {
-                    return Step::just(Next::Sleep(None));
+                let (pi, n) = (g.pipes[*cursor], g.pipes.len());
+                match world.write(pi, me, *waited) {
+                    pipe::Write::Wait => {
+                        *waited = true;
+                        Step::just(Next::Sleep(None))
+                    }
+                    pipe::Write::Done(wake) => {
+                        *waited = false;
+                        *cursor = (*cursor + 1) % n;
+                        Step::pipe(wake, Next::Run(*send))
+                    }
                 }
-                let wake = wake_one_if(world.write(pi), reader);
-                *cursor = (*cursor + 1) % n;
-                Step::pipe(wake, Next::Run(*send))
             }
             Behaviour::Receiver { recv, pipe } => match world.read(*pipe, me) {
-                Some(writers) => Step::pipe(Wake::from_vec(writers), Next::Run(*recv)),
+                Some(writers) => Step::pipe(writers, Next::Run(*recv)),
                 None => Step::just(Next::Sleep(None)),
             },
             Behaviour::Program { thread } => {
@@ -277,35 +274,16 @@ impl Behaviour {
 }
 
 impl World {
-    /// Puts one message in the pipe; true if a blocked reader must be woken.
-    fn write(&mut self, pipe: usize) -> bool {
-        let p = &mut self.pipes[pipe];
-        p.len += 1;
-        p.reader_waiting.take().is_some()
+    /// One message into `pipe` by `me` (`Pipe::pipe_write()`).
+    fn write(&mut self, pipe: usize, me: TaskId, waited: bool) -> pipe::Write {
+        self.pipes[pipe].pipe_write(me, waited)
     }
 
-    /// Room for a message? If not, `me` is queued as a blocked writer.
-    fn try_write(&mut self, pipe: usize, me: TaskId) -> bool {
-        let p = &mut self.pipes[pipe];
-        if p.len < p.capacity {
-            return true;
-        }
-        if !p.writers_waiting.contains(&me) {
-            p.writers_waiting.push(me);
-        }
-        false
-    }
-
-    /// Takes one message: Some(blocked writers to wake), or None after
-    /// registering `me` as the blocked reader of an empty pipe.
-    fn read(&mut self, pipe: usize, me: TaskId) -> Option<Vec<TaskId>> {
-        let p = &mut self.pipes[pipe];
-        if p.len == 0 {
-            p.reader_waiting = Some(me);
-            return None;
-        }
-        p.len -= 1;
-        Some(std::mem::take(&mut p.writers_waiting))
+    /// One message out of `pipe` by its reader `me`: Some(tasks to wake),
+    /// or None when `me` blocks on the empty pipe (`Pipe::pipe_read()`).
+    fn read(&mut self, pipe: usize, me: TaskId) -> Option<Wake> {
+        let wake_on_free = self.pipe_wake_writer_on_free;
+        self.pipes[pipe].pipe_read(me, wake_on_free)
     }
 }
 
@@ -320,7 +298,7 @@ mod tests {
         let now = Time(0);
         let (a, b) = (TaskId(0), TaskId(1));
         let mut w = World::default();
-        let (p0, p1) = (w.new_pipe(1), w.new_pipe(1));
+        let (p0, p1) = (w.new_pipe(1, 4096), w.new_pipe(1, 4096));
         let pp = |rx, tx, partner, working| Behaviour::PingPong {
             run: Nanos(1000),
             rx,
@@ -340,7 +318,7 @@ mod tests {
         // Messaging: a receiver blocked on an empty pipe is woken by the
         // sender's write; a sender blocked on a full pipe by the read.
         let (r, snd) = (TaskId(2), TaskId(3));
-        let p = w.new_pipe(1);
+        let p = w.new_pipe(1, 4096);
         w.groups.push(MsgGroup {
             pipes: vec![p],
             readers: vec![r],
@@ -353,6 +331,7 @@ mod tests {
             send: Nanos(1000),
             group: 0,
             cursor: 0,
+            waited: false,
         };
         assert_eq!(recv.on_burst_end(r, now, &mut w).next, Next::Sleep(None));
         let s = send.on_burst_end(snd, now, &mut w);

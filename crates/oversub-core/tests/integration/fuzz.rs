@@ -85,7 +85,7 @@ fn task(i: usize) -> impl Strategy<Value = String> {
                 "periodic" => format!("period = \"{period}\"\nrun = \"{d}\"\nphase = \"{long}\"\n"),
                 "yield_loop" => format!("work = \"{long}\"\n"),
                 "pingpong" => format!("run = \"{long}\"\n"),
-                "messaging" => format!("fds = {fds}\nsend = \"{d}\"\nrecv = \"{long}\"\npipe_slots = 1\n"),
+                "messaging" => format!("fds = {fds}\nsend = \"{d}\"\nrecv = \"{long}\"\npipe_pages = 1\nmsg_size = 4096\n"),
                 _ => String::new(),
             };
             s

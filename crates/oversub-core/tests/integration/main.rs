@@ -12,6 +12,7 @@ mod event_budget;
 mod flat_behaviour;
 mod fuzz;
 mod guest_haltpoll;
+mod hackbench_pipes;
 mod host_costs;
 mod ipi_variants;
 mod kvm_fixes;
