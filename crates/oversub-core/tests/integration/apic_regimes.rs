@@ -57,12 +57,14 @@ workload = "phase:ebizzy"
 #[test]
 fn with_ipiv_a_shorthand_broadcast_still_exits() {
     // IPIv virtualizes fixed, physical, no-shorthand writes only: the
-    // all-but-self broadcast of a shootdown takes the APIC-write exit
-    // (one per shootdown), and is not tracked (a broadcast).
+    // all-but-self broadcast of a shootdown takes the APIC-write exit (one
+    // per broadcast of 3 IPIs), and is not tracked (a broadcast). A
+    // shootdown that finds a target's call queue busy IPIs only the others,
+    // one unicast each, which IPIv virtualizes (no exit).
     let r = run(&shootdowns("apicv = true\nipiv = true"));
     let v = vm(&r, "e");
     assert!(v.ipi_exits > 0, "{v:?}");
-    assert_eq!(v.ipis_sent, 3 * v.ipi_exits, "{v:?}");
+    assert!(v.ipis_sent >= 3 * v.ipi_exits, "{v:?}");
     assert_eq!(v.ipis_tracked, 0, "{v:?}");
     // The unicasts of the same regime do not exit.
     let u = run(&unicasts("apicv = true\nipiv = true"));

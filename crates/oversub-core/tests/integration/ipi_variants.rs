@@ -52,9 +52,12 @@ fn timer_eois_erase_v1_tracking_but_not_v3() {
         (v1_t as f64) < 0.75 * v1_0 as f64,
         "v1: {v1_t} with ticks vs {v1_0}"
     );
+    // v3 loses less of it than v1 (synchronous calls that find the
+    // receiver's call queue busy send no IPI, so ticks also change what
+    // v3 sees to track).
     assert!(
-        (v3_t as f64) > 0.9 * v3_0 as f64,
-        "v3: {v3_t} with ticks vs {v3_0}"
+        (v3_t as f64) / (v3_0 as f64) > (v1_t as f64) / (v1_0 as f64) + 0.15,
+        "v3: {v3_t} with ticks vs {v3_0}; v1: {v1_t} vs {v1_0}"
     );
     // ... and with APICv the timer EOI does not exit, so v1 keeps it.
     let r_apicv = run(&["kvm.on_spin=ipi_v1", "kvm.guest_hz=1000", "kvm.apicv=true"]);

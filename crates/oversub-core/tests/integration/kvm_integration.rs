@@ -596,11 +596,18 @@ workload = "phase:ebizzy"
     let v = vm(&r, "e");
     assert!(v.ipis_sent > v.ipi_exits && v.ipi_exits > 0, "{v:?}");
     assert_eq!(v.ipis_tracked, 0);
-    // Native: a broadcast when all three others are targeted (PV TLB flush
-    // off, so preempted vCPUs are targeted too): one exit per shootdown.
+    // Native: a broadcast (one exit, 3 IPIs) when all three others get an
+    // IPI (PV TLB flush off, so preempted vCPUs are targeted too), else one
+    // unicast exit per IPI: the IPI mask leaves out a target whose call
+    // queue is not empty (smp_call_function_many_cond's llist_add()).
     let r = run(&src("send_ipi = false\ntlb_flush = false"));
     let v = vm(&r, "e");
-    assert_eq!(v.ipis_sent, 3 * v.ipi_exits, "{v:?}");
+    assert!(v.ipis_sent > v.ipi_exits, "some broadcasts: {v:?}");
+    assert_eq!(
+        (v.ipis_sent - v.ipi_exits) % 2,
+        0,
+        "3 IPIs or 1 per exit: {v:?}"
+    );
     assert_eq!(v.ipis_tracked, 0, "upstream forms never track");
 }
 

@@ -8,6 +8,7 @@ mod common;
 mod apic_regimes;
 mod architecture;
 mod cfs_behaviour;
+mod csd_queue;
 mod event_budget;
 mod flat_behaviour;
 mod fuzz;

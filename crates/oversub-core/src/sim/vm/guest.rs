@@ -480,7 +480,7 @@ impl Simulator {
             );
             self.trace_icr(cpu, vi, from, t, RESCHEDULE_VECTOR.0, w.tracked);
             for tg in w.targets {
-                self.deliver(vi, from, tg.idx(), RESCHEDULE_VECTOR, false, cpu);
+                self.deliver(vi, from, tg.idx(), RESCHEDULE_VECTOR, cpu);
             }
         }
         self.vms[vi].guest.as_mut().expect("program VM").resched_buf = targets;
@@ -510,7 +510,7 @@ impl Simulator {
         }
         g.hrtick_due[i] = true;
         let host_cpu = self.host.sched.tasks[self.vms[vi].task(i).idx()].cpu;
-        self.deliver(vi, i, i, LOCAL_TIMER_VECTOR, false, host_cpu);
+        self.deliver(vi, i, i, LOCAL_TIMER_VECTOR, host_cpu);
     }
 
     /// A guest thread's hrtimer expired: the LAPIC timer interrupt of the
@@ -525,7 +525,7 @@ impl Simulator {
         let v = g.kernel.sched.tasks[t as usize].cpu.idx();
         g.expired[v].push(GuestTask(TaskId(t)));
         let host_cpu = self.host.sched.tasks[self.vms[vi].task(v).idx()].cpu;
-        self.deliver(vi, v, v, LOCAL_TIMER_VECTOR, false, host_cpu);
+        self.deliver(vi, v, v, LOCAL_TIMER_VECTOR, host_cpu);
     }
 
     /// The guest's LAPIC timer handler on vCPU `i` (`hrtimer_interrupt`):

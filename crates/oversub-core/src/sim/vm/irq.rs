@@ -4,7 +4,7 @@
 //! (`__apic_accept_irq` + `kvm_vcpu_kick`).
 
 use super::super::Simulator;
-use super::state::{Irq, Phase, VGuest};
+use super::state::{CallSingleData, Irq, Phase, VGuest};
 use super::VmEv;
 use super::VmRt;
 use crate::engine::{Nanos, SimRng, Time};
@@ -88,6 +88,22 @@ impl VmRt {
         w
     }
 
+    /// Linux 6.12: `__smp_call_single_queue()` / the `llist_add()` of
+    /// `smp_call_function_many_cond()` (kernel/smp.c): queue a call from
+    /// vCPU `from` on guest CPU `t`'s `call_single_queue`; true when the
+    /// queue was empty, i.e. `t` must be sent the IPI (otherwise an IPI is
+    /// already pending or its handler has not yet taken the queue).
+    pub(super) fn queue_csd(&mut self, t: usize, from: usize, sync: bool, func: Nanos) -> bool {
+        let q = &mut self.g[t].call_single_queue;
+        let was_empty = q.is_empty();
+        q.push(CallSingleData {
+            from: from as u32,
+            sync,
+            func,
+        });
+        was_empty
+    }
+
     /// Does vCPU `r` still owe `vector` (in its IRR/PIR, i.e. queued and not
     /// yet taken, or in its ISR, i.e. the handler runs)?
     pub(super) fn owes(&self, r: VcpuIdx, vector: Vector) -> bool {
@@ -147,8 +163,6 @@ impl Simulator {
             at: now,
             vector: LOCAL_TIMER_VECTOR,
             from: i as u32,
-            sync: false,
-            extra: Nanos::ZERO,
         });
         vm.stats.guest_ticks += 1;
         let st = &self.host.sched.tasks[task.idx()];
@@ -161,31 +175,9 @@ impl Simulator {
     }
 
     /// Interrupt delivery to vCPU `t` (`__apic_accept_irq` + `kvm_vcpu_kick`).
-    pub(super) fn deliver(
-        &mut self,
-        vi: VmId,
-        from: usize,
-        t: usize,
-        vector: Vector,
-        sync: bool,
-        cpu: CpuId,
-    ) {
-        self.deliver_call(vi, from, t, vector, sync, Nanos::ZERO, cpu);
-    }
-
-    /// `deliver` of an interrupt whose handler does `extra` of work after
-    /// the entry (a cross-CPU call's function).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn deliver_call(
-        &mut self,
-        vi: VmId,
-        from: usize,
-        t: usize,
-        vector: Vector,
-        sync: bool,
-        extra: Nanos,
-        cpu: CpuId,
-    ) {
+    /// A call-function vector's calls are on `t`'s `call_single_queue`
+    /// already (`queue_csd`).
+    pub(super) fn deliver(&mut self, vi: VmId, from: usize, t: usize, vector: Vector, cpu: CpuId) {
         let now = self.now;
         let apicv = self.kvm.apicv;
         let avic = self.kvm.avic;
@@ -196,13 +188,17 @@ impl Simulator {
             at: now,
             vector,
             from: from as u32,
-            sync,
-            extra,
         });
         if vm.vcpus[t].blocking {
-            // kvm_vcpu_kick -> kvm_vcpu_wake_up -> rcuwait_wake_up.
+            // kvm_vcpu_kick -> kvm_vcpu_wake_up -> rcuwait_wake_up. A vCPU
+            // halted in pv_wait with IRQs off (halt(), IF=0) stays blocked:
+            // kvm_vcpu_has_events() ignores an interrupt it cannot take
+            // (the thread's spurious wakeup and re-block is not modelled).
             vm.vcpus[t].pending_request = true;
-            self.wake_vcpu(vi, t, Some(cpu));
+            let phase = vm.g[t].phase;
+            if !vm.irqs_off_waiting(phase) {
+                self.wake_vcpu(vi, t, Some(cpu));
+            }
             return;
         }
         let st = &self.host.sched.tasks[task.idx()];
@@ -232,35 +228,28 @@ impl Simulator {
     /// its loop and runs the call from `do_idle`'s
     /// `flush_smp_call_function_queue` (modelled as the handler of an
     /// interrupt that cost no exit), then goes idle again.
-    fn queue_polled_call(
-        &mut self,
-        vi: VmId,
-        from: usize,
-        t: usize,
-        vector: Vector,
-        sync: bool,
-        extra: Nanos,
-    ) {
+    fn queue_polled_call(&mut self, vi: VmId, from: usize, t: usize, vector: Vector) {
         let now = self.now;
         self.idle_poll_woken(vi, t);
         self.vms[vi].g[t].irqs.push_back(Irq {
             at: now,
             vector,
             from: from as u32,
-            sync,
-            extra,
         });
         self.poke(vi, t);
     }
 
     /// `smp_call_function_many_cond` from vCPU `i` to `targets` (6.12
-    /// kernel/smp.c with x86's IPI senders): the ICR writes (a unicast
-    /// CALL_FUNCTION_SINGLE for one target, else PV send-IPI, the
-    /// all-but-self shorthand or one unicast per target), each handler doing
-    /// `handler` of work after its entry. With `then` (`wait`) the sender
-    /// enters it (a `csd_lock_wait` spin) and counts the handlers left;
+    /// kernel/smp.c with x86's IPI senders). Each target gets the call on
+    /// its `call_single_queue`; only the targets whose queue was empty
+    /// (`llist_add()` true: `cfd->cpumask_ipi`) are sent an IPI, the others
+    /// run the call from the interrupt already pending. The IPIs: a unicast
+    /// CALL_FUNCTION_SINGLE for one, else PV send-IPI, the all-but-self
+    /// shorthand or one unicast each; each call's function does `handler`
+    /// of work after the interrupt entry. With `then` (`wait`) the sender
+    /// enters it (a `csd_lock_wait` spin) and counts the calls left;
     /// `kvm_smp_send_call_func_ipi` then yields to the first preempted
-    /// target. Some(switch) if the sender yielded.
+    /// vCPU of the IPI mask. Some(switch) if the sender yielded.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn smp_call_function_many(
         &mut self,
@@ -277,16 +266,24 @@ impl Simulator {
         let pv = self.pv;
         let me = VcpuIdx(i as u32);
         let sync = then.is_some();
+        let vm = &mut self.vms[vi];
+        let mut ipi = std::mem::take(&mut vm.ipi_buf);
+        ipi.clear();
+        for &t in targets {
+            if vm.queue_csd(t, i, sync, handler) {
+                ipi.push(t);
+            }
+        }
         // Unicast ICR writes, for `kvm_apic_ipi` once `vm` is released.
         let mut icrs: Vec<(usize, u8, bool)> = Vec::new();
         let tracing = self.tracing();
-        let single = targets.len() == 1;
+        let single = ipi.len() == 1;
         // send_call_function_single_ipi -> call_function_single_prep_ipi:
         // a target polling in idle (cpuidle-haltpoll) gets TIF_NEED_RESCHED
         // instead of the IPI and runs the call from its idle loop.
-        let polled = single && self.guest_cpu_polling(vi, targets[0]);
+        let polled = single && self.guest_cpu_polling(vi, ipi[0]);
         let vm = &mut self.vms[vi];
-        // smp_call_function_many_cond(): one target goes through
+        // smp_call_function_many_cond(): one IPI goes through
         // send_call_function_single_ipi() -> the native unicast
         // ICR write (PV send-IPI and kvm_smp_send_call_func_ipi
         // only override the mask paths, so no hypercall and no
@@ -294,25 +291,25 @@ impl Simulator {
         if polled {
             vm.stats.wake_idle_without_ipi += 1;
         } else {
-            vm.stats.ipis_sent += targets.len() as u64;
+            vm.stats.ipis_sent += ipi.len() as u64;
         }
-        if polled {
+        if polled || ipi.is_empty() {
         } else if single {
             let w = vm.icr_write(
                 me,
-                &LapicIrq::unicast(VcpuIdx(targets[0] as u32), CALL_FUNCTION_SINGLE_VECTOR),
+                &LapicIrq::unicast(VcpuIdx(ipi[0] as u32), CALL_FUNCTION_SINGLE_VECTOR),
                 now,
                 running,
                 exit,
             );
             if tracing {
-                icrs.push((targets[0], CALL_FUNCTION_SINGLE_VECTOR.0, w.tracked));
+                icrs.push((ipi[0], CALL_FUNCTION_SINGLE_VECTOR.0, w.tracked));
             }
         } else if pv.send_ipi {
             // KVM_HC_SEND_IPI: one hypercall exit, never tracked.
             vm.stats.ipi_exits += 1;
             vm.g[i].pending_exit += exit;
-        } else if targets.len() + 1 == vm.n as usize {
+        } else if ipi.len() + 1 == vm.n as usize {
             // native_send_call_func_ipi: the mask is every other
             // online CPU -> one ICR write with the all-but-self
             // shorthand (broadcast; never tracked).
@@ -321,9 +318,9 @@ impl Simulator {
                 ..LapicIrq::unicast(me, CALL_FUNCTION_VECTOR)
             };
             let w = vm.icr_write(me, &irq, now, running, exit);
-            debug_assert_eq!(w.targets.len(), targets.len());
+            debug_assert_eq!(w.targets.len(), ipi.len());
         } else {
-            for &t in targets {
+            for &t in &ipi {
                 let w = vm.icr_write(
                     me,
                     &LapicIrq::unicast(VcpuIdx(t as u32), CALL_FUNCTION_VECTOR),
@@ -345,9 +342,10 @@ impl Simulator {
             vm.g[i].csd_since = now;
             vm.g[i].phase = then;
         }
-        // kvm_smp_send_call_func_ipi: yield to the first preempted target.
-        let yield_to = if pv.sched_yield && pv.steal_time && !single {
-            targets.iter().copied().find(|&t| vm.vcpus[t].preempted)
+        // kvm_smp_send_call_func_ipi (the mask path): yield to the first
+        // preempted vCPU of the mask.
+        let yield_to = if pv.sched_yield && pv.steal_time && ipi.len() > 1 {
+            ipi.iter().copied().find(|&t| vm.vcpus[t].preempted)
         } else {
             None
         };
@@ -356,13 +354,14 @@ impl Simulator {
         } else {
             CALL_FUNCTION_VECTOR
         };
-        for &t in targets {
+        for &t in &ipi {
             if polled {
-                self.queue_polled_call(vi, i, t, vector, sync, handler);
+                self.queue_polled_call(vi, i, t, vector);
             } else {
-                self.deliver_call(vi, i, t, vector, sync, handler, cpu);
+                self.deliver(vi, i, t, vector, cpu);
             }
         }
+        self.vms[vi].ipi_buf = ipi;
         if let Some(t) = yield_to {
             self.vms[vi].g[i].pending_exit += exit;
             return self.pv_sched_yield(cpu, vi, i, t);

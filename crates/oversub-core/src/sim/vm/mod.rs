@@ -14,7 +14,7 @@
 use super::Simulator;
 use crate::engine::{Nanos, SimRng, Time};
 use crate::guest::machine::GuestLock;
-use crate::guest::spinlock::kvm_spinlock_init;
+use crate::guest::spinlock::{kvm_spinlock_init, spin_lock_irqs_off};
 use crate::guest::workload::{LockPattern, WorkloadProfile};
 use crate::kvm::ipi_hint::IpiHint;
 use crate::kvm::lapic::{IpiTracker, IpiTrackingParams};
@@ -130,6 +130,9 @@ pub(super) struct VmRt {
     /// The sender-side IPI hint (on_spin = "ipi_hint" only).
     hint: Option<IpiHint>,
     locks: Vec<GuestLock>,
+    /// Per lock: its waiters wait with IRQs off (`spin_lock_irqsave`;
+    /// `guest::spinlock::spin_lock_irqs_off`).
+    lock_irqs_off: Vec<bool>,
     prof: WorkloadProfile,
     rng: SimRng,
     pingpong: bool,
@@ -144,6 +147,9 @@ pub(super) struct VmRt {
     pub(super) guest: Option<GuestLevel>,
     /// A kept buffer for a TLB shootdown's targets.
     targets_buf: Vec<usize>,
+    /// A kept buffer for the IPI mask of a cross-CPU call
+    /// (`cfd->cpumask_ipi`).
+    ipi_buf: Vec<usize>,
     /// The guest loaded cpuidle-haltpoll (`[guest] cpuidle_haltpoll`, a
     /// program VM): its idle CPUs poll before HLT and host halt polling is
     /// off (`sim::vm::idle`).
@@ -220,6 +226,7 @@ impl VmRt {
             tracker,
             hint,
             locks,
+            lock_irqs_off: Vec::new(),
             prof,
             rng,
             pingpong,
@@ -229,6 +236,7 @@ impl VmRt {
             model: &PhaseGen,
             guest: None,
             targets_buf: Vec::new(),
+            ipi_buf: Vec::new(),
             haltpoll: false,
             attempts_buf: Vec::new(),
         }
@@ -241,11 +249,34 @@ impl VmRt {
     }
 
     /// A program VM's guest kernel spinlocks (the program's `syscall`
-    /// locks): the profile's lock kind (PV qspinlock by default) as
-    /// `kvm_spinlock_init()` leaves it.
-    pub(super) fn set_program_locks(&mut self, n: usize, pv: &PvSpec) {
+    /// locks, named by `names`, then `n - names.len()` wakeup-path locks):
+    /// the profile's lock kind (PV qspinlock by default) as
+    /// `kvm_spinlock_init()` leaves it; those the guest kernel takes with
+    /// `spin_lock_irqsave()` are waited for with IRQs off.
+    pub(super) fn set_program_locks(&mut self, names: &[String], n: usize, pv: &PvSpec) {
         let kind = kvm_spinlock_init(self.prof.lock_kind, pv.spinlock, pv.nopvspin, self.n);
         self.locks = (0..n).map(|_| GuestLock::new(kind)).collect();
+        self.lock_irqs_off = (0..n)
+            .map(|k| names.get(k).is_some_and(|s| spin_lock_irqs_off(s)))
+            .collect();
+    }
+
+    /// Whether vCPU `i`'s guest has interrupts disabled in `phase` while
+    /// it waits for a lock taken with `spin_lock_irqsave()` (spinning,
+    /// halt polling or halted in `pv_wait`).
+    fn irqs_off_waiting(&self, phase: Phase) -> bool {
+        let l = match phase {
+            Phase::Spin {
+                wait: Wait::Lock(l),
+                ..
+            }
+            | Phase::Halted { pv_lock: Some(l) }
+            | Phase::Poll {
+                pv_lock: Some(l), ..
+            } => l,
+            _ => return false,
+        };
+        self.lock_irqs_off.get(l).copied().unwrap_or(false)
     }
 
     /// Boot of a guest with cpuidle-haltpoll: `haltpoll_cpu_online` ->

@@ -90,19 +90,12 @@ impl Simulator {
                     } else {
                         RESCHEDULE_VECTOR
                     };
-                    vm.stats.ipis_sent += 1;
-                    let running = self.vcpus_running_if(avic, vi);
-                    let w = self.vms[vi].icr_write(
-                        me,
-                        &LapicIrq::unicast(VcpuIdx(t as u32), vector),
-                        now,
-                        &running,
-                        exit,
-                    );
-                    self.trace_icr(cpu, vi, i, t, vector.0, w.tracked);
-                    let vm = &mut self.vms[vi];
+                    // A synchronous call goes on t's call_single_queue
+                    // (smp_call_function_single -> __smp_call_single_queue):
+                    // no IPI when one is pending already.
+                    let send = !sync || vm.queue_csd(t, i, true, Nanos::ZERO);
                     if sync {
-                        vm.g[i].csd_pending += w.targets.len() as u32;
+                        vm.g[i].csd_pending += 1;
                         vm.g[i].phase = Phase::Spin {
                             wait: Wait::Csd,
                             ple: false,
@@ -110,8 +103,20 @@ impl Simulator {
                             len,
                         };
                     }
-                    for tg in w.targets {
-                        self.deliver(vi, i, tg.idx(), vector, sync, cpu);
+                    if send {
+                        vm.stats.ipis_sent += 1;
+                        let running = self.vcpus_running_if(avic, vi);
+                        let w = self.vms[vi].icr_write(
+                            me,
+                            &LapicIrq::unicast(VcpuIdx(t as u32), vector),
+                            now,
+                            &running,
+                            exit,
+                        );
+                        self.trace_icr(cpu, vi, i, t, vector.0, w.tracked);
+                        for tg in w.targets {
+                            self.deliver(vi, i, tg.idx(), vector, cpu);
+                        }
                     }
                 }
                 None

@@ -71,10 +71,11 @@ pub(super) enum Phase {
         lock: usize,
         left: Nanos,
     },
+    /// An interrupt handler; a call-function vector's handler runs the
+    /// calls it took off the CPU's queue (`VGuest::csd_running`).
     Handler {
         left: Nanos,
         vector: Vector,
-        sync_from: Option<u32>,
     },
     /// HLT (idle, `pv_lock = None`) or `pv_wait` on a PV qspinlock.
     Halted {
@@ -103,9 +104,18 @@ pub(super) struct Irq {
     pub(super) at: Time,
     pub(super) vector: Vector,
     pub(super) from: u32,
+}
+
+/// A cross-CPU call queued on a guest CPU (`call_single_data_t` on the
+/// target's `call_single_queue`, kernel/smp.c 6.12).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CallSingleData {
+    /// The vCPU that queued it.
+    pub(super) from: u32,
+    /// The caller waits for it in `csd_lock_wait` (`CSD_TYPE_SYNC`).
     pub(super) sync: bool,
-    /// Handler work after the interrupt entry (`smp_call` handlers).
-    pub(super) extra: Nanos,
+    /// The function's work after the interrupt entry (`smp_call` handlers).
+    pub(super) func: Nanos,
 }
 
 /// Guest-side state of one vCPU.
@@ -122,6 +132,12 @@ pub(super) struct VGuest {
     /// Exit/entry costs owed, paid at the start of the next burst.
     pub(super) pending_exit: Nanos,
     pub(super) irqs: VecDeque<Irq>,
+    /// `call_single_queue`: calls queued and not yet taken by the
+    /// call-function interrupt handler.
+    pub(super) call_single_queue: Vec<CallSingleData>,
+    /// The calls the running call-function handler took off the queue
+    /// (`llist_del_all` in `__flush_smp_call_function_queue`).
+    pub(super) csd_running: Vec<CallSingleData>,
     pub(super) csd_pending: u32,
     pub(super) timer_gen: u64,
     pub(super) wait_start: Time,
@@ -195,6 +211,8 @@ impl VGuest {
             cat: Cat::Useful,
             pending_exit: Nanos::ZERO,
             irqs: VecDeque::new(),
+            call_single_queue: Vec::new(),
+            csd_running: Vec::new(),
             csd_pending: 0,
             timer_gen: 0,
             wait_start: Time::ZERO,

@@ -11,7 +11,9 @@ use super::Act;
 use super::VmEv;
 use crate::engine::Nanos;
 use crate::guest::spinlock::LockStep;
-use crate::kvm::irq_vectors::LOCAL_TIMER_VECTOR;
+use crate::kvm::irq_vectors::{
+    CALL_FUNCTION_SINGLE_VECTOR, CALL_FUNCTION_VECTOR, LOCAL_TIMER_VECTOR,
+};
 use crate::kvm::vcpu::Cpl;
 use crate::kvm::{VcpuIdx, Vector, VmId};
 use crate::sched::{CpuId, TaskId};
@@ -116,9 +118,11 @@ impl Simulator {
             let vm = &mut self.vms[vi];
             let phase = vm.g[i].phase;
             // Interrupt injection on entry (not inside a critical section or
-            // another handler: the model's locks are taken with IRQs off).
+            // another handler: the model's locks are taken with IRQs off;
+            // nor while waiting for a lock taken with spin_lock_irqsave()).
             if !vm.g[i].irqs.is_empty()
                 && !matches!(phase, Phase::Hold { .. } | Phase::Handler { .. })
+                && !vm.irqs_off_waiting(phase)
             {
                 self.inject_irq(vi, i, phase, &mut spun);
                 continue;
@@ -150,15 +154,11 @@ impl Simulator {
                     }
                     self.lock_release(cpu, vi, i, lock)
                 }
-                Phase::Handler {
-                    left,
-                    vector,
-                    sync_from,
-                } => {
+                Phase::Handler { left, vector } => {
                     if left > Nanos::ZERO {
                         return Act::Run(Cat::Useful, left);
                     }
-                    self.handler_end(cpu, vi, i, vector, sync_from);
+                    self.handler_end(cpu, vi, i, vector);
                     None
                 }
                 Phase::Halted { pv_lock } => self.halted_phase(cpu, vi, i, pv_lock),
@@ -235,10 +235,14 @@ impl Simulator {
         if vm.g[i].resume.is_none() {
             vm.g[i].resume = Some(resume);
         }
-        vm.g[i].phase = Phase::Handler {
-            left: self.kvm.irq_handler + irq.extra,
+        let g = &mut vm.g[i];
+        let mut left = self.kvm.irq_handler;
+        if is_call_function(irq.vector) {
+            left += flush_smp_call_function_queue(g);
+        }
+        g.phase = Phase::Handler {
+            left,
             vector: irq.vector,
-            sync_from: irq.sync.then_some(irq.from),
         };
     }
 
@@ -368,16 +372,9 @@ impl Simulator {
     }
 
     /// An interrupt handler ended: its EOI, the return to the interrupted
-    /// phase, the guest timer's work (program guest), and the sender's
-    /// `csd_lock_wait` of a synchronous call.
-    fn handler_end(
-        &mut self,
-        cpu: CpuId,
-        vi: VmId,
-        i: usize,
-        vector: Vector,
-        sync_from: Option<u32>,
-    ) {
+    /// phase, the guest timer's work (program guest), and the senders'
+    /// `csd_lock_wait` of the synchronous calls it ran (`csd_unlock`).
+    fn handler_end(&mut self, cpu: CpuId, vi: VmId, i: usize, vector: Vector) {
         let now = self.now;
         let me = VcpuIdx(i as u32);
         let vm = &mut self.vms[vi];
@@ -391,13 +388,20 @@ impl Simulator {
             let model = vm.model;
             model.timer_interrupt(self, cpu, vi, me);
         }
-        let vm = &mut self.vms[vi];
-        if let Some(s) = sync_from {
-            let s = s as usize;
-            vm.g[s].csd_pending = vm.g[s].csd_pending.saturating_sub(1);
-            if vm.g[s].csd_pending == 0 {
-                self.poke(vi, s);
+        if is_call_function(vector) {
+            let vm = &mut self.vms[vi];
+            let mut ran = std::mem::take(&mut vm.g[i].csd_running);
+            for c in ran.iter().filter(|c| c.sync) {
+                let s = c.from as usize;
+                let g = &mut self.vms[vi].g[s];
+                g.csd_pending = g.csd_pending.saturating_sub(1);
+                if g.csd_pending == 0 {
+                    self.poke(vi, s);
+                }
             }
+            // Keep the buffer (no allocation per interrupt).
+            ran.clear();
+            self.vms[vi].g[i].csd_running = ran;
         }
     }
 
@@ -474,6 +478,28 @@ impl Simulator {
         let timer = vm.g[i].wait_start;
         Some(Act::Sleep((pv_lock.is_none()).then_some(timer)))
     }
+}
+
+/// Whether `v` is a call-function vector: its handler runs the CPU's
+/// `call_single_queue` (`generic_smp_call_function_interrupt` and
+/// `generic_smp_call_function_single_interrupt` both flush it).
+pub(super) fn is_call_function(v: Vector) -> bool {
+    v == CALL_FUNCTION_VECTOR || v == CALL_FUNCTION_SINGLE_VECTOR
+}
+
+/// Linux 6.12: `__flush_smp_call_function_queue()` (kernel/smp.c) at the
+/// start of a call-function interrupt: `llist_del_all()` takes every call
+/// queued on this CPU, however many IPIs were meant to announce them, and
+/// the one handler runs them all. Returns the work of their functions.
+fn flush_smp_call_function_queue(g: &mut super::state::VGuest) -> Nanos {
+    debug_assert!(
+        g.csd_running.is_empty(),
+        "call-function handlers do not nest"
+    );
+    std::mem::swap(&mut g.csd_running, &mut g.call_single_queue);
+    g.csd_running
+        .iter()
+        .fold(Nanos::ZERO, |acc, c| acc + c.func)
 }
 
 /// The state of a `Phase::Spin` (what it waits for, whether the burst ends
