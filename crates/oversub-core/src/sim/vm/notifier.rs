@@ -60,6 +60,12 @@ impl Simulator {
                     return Err(format!("{} is in a spin loop outside on_spin", name()));
                 }
             }
+            if let Some(i) = vm.owner_spinner_missed() {
+                return Err(format!(
+                    "{}.vcpu{i} spins on an owner outside owner_spinners",
+                    vm.name
+                ));
+            }
         }
         Ok(())
     }
