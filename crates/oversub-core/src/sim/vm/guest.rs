@@ -102,6 +102,9 @@ pub(crate) struct GuestLevel {
     pub(crate) wake_path: Vec<Option<super::wakeup::WakePath>>,
     /// The futex words of the last step (kept buffer).
     pub(crate) futex_buf: Vec<usize>,
+    /// The section queue of the last finished wakeup path, kept for the
+    /// next one (no allocation per path).
+    pub(crate) wake_sections_buf: super::wakeup::Sections,
     /// TLB shootdown targets left out because preempted (PV TLB flush:
     /// they flush on their next entry).
     pub(crate) tlb_flush_deferred: u64,
@@ -178,6 +181,7 @@ impl GuestLevel {
             wakeup: None,
             wake_path: vec![None; n],
             futex_buf: Vec::new(),
+            wake_sections_buf: Default::default(),
             tlb_flush_deferred: 0,
             tlb_shootdowns: 0,
             wake_buf: Vec::new(),
