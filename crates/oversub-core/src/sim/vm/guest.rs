@@ -96,6 +96,10 @@ pub(crate) struct GuestLevel {
     pub(crate) has_sleeping_locks: bool,
     /// The OSQ of each kernel sleeping lock (`guest::osq`; `[guest] osq`).
     pub(crate) osq: Vec<crate::guest::osq::Osq>,
+    /// Per guest CPU, its OSQ nodes (`osq_node`): how many OSQs hold a
+    /// node of the CPU and, when that is one, which (`guest_osq_waiting()`
+    /// reads the one queue instead of every lock's).
+    pub(crate) osq_node: Vec<(u32, usize)>,
     /// Where the wakeup-path locks are (`[guest] wakeup_locks`; None: off).
     pub(crate) wakeup: Option<crate::guest::wakeup::WakeupLocks>,
     /// Each vCPU's wakeup path in progress (`sim::vm::wakeup`).
@@ -178,6 +182,7 @@ impl GuestLevel {
                 .flat_map(|p| &p.events)
                 .any(|e| matches!(e, crate::workload::ir::Event::SleepingLock { .. })),
             osq: vec![crate::guest::osq::Osq::new(); prog.klocks.len()],
+            osq_node: vec![(0, 0); n],
             wakeup: None,
             wake_path: vec![None; n],
             futex_buf: Vec::new(),

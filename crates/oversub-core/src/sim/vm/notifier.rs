@@ -66,6 +66,18 @@ impl Simulator {
                     vm.name
                 ));
             }
+            if let Some(g) = &vm.guest {
+                for (i, &(n, l)) in g.osq_node.iter().enumerate() {
+                    let me = crate::kvm::VcpuIdx(i as u32);
+                    let held = g.osq.iter().filter(|q| q.is_queued(me)).count();
+                    if held != n as usize || (n == 1 && !g.osq[l].is_queued(me)) {
+                        return Err(format!(
+                            "{}.vcpu{i}: osq_node {n}/{l}, queued in {held} OSQs",
+                            vm.name
+                        ));
+                    }
+                }
+            }
         }
         Ok(())
     }
