@@ -420,7 +420,18 @@ impl Simulator {
 
     /// Pokes every vCPU of VM `vi` spinning on a sleeping lock's owner so it
     /// looks at the lock and the owner again.
+    /// Most calls (every runnable switch-out of a vCPU) find no candidate:
+    /// that test is inlined into the callers.
+    #[inline]
     pub(crate) fn poke_owner_spinners(&mut self, vi: VmId) {
+        if self.vms[vi].may_have_owner_spinners() {
+            self.poke_owner_spinners_from(vi);
+        }
+    }
+
+    /// [`Self::poke_owner_spinners`] once some vCPU may spin on an owner.
+    #[inline(never)]
+    fn poke_owner_spinners_from(&mut self, vi: VmId) {
         let mut from = 0;
         while let Some(j) = self.vms[vi].next_owner_spinner(from) {
             if !(self.pv.osq && self.guest_osq_waiting(vi, j)) {

@@ -335,6 +335,12 @@ impl VmRt {
         None
     }
 
+    /// Whether any vCPU may spin on an owner (`owner_spinners` not empty).
+    #[inline]
+    pub(super) fn may_have_owner_spinners(&self) -> bool {
+        self.owner_spinners.weight() != 0
+    }
+
     /// Keeps `owner_spinners` a superset: called after every assignment
     /// of vCPU `i`'s phase that may enter an owner spin.
     pub(super) fn note_owner_spin(&mut self, i: usize) {
