@@ -425,3 +425,50 @@ impl Simulator {
         self.vms[vm.idx()].tasks.task(i)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+    use std::path::Path;
+
+    fn nested() -> Simulator {
+        let root =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/nested/2x2-mutex.toml");
+        let sc = Scenario::load(&root).unwrap_or_else(|e| panic!("{e}"));
+        Simulator::new(&sc)
+    }
+
+    const OWNER_SPIN: Phase = Phase::Spin {
+        wait: Wait::Owner,
+        ple: false,
+        then: state::AfterStage::Ipi,
+        len: Nanos::ZERO,
+    };
+
+    /// The mutant: an owner spin entered without `note_owner_spin()` is
+    /// caught by the invariant check, and the poke would find it once
+    /// noted.
+    #[test]
+    fn an_owner_spinner_missing_from_the_set_is_caught() {
+        let mut sim = nested();
+        assert_eq!(sim.check_vcpus(), Ok(()));
+        sim.vms[0].g[1].phase = OWNER_SPIN;
+        assert!(sim.check_vcpus().is_err());
+        sim.vms[0].note_owner_spin(1);
+        assert_eq!(sim.check_vcpus(), Ok(()));
+        assert_eq!(sim.vms[0].next_owner_spinner(0), Some(1));
+    }
+
+    /// A candidate whose phase left the owner spin is dropped by the scan.
+    #[test]
+    fn a_stale_candidate_is_pruned() {
+        let mut sim = nested();
+        sim.vms[0].g[0].phase = OWNER_SPIN;
+        sim.vms[0].note_owner_spin(0);
+        sim.vms[0].g[0].phase = Phase::Start;
+        assert!(sim.vms[0].may_have_owner_spinners());
+        assert_eq!(sim.vms[0].next_owner_spinner(0), None);
+        assert!(!sim.vms[0].may_have_owner_spinners());
+    }
+}
