@@ -96,12 +96,19 @@ pub(crate) struct GuestLevel {
     pub(crate) has_sleeping_locks: bool,
     /// The OSQ of each kernel sleeping lock (`guest::osq`; `[guest] osq`).
     pub(crate) osq: Vec<crate::guest::osq::Osq>,
+    /// Per guest CPU, its OSQ nodes (`osq_node`): how many OSQs hold a
+    /// node of the CPU and, when that is one, which (`guest_osq_waiting()`
+    /// reads the one queue instead of every lock's).
+    pub(crate) osq_node: Vec<(u32, usize)>,
     /// Where the wakeup-path locks are (`[guest] wakeup_locks`; None: off).
     pub(crate) wakeup: Option<crate::guest::wakeup::WakeupLocks>,
     /// Each vCPU's wakeup path in progress (`sim::vm::wakeup`).
     pub(crate) wake_path: Vec<Option<super::wakeup::WakePath>>,
     /// The futex words of the last step (kept buffer).
     pub(crate) futex_buf: Vec<usize>,
+    /// The section queue of the last finished wakeup path, kept for the
+    /// next one (no allocation per path).
+    pub(crate) wake_sections_buf: super::wakeup::Sections,
     /// TLB shootdown targets left out because preempted (PV TLB flush:
     /// they flush on their next entry).
     pub(crate) tlb_flush_deferred: u64,
@@ -175,9 +182,11 @@ impl GuestLevel {
                 .flat_map(|p| &p.events)
                 .any(|e| matches!(e, crate::workload::ir::Event::SleepingLock { .. })),
             osq: vec![crate::guest::osq::Osq::new(); prog.klocks.len()],
+            osq_node: vec![(0, 0); n],
             wakeup: None,
             wake_path: vec![None; n],
             futex_buf: Vec::new(),
+            wake_sections_buf: Default::default(),
             tlb_flush_deferred: 0,
             tlb_shootdowns: 0,
             wake_buf: Vec::new(),
@@ -411,7 +420,18 @@ impl Simulator {
 
     /// Pokes every vCPU of VM `vi` spinning on a sleeping lock's owner so it
     /// looks at the lock and the owner again.
+    /// Most calls (every runnable switch-out of a vCPU) find no candidate:
+    /// that test is inlined into the callers.
+    #[inline]
     pub(crate) fn poke_owner_spinners(&mut self, vi: VmId) {
+        if self.vms[vi].may_have_owner_spinners() {
+            self.poke_owner_spinners_from(vi);
+        }
+    }
+
+    /// [`Self::poke_owner_spinners`] once some vCPU may spin on an owner.
+    #[inline(never)]
+    fn poke_owner_spinners_from(&mut self, vi: VmId) {
         let mut from = 0;
         while let Some(j) = self.vms[vi].next_owner_spinner(from) {
             if !(self.pv.osq && self.guest_osq_waiting(vi, j)) {

@@ -341,6 +341,7 @@ impl Simulator {
             vm.g[i].csd_pending += targets.len() as u32;
             vm.g[i].csd_since = now;
             vm.g[i].phase = then;
+            vm.note_owner_spin(i);
         }
         // kvm_smp_send_call_func_ipi (the mask path): yield to the first
         // preempted vCPU of the mask.

@@ -24,6 +24,7 @@ use crate::kvm::{VcpuIdx, VmId};
 use crate::report::VmReport;
 use crate::scenario::{KvmSpec, OnSpinSpec, PvSpec, VmSpec};
 use crate::sched::core::Switch;
+use crate::sched::CpuMask;
 use crate::sched::TaskId;
 use model::{GuestModel, NestedGuest, PhaseGen};
 use state::{Cat, Phase, VGuest, VmStats, Wait};
@@ -116,6 +117,17 @@ impl Vms {
     }
 }
 
+/// Whether a vCPU's phase is a spin on a sleeping lock's owner.
+fn spins_on_owner(phase: &Phase) -> bool {
+    matches!(
+        phase,
+        Phase::Spin {
+            wait: Wait::Owner,
+            ..
+        }
+    )
+}
+
 /// One VM at run time.
 pub(super) struct VmRt {
     name: String,
@@ -156,6 +168,13 @@ pub(super) struct VmRt {
     haltpoll: bool,
     /// A kept buffer for the attempts of `kvm_vcpu_on_spin()`.
     attempts_buf: Vec<Attempt>,
+    /// The vCPUs that may spin on a sleeping lock's owner: a superset of
+    /// those whose phase is `Phase::Spin { wait: Wait::Owner, .. }`, set
+    /// where such a phase is entered ([`VmRt::note_owner_spin`]) and
+    /// cleared lazily by [`VmRt::next_owner_spinner`], so the poke of every
+    /// switch-out reads a few bits instead of every vCPU's phase. Checked
+    /// with the invariants (`check_vcpus`).
+    owner_spinners: CpuMask,
 }
 
 /// What a vCPU step ends with.
@@ -239,6 +258,7 @@ impl VmRt {
             ipi_buf: Vec::new(),
             haltpoll: false,
             attempts_buf: Vec::new(),
+            owner_spinners: CpuMask::empty(v.vcpus as usize),
         }
     }
 
@@ -300,21 +320,40 @@ impl VmRt {
         self.stats.ipi_exits
     }
 
-    /// The first vCPU from `from` on that spins on a sleeping lock's owner.
-    /// One tight scan of the vCPU states (a 3 x 80-vCPU run pokes on every
-    /// switch-out; vCPU by vCPU through `self.vms[vi]` this was 19% of it).
-    fn next_owner_spinner(&self, from: usize) -> Option<usize> {
-        let g = self.g.get(from..self.n as usize)?;
-        let k = g.iter().position(|v| {
-            matches!(
-                v.phase,
-                Phase::Spin {
-                    wait: Wait::Owner,
-                    ..
-                }
-            )
-        })?;
-        Some(from + k)
+    /// The first vCPU from `from` on that spins on a sleeping lock's owner:
+    /// the first candidate of `owner_spinners` whose phase says so (a
+    /// candidate that left the phase is dropped from the set).
+    fn next_owner_spinner(&mut self, mut from: usize) -> Option<usize> {
+        let n = self.n as usize;
+        while let Some(j) = self.owner_spinners.next_in(from, n) {
+            if spins_on_owner(&self.g[j].phase) {
+                return Some(j);
+            }
+            self.owner_spinners.set(j, false);
+            from = j + 1;
+        }
+        None
+    }
+
+    /// Whether any vCPU may spin on an owner (`owner_spinners` not empty).
+    #[inline]
+    pub(super) fn may_have_owner_spinners(&self) -> bool {
+        self.owner_spinners.weight() != 0
+    }
+
+    /// Keeps `owner_spinners` a superset: called after every assignment
+    /// of vCPU `i`'s phase that may enter an owner spin.
+    pub(super) fn note_owner_spin(&mut self, i: usize) {
+        if spins_on_owner(&self.g[i].phase) {
+            self.owner_spinners.set(i, true);
+        }
+    }
+
+    /// The vCPUs spinning on an owner that `owner_spinners` misses, if any
+    /// (the invariant of the set).
+    pub(super) fn owner_spinner_missed(&self) -> Option<usize> {
+        (0..self.n as usize)
+            .find(|&i| spins_on_owner(&self.g[i].phase) && !self.owner_spinners.test(i))
     }
 
     /// `lefts[i]`: the unused part of vCPU i's current burst, so bursts in
@@ -384,5 +423,52 @@ impl Simulator {
     /// The host task running vCPU `i` of VM `vm`.
     pub(super) fn vcpu_task(&self, vm: VmId, i: VcpuIdx) -> TaskId {
         self.vms[vm.idx()].tasks.task(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+    use std::path::Path;
+
+    fn nested() -> Simulator {
+        let root =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/nested/2x2-mutex.toml");
+        let sc = Scenario::load(&root).unwrap_or_else(|e| panic!("{e}"));
+        Simulator::new(&sc)
+    }
+
+    const OWNER_SPIN: Phase = Phase::Spin {
+        wait: Wait::Owner,
+        ple: false,
+        then: state::AfterStage::Ipi,
+        len: Nanos::ZERO,
+    };
+
+    /// The mutant: an owner spin entered without `note_owner_spin()` is
+    /// caught by the invariant check, and the poke would find it once
+    /// noted.
+    #[test]
+    fn an_owner_spinner_missing_from_the_set_is_caught() {
+        let mut sim = nested();
+        assert_eq!(sim.check_vcpus(), Ok(()));
+        sim.vms[0].g[1].phase = OWNER_SPIN;
+        assert!(sim.check_vcpus().is_err());
+        sim.vms[0].note_owner_spin(1);
+        assert_eq!(sim.check_vcpus(), Ok(()));
+        assert_eq!(sim.vms[0].next_owner_spinner(0), Some(1));
+    }
+
+    /// A candidate whose phase left the owner spin is dropped by the scan.
+    #[test]
+    fn a_stale_candidate_is_pruned() {
+        let mut sim = nested();
+        sim.vms[0].g[0].phase = OWNER_SPIN;
+        sim.vms[0].note_owner_spin(0);
+        sim.vms[0].g[0].phase = Phase::Start;
+        assert!(sim.vms[0].may_have_owner_spinners());
+        assert_eq!(sim.vms[0].next_owner_spinner(0), None);
+        assert!(!sim.vms[0].may_have_owner_spinners());
     }
 }

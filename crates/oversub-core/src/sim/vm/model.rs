@@ -171,6 +171,7 @@ impl GuestModel for NestedGuest {
                     then: AfterStage::Ipi,
                     len: Nanos::ZERO,
                 };
+                sim.vms[vi].note_owner_spin(i);
                 return None;
             }
             GuestNext::Idle => {}

@@ -60,6 +60,24 @@ impl Simulator {
                     return Err(format!("{} is in a spin loop outside on_spin", name()));
                 }
             }
+            if let Some(i) = vm.owner_spinner_missed() {
+                return Err(format!(
+                    "{}.vcpu{i} spins on an owner outside owner_spinners",
+                    vm.name
+                ));
+            }
+            if let Some(g) = &vm.guest {
+                for (i, &(n, l)) in g.osq_node.iter().enumerate() {
+                    let me = crate::kvm::VcpuIdx(i as u32);
+                    let held = g.osq.iter().filter(|q| q.is_queued(me)).count();
+                    if held != n as usize || (n == 1 && !g.osq[l].is_queued(me)) {
+                        return Err(format!(
+                            "{}.vcpu{i}: osq_node {n}/{l}, queued in {held} OSQs",
+                            vm.name
+                        ));
+                    }
+                }
+            }
         }
         Ok(())
     }

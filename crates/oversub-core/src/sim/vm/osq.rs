@@ -42,7 +42,29 @@ impl Simulator {
     /// it).
     pub(super) fn guest_osq_waiting(&self, vi: VmId, j: usize) -> bool {
         let g = self.vms[vi].guest.as_ref().expect("a program VM");
-        g.osq.iter().any(|q| q.is_waiting(VcpuIdx(j as u32)))
+        let me = VcpuIdx(j as u32);
+        match g.osq_node[j] {
+            (0, _) => false,
+            (1, l) => g.osq[l].is_waiting(me),
+            _ => g.osq.iter().any(|q| q.is_waiting(me)),
+        }
+    }
+
+    /// Guest CPU `i`'s node entered (`on`) or left OSQ `l`: keeps
+    /// `osq_node` in step.
+    fn guest_osq_node(&mut self, vi: VmId, i: usize, l: usize, on: bool) {
+        let g = self.vms[vi].guest.as_mut().expect("a program VM");
+        let me = VcpuIdx(i as u32);
+        let (n, _) = g.osq_node[i];
+        g.osq_node[i] = if on {
+            (n + 1, l)
+        } else if n == 2 {
+            // The one queue left holding a node of the CPU.
+            let k = g.osq.iter().position(|q| q.is_queued(me)).unwrap_or(0);
+            (1, k)
+        } else {
+            (n - 1, g.osq_node[i].1)
+        };
     }
 
     /// `osq_unlock` of lock `l` by guest CPU `i`; the next node, now
@@ -51,6 +73,7 @@ impl Simulator {
         let next = self.osqs(vi)[l]
             .osq_unlock(VcpuIdx(i as u32))
             .expect("the OSQ holder unlocks");
+        self.guest_osq_node(vi, i, l, false);
         if let Some(n) = next {
             self.poke(vi, n.idx());
         }
@@ -98,6 +121,7 @@ impl Simulator {
         }
         // osq_lock: holding at once, or queued behind the tail.
         self.osqs(vi)[l].osq_lock(me).expect("one node per CPU");
+        self.guest_osq_node(vi, i, l, true);
         true
     }
 
@@ -122,6 +146,9 @@ impl Simulator {
             let step = self.osqs(vi)[l]
                 .osq_poll(me, need_resched, |p| Some(p) == prev && prev_preempted)
                 .expect("a waiting node");
+            if step == OsqStep::Cancelled {
+                self.guest_osq_node(vi, i, l, false);
+            }
             // (Locked: passed the queue; it looks at the owner next time.)
             return match step {
                 OsqStep::Queued | OsqStep::Locked => OwnerLook::Spin,

@@ -357,6 +357,7 @@ impl Simulator {
                 then,
                 len,
             };
+            self.vms[vi].note_owner_spin(i);
             if let Some(sw) = self.handle_pause(cpu, vi, i) {
                 return Some(Act::Switched(sw));
             }
@@ -368,6 +369,7 @@ impl Simulator {
             then,
             len,
         };
+        self.vms[vi].note_owner_spin(i);
         Some(Act::Run(Cat::Spin, d))
     }
 
@@ -384,6 +386,7 @@ impl Simulator {
             vm.g[i].pending_exit += self.kvm.round_trip();
         }
         vm.g[i].phase = vm.g[i].resume.take().unwrap_or(Phase::Start);
+        vm.note_owner_spin(i);
         if vector == LOCAL_TIMER_VECTOR {
             let model = vm.model;
             model.timer_interrupt(self, cpu, vi, me);

@@ -16,6 +16,10 @@ use crate::sched::{CpuId, TaskId};
 use crate::task::program::Action;
 use std::collections::VecDeque;
 
+/// A wakeup path's lock sections left: lock, hold, the thread woken when
+/// it ends.
+pub(crate) type Sections = VecDeque<(usize, Nanos, Option<usize>)>;
+
 /// A step's wakeup path in progress on one vCPU.
 #[derive(Clone, Debug)]
 pub(crate) struct WakePath {
@@ -28,7 +32,7 @@ pub(crate) struct WakePath {
     /// dequeued and `schedule()` returns at once, it steps again instead.
     woken: bool,
     /// Lock sections left: lock, hold, the thread woken when it ends.
-    sections: VecDeque<(usize, Nanos, Option<usize>)>,
+    sections: Sections,
     /// The thread woken when the current section ends.
     woken_after: Option<usize>,
 }
@@ -68,7 +72,8 @@ impl Simulator {
             if let Some((l, hold, _)) = next {
                 return GuestStep::Lock(l, hold);
             }
-            let p = g.wake_path[i].take().expect("a path");
+            let mut p = g.wake_path[i].take().expect("a path");
+            g.wake_sections_buf = std::mem::take(&mut p.sections);
             if p.woken {
                 return self.guest_step(vi, i, t);
             }
@@ -90,16 +95,18 @@ impl Simulator {
         if g.futex_buf.is_empty() && g.wake_buf.is_empty() {
             return GuestStep::Act(action);
         }
-        let mut sections: VecDeque<_> = g
-            .futex_buf
-            .iter()
-            .map(|&f| (wl.futex_hash(f), FUTEX_HB_HOLD, None))
-            .chain(
-                g.wake_buf
-                    .iter()
-                    .map(|&w| (wl.pi_lock(w), TTWU_PI_LOCK_HOLD, Some(w))),
-            )
-            .collect();
+        let mut sections = std::mem::take(&mut g.wake_sections_buf);
+        sections.clear();
+        sections.extend(
+            g.futex_buf
+                .iter()
+                .map(|&f| (wl.futex_hash(f), FUTEX_HB_HOLD, None))
+                .chain(
+                    g.wake_buf
+                        .iter()
+                        .map(|&w| (wl.pi_lock(w), TTWU_PI_LOCK_HOLD, Some(w))),
+                ),
+        );
         let (l, hold, w) = sections.pop_front().expect("a section");
         g.wake_path[i] = Some(WakePath {
             task: t.idx(),
