@@ -1,8 +1,8 @@
 //! Running an rt-app program on the real kernel with the real `rt-app`
 //! (Debian's rt-app 1.0): the file is run as written except for
 //! `global.duration` (long enough for the window), `logdir` (a private
-//! directory) and `log_size` (0: no log), and a SCHED_OTHER thread without
-//! a `priority` gets `priority: 0`; rt-app itself sets nice and affinity. Its threads are found in `/proc/PID/task` (in creation order =
+//! directory) and `log_size` (0: no log); rt-app itself sets nice and
+//! affinity. Its threads are found in `/proc/PID/task` (in creation order =
 //! thread order; the comm is the task name) and measured over the window:
 //! CPU time, run delay and timeslices from `schedstat`, voluntary and
 //! involuntary switches from `status`.
@@ -148,31 +148,6 @@ pub fn real_json(
     set(&mut global, "logdir", Json::Str(logdir.to_string()));
     // 0 MB: no log (rt-app 1.0 reads the string "disable" as file mode).
     set(&mut global, "log_size", Json::Int(0));
-    // rt-app leaves a thread's nice alone when it has no `priority`, so
-    // the thread would run at the nice the harness inherited (`nice -n 10
-    // make test` gave "nice0" nice 10 and inverted conform/rtapp_nice.json's
-    // shares); the simulator gives such a thread nice 0, so the real run
-    // does too.
-    let default_policy = global.iter().find_map(|(k, v)| match (k.as_str(), v) {
-        ("default_policy", Json::Str(p)) => Some(p.clone()),
-        _ => None,
-    });
-    if let Some((_, Json::Object(tasks))) = root.iter_mut().find(|(k, _)| k == "tasks") {
-        for (_, t) in tasks.iter_mut() {
-            let Json::Object(kv) = t else { continue };
-            let policy = kv
-                .iter()
-                .find_map(|(k, v)| match (k.as_str(), v) {
-                    ("policy", Json::Str(p)) => Some(p.clone()),
-                    _ => None,
-                })
-                .or_else(|| default_policy.clone());
-            let other = policy.as_deref().is_none_or(|p| p == "SCHED_OTHER");
-            if other && !kv.iter().any(|(k, _)| k == "priority") {
-                kv.push(("priority".to_string(), Json::Int(0)));
-            }
-        }
-    }
     root.insert(0, ("global".into(), Json::Object(global)));
     Ok(Json::Object(root).to_string())
 }
@@ -464,29 +439,11 @@ mod tests {
         let out = real_json(src, 4, "/tmp/x", 15).unwrap();
         assert_eq!(
             out,
-            r#"{"global":{"duration":4,"calibration":15,"log_size":0,"logdir":"/tmp/x"},"tasks":{"t":{"run":1,"run1":2,"priority":0}}}"#
+            r#"{"global":{"duration":4,"calibration":15,"log_size":0,"logdir":"/tmp/x"},"tasks":{"t":{"run":1,"run1":2}}}"#
         );
         let given = r#"{"tasks": {"t": {"run": 1}}, "global": {"calibration": 40}}"#;
         assert!(real_json(given, 4, "/d", 15)
             .unwrap()
             .contains(r#""calibration":40"#));
-    }
-
-    #[test]
-    fn real_json_gives_fair_threads_nice_0_unless_the_file_sets_one() {
-        let src = r#"{"tasks": {"a": {"run": 1}, "b": {"priority": 5, "run": 1}, "c": {"policy": "SCHED_FIFO", "run": 1}, "d": {"policy": "SCHED_OTHER", "run": 1}}}"#;
-        let out = real_json(src, 4, "/d", 15).unwrap();
-        assert!(out.contains(r#""a":{"run":1,"priority":0}"#), "{out}");
-        assert!(out.contains(r#""b":{"priority":5,"run":1}"#), "{out}");
-        assert!(
-            out.contains(r#""c":{"policy":"SCHED_FIFO","run":1}"#),
-            "{out}"
-        );
-        assert!(
-            out.contains(r#""d":{"policy":"SCHED_OTHER","run":1,"priority":0}"#),
-            "{out}"
-        );
-        let fifo = r#"{"global": {"default_policy": "SCHED_FIFO"}, "tasks": {"a": {"run": 1}}}"#;
-        assert!(!real_json(fifo, 4, "/d", 15).unwrap().contains("priority"));
     }
 }
