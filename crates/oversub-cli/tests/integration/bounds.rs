@@ -3,7 +3,7 @@
 //! the file and the field (or the documented success), in bounded memory;
 //! none hangs, panics or succeeds silently.
 
-use crate::common::{assert_refused, s};
+use crate::common::{assert_full_disk_refused, assert_refused, s};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -403,19 +403,7 @@ fn a_full_disk_is_an_error_and_a_closed_pipe_a_quiet_141() {
         vec!["run", s(&sc), "--json"],
         vec!["check", s(&sc)],
     ] {
-        let full = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
-            .args(&args)
-            .stdout(full)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains("No space left"), "{err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert_full_disk_refused(&args);
     }
     // A reader that has gone: the command ends quietly with 141 (as SIGPIPE
     // would), never a panic. The read end is closed before the command

@@ -72,3 +72,21 @@ pub fn assert_refused(args: &[&str], out: &Output, must: &[&str]) -> String {
     assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
     err
 }
+
+/// `oversub ARGS` with its stdout on `/dev/full`: the failed write is an
+/// error like any bad input (exit 2, one line naming it), not a panic.
+pub fn assert_full_disk_refused(args: &[&str]) {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = Command::new(OVERSUB)
+        .args(args)
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains("No space left"), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+}

@@ -5,7 +5,7 @@
 //! file, the field and what is allowed, before any run, in bounded memory;
 //! none hangs, panics or succeeds with nothing written.
 
-use crate::common::{assert_refused, s, ROOT};
+use crate::common::{assert_full_disk_refused, assert_refused, s, ROOT};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -155,19 +155,7 @@ fn help_version_and_completions_check_their_writes() {
         vec!["--version"],
         vec!["run", "--help"],
     ] {
-        let full = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_oversub"))
-            .args(&args)
-            .stdout(full)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains("No space left"), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert_full_disk_refused(&args);
     }
     let out = oversub(&["completions", "bash"]);
     assert!(out.status.success());
