@@ -11,7 +11,22 @@ use oversub::sim::Simulator;
 /// Parses `src` and simulates it for its `[host].duration` with the
 /// scheduler's invariant checks on.
 pub fn run(src: &str) -> Report {
-    let sc = Scenario::parse("test.toml", src).unwrap_or_else(|e| panic!("{e}"));
+    run_as("test.toml", src)
+}
+
+/// [`run`] of `src` as if it were the file `tests/nested/inline.toml`, so
+/// `program` paths resolve against tests/nested.
+pub fn run_nested(src: &str) -> Report {
+    run_as(
+        &format!("{}/tests/nested/inline.toml", env!("CARGO_MANIFEST_DIR")),
+        src,
+    )
+}
+
+/// [`run`] of `src` named `file` (relative paths in it resolve against
+/// the file's directory).
+pub fn run_as(file: &str, src: &str) -> Report {
+    let sc = Scenario::parse(file, src).unwrap_or_else(|e| panic!("{e}"));
     let mut sim = Simulator::new(&sc);
     sim.set_check_invariants(true);
     sim.run_polled(sc.host.duration, &mut |_| true)

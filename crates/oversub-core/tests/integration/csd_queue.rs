@@ -5,21 +5,8 @@
 //! with `spin_lock_irqsave()` takes no interrupt (`kvm_wait` halts with
 //! IF=0, which only the kick ends).
 
+use crate::common::run_nested as run_toml;
 use oversub::report::Report;
-use oversub::scenario::Scenario;
-
-fn dir() -> String {
-    format!("{}/tests/nested", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn run_toml(src: &str) -> Report {
-    let file = format!("{}/inline.toml", dir());
-    let sc = Scenario::parse(&file, src).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = oversub::sim::Simulator::new(&sc);
-    sim.set_check_invariants(true);
-    sim.run_polled(sc.host.duration, &mut |_| true)
-        .expect("the run finishes")
-}
 
 /// 3 vCPUs pinned to CPUs 0..3 running `prog`, a host hog on `hog_cpu`,
 /// PV TLB flush off (every shootdown IPIs every other vCPU).

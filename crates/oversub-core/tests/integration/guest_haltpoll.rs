@@ -5,17 +5,9 @@
 //! polling vCPU is busy for the host and takes CPU from what shares its
 //! pCPU.
 
+use crate::common::run_nested as run_toml;
 use oversub::report::{GuestThreadReport, Report, VmReport};
 use oversub::scenario::Scenario;
-
-fn run_toml(src: &str) -> Report {
-    let file = format!("{}/tests/nested/inline.toml", env!("CARGO_MANIFEST_DIR"));
-    let sc = Scenario::parse(&file, src).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = oversub::sim::Simulator::new(&sc);
-    sim.set_check_invariants(true);
-    sim.run_polled(sc.host.duration, &mut |_| true)
-        .expect("the run finishes")
-}
 
 /// `prog` on a VM of 2 vCPUs pinned to CPUs 0 and 1 (a host hog on CPU 1
 /// when `hog`), with or without cpuidle-haltpoll, for 200 ms.

@@ -5,22 +5,12 @@
 //! reschedule IPI, and an undercommitted VM gives a program the shares it
 //! gets host-only (issue 12, item 5b).
 
+use crate::common::run_nested as run_toml;
 use oversub::report::{GuestThreadReport, Report};
 use oversub::scenario::Scenario;
 
 fn dir() -> String {
     format!("{}/tests/nested", env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Runs TOML text as if it were the file `tests/nested/NAME.toml`, so
-/// `program` paths resolve against tests/nested.
-fn run_toml(src: &str) -> Report {
-    let file = format!("{}/inline.toml", dir());
-    let sc = Scenario::parse(&file, src).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = oversub::sim::Simulator::new(&sc);
-    sim.set_check_invariants(true);
-    sim.run_polled(sc.host.duration, &mut |_| true)
-        .expect("the run finishes")
 }
 
 fn threads(r: &Report) -> &[GuestThreadReport] {
