@@ -596,3 +596,15 @@ mod level;
 mod result;
 mod tracing;
 mod vm;
+
+#[cfg(test)]
+impl Simulator {
+    /// scenarios/nested/2x2-mutex.toml, built and not yet run: the nested
+    /// guest the unit tests of sim/ poke at.
+    pub(crate) fn nested_2x2_mutex() -> Simulator {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios/nested/2x2-mutex.toml");
+        let sc = crate::scenario::Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        Simulator::new(&sc)
+    }
+}

@@ -429,14 +429,9 @@ impl Simulator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Scenario;
-    use std::path::Path;
 
     fn nested() -> Simulator {
-        let root =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/nested/2x2-mutex.toml");
-        let sc = Scenario::load(&root).unwrap_or_else(|e| panic!("{e}"));
-        Simulator::new(&sc)
+        Simulator::nested_2x2_mutex()
     }
 
     const OWNER_SPIN: Phase = Phase::Spin {
