@@ -99,17 +99,18 @@ def sim_host(oversub, workload, cpus, hogs, tmp):
     return s
 
 
-def sim_vm(oversub, workload, cpus, tmp):
-    secs = load_ordered(workload)["global"]["duration"]
+def run_program_vm(oversub, program, cpus, secs, sc):
+    """Runs `program` as the guest of one VM of `cpus` vCPUs pinned 1:1
+    for `secs` s (scenario written to `sc`); returns the VM's report and
+    the totals of the program's threads (cpu_ns, switches, wakeups,
+    loops)."""
     pins = ", ".join(str(i) for i in range(cpus))
-    sc = os.path.join(tmp, "vm.toml")
     with open(sc, "w") as f:
         f.write(
             f'[host]\ncpus = {cpus}\nduration = "{secs}s"\n\n[[vm]]\nname = "g"\n'
-            f'vcpus = {cpus}\npin = [{pins}]\nprogram = "{os.path.abspath(workload)}"\nops = "t*"\n'
+            f'vcpus = {cpus}\npin = [{pins}]\nprogram = "{program}"\nops = "t*"\n'
         )
-    r = json.loads(run([oversub, "run", sc, "--json"]))
-    v = r["vms"][0]
+    v = json.loads(run([oversub, "run", sc, "--json"]))["vms"][0]
     s = collections.Counter()
     for t in v["threads"]:
         if not is_program(t["name"]):
@@ -118,6 +119,12 @@ def sim_vm(oversub, workload, cpus, tmp):
         s["switches"] += t["nr_switches"]
         s["wakeups"] += t["wakeup_latency_ns"]["samples"]
         s["loops"] += t["phase_loops"]
+    return v, s
+
+
+def sim_vm(oversub, workload, cpus, tmp):
+    secs = load_ordered(workload)["global"]["duration"]
+    v, s = run_program_vm(oversub, os.path.abspath(workload), cpus, secs, os.path.join(tmp, "vm.toml"))
     s["ipis_reschedule"] = v["ipis_sent"]
     s["secs"] = finish_s(v["threads"], secs)
     return s
@@ -141,22 +148,7 @@ def sim_guest(oversub, workload, cpus, hogs, tmp):
     prog = os.path.join(tmp, "guest-program.json")
     with open(prog, "w") as f:
         json.dump(w, f)
-    pins = ", ".join(str(i) for i in range(cpus))
-    sc = os.path.join(tmp, "guest.toml")
-    with open(sc, "w") as f:
-        f.write(
-            f'[host]\ncpus = {cpus}\nduration = "{GUEST_SECONDS}s"\n\n[[vm]]\nname = "g"\n'
-            f'vcpus = {cpus}\npin = [{pins}]\nprogram = "{prog}"\nops = "t*"\n'
-        )
-    r = json.loads(run([oversub, "run", sc, "--json"]))
-    v = r["vms"][0]
-    s = collections.Counter()
-    for t in v["threads"]:
-        if not is_program(t["name"]):
-            continue
-        s["cpu_ns"] += t["cpu_ns"]
-        s["switches"] += t["nr_switches"]
-        s["wakeups"] += t["wakeup_latency_ns"]["samples"]
+    v, s = run_program_vm(oversub, prog, cpus, GUEST_SECONDS, os.path.join(tmp, "guest.toml"))
     ops = max(v["ops_per_s"] * GUEST_SECONDS, 1e-9)
     return {"cpu_ns": s["cpu_ns"] / ops, "switches": s["switches"] / ops, "wakeups": s["wakeups"] / ops,
             "ipis_reschedule": v["ipis_sent"] / ops, "tlb_shootdowns": v["csd_waits"] / ops,
