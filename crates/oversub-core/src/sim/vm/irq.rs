@@ -93,7 +93,13 @@ impl VmRt {
     /// vCPU `from` on guest CPU `t`'s `call_single_queue`; true when the
     /// queue was empty, i.e. `t` must be sent the IPI (otherwise an IPI is
     /// already pending or its handler has not yet taken the queue).
-    pub(super) fn queue_csd(&mut self, t: usize, from: usize, sync: bool, func: Nanos) -> bool {
+    pub(super) fn smp_call_single_queue(
+        &mut self,
+        t: usize,
+        from: usize,
+        sync: bool,
+        func: Nanos,
+    ) -> bool {
         let q = &mut self.g[t].call_single_queue;
         let was_empty = q.is_empty();
         q.push(CallSingleData {
@@ -176,7 +182,7 @@ impl Simulator {
 
     /// Interrupt delivery to vCPU `t` (`__apic_accept_irq` + `kvm_vcpu_kick`).
     /// A call-function vector's calls are on `t`'s `call_single_queue`
-    /// already (`queue_csd`).
+    /// already (`smp_call_single_queue`).
     pub(super) fn deliver(&mut self, vi: VmId, from: usize, t: usize, vector: Vector, cpu: CpuId) {
         let now = self.now;
         let apicv = self.kvm.apicv;
@@ -270,7 +276,7 @@ impl Simulator {
         let mut ipi = std::mem::take(&mut vm.ipi_buf);
         ipi.clear();
         for &t in targets {
-            if vm.queue_csd(t, i, sync, handler) {
+            if vm.smp_call_single_queue(t, i, sync, handler) {
                 ipi.push(t);
             }
         }

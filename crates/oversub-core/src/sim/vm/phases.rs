@@ -93,7 +93,7 @@ impl Simulator {
                     // A synchronous call goes on t's call_single_queue
                     // (smp_call_function_single -> __smp_call_single_queue):
                     // no IPI when one is pending already.
-                    let send = !sync || vm.queue_csd(t, i, true, Nanos::ZERO);
+                    let send = !sync || vm.smp_call_single_queue(t, i, true, Nanos::ZERO);
                     if sync {
                         vm.g[i].csd_pending += 1;
                         vm.g[i].phase = Phase::Spin {
