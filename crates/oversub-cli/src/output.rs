@@ -51,31 +51,7 @@ pub fn finish(code: ExitCode) -> ExitCode {
     }
 }
 
-/// The temporary name `path` is written under until it is whole: a hidden
-/// sibling in the same directory (so that the rename is atomic).
-pub fn temp_name(path: &Path) -> PathBuf {
-    let leaf = path
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    path.with_file_name(format!(".{leaf}.tmp-{}", std::process::id()))
-}
-
-/// Writes `bytes` to `path` whole or not at all: to [`temp_name`], flushed
-/// and synced, then renamed over `path`. On error nothing is left behind.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let tmp = temp_name(path);
-    let r = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    r.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("{}: cannot write: {e}", path.display())
-    })
-}
+pub use oversub_runs::atomic::{temp_name, write_atomic};
 
 /// Writes a set of files whole or not at all: every one to its temporary
 /// name first; only when all are written are they renamed into place. On

@@ -17,6 +17,9 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+pub mod atomic;
+use atomic::write_atomic;
+
 /// The file of finished runs in `--out`.
 pub const RUNS_FILE: &str = ".oversub-runs.jsonl";
 
@@ -222,26 +225,6 @@ pub fn open(
         },
         kept,
     ))
-}
-
-/// Writes `bytes` to `path` whole or not at all: to a hidden sibling,
-/// synced, then renamed over `path`; on error nothing is left behind.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let leaf = path
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{leaf}.tmp-{}", std::process::id()));
-    let r = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    r.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("{}: cannot write: {e}", path.display())
-    })
 }
 
 /// The complete lines of `f` (each ended by a newline; a last line without
