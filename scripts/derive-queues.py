@@ -318,11 +318,13 @@ def derive_vips(prof, m):
         die("recordings/vips/queues.txt: no tick or nwrite semaphore found (uprobes on vips_semaphore_*)")
     passes = len(ticks)
     # libvips' threadset reuses its threads: one thread is a worker in one
-    # pass and a buffer's writer in another. So roles are counted per pass
-    # (workers: the distinct threads that upped a pass's tick, the median
-    # over passes; writers: nwrite semaphores per pass), and CPU is split by
-    # what each role did, not by thread.
-    n_workers = sorted(len(d[("up", "upn")]) for d in ticks.values())[passes // 2]
+    # pass and a buffer's writer in another, and a pass's workers come and
+    # go (17-21 distinct threads upped a pass's tick with -t 16). So roles
+    # are counted per pass (workers: the fewest distinct threads that upped
+    # a pass's tick, the closest bound of those at work at once;
+    # writers: nwrite semaphores per pass), and CPU is split by what each
+    # role did, not by thread.
+    n_workers = min(len(d[("up", "upn")]) for d in ticks.values())
     n_writers = max(1, round(len(nwrite) / passes))
     writers = set()
     for d in nwrite.values():
