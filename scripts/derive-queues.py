@@ -34,15 +34,10 @@ DEDUP_QUEUE_CAP = 1 << 20
 SEM_CAP = 1 << 32
 TIMER_SLACK_US = 0.001
 # Figures of scripts/check-recordings.py --guest that are shown, not judged,
-# with the measured reason (docs/workloads.md, "Queue messages").
-KNOWN_GAPS = {
-    "vips": {
-        "wakeups/op": "a third of the recording's blocked waits (1035 of 2751) are on the tick "
-        "semaphores' own GMutex (18-20 waiters each, 90-142 ms mean wait): a short critical section "
-        "whose holder was preempted on 2 CPUs shared with other load (load average 15 at the start); "
-        "the queues of the IR have no mutex and the simulated VM no other load",
-    },
-}
+# with the measured reason (docs/workloads.md, "Queue messages"): REC ->
+# {metric: reason}. None now (vips' wakeups/op was one, 0.68x, until its
+# semaphores' mutex was written).
+KNOWN_GAPS = {}
 
 
 def die(msg):
@@ -293,7 +288,8 @@ def derive_vips(prof, m):
     """vipsbench over libvips 8.14 (vips_threadpool_run, vips_sink_disc):
     per image pass, W workers compute work units; each unit finished is an
     up of the pass's tick semaphore (which the main thread downs once per
-    unit) and of its write buffer's nwrite semaphore; two write-behind
+    unit; an up holds the semaphore's GMutex across the wakeup, and the
+    woken thread re-takes it) and of its write buffer's nwrite semaphore; two write-behind
     threads each down their buffer's go semaphore, wait until its units are
     all done (downn(nwrite, 0)) and write the strip; a worker that starts a
     new strip first waits (under the allocate lock) for the write of the
@@ -352,10 +348,18 @@ def derive_vips(prof, m):
     # queue of 2 strips); then the unit's CPU; then the unit is done (nwrite)
     # and ticks the main thread.
     unit_ns = w_cpu / units
+    # A semaphore up is g_mutex_lock, v += n, g_cond_signal (a futex wake:
+    # the pool's median futex call, hold_us), g_mutex_unlock; its waiter
+    # re-takes the mutex when woken. So the up holds the semaphore's mutex
+    # across the wakeup of its waiter.
+    fx = [t["syscalls"]["futex"]["kernel_ns"]["p50_ns"] for t in pool if "futex" in t["syscalls"]]
+    hold_us = max(1, round(sorted(fx)[len(fx) // 2] / 1000)) if fx else 1
     body = [("lock", "allocate"), ("put", {"queue": "inflight", "items": 1, "capacity": n_writers * per_strip}),
-            ("unlock", "allocate"), ("run", us(unit_ns)),
-            ("put", {"queue": "done", "items": 1, "capacity": SEM_CAP}),
-            ("put", {"queue": "tick", "items": 1, "capacity": SEM_CAP})]
+            ("unlock", "allocate"), ("run", us(unit_ns - 2000 * hold_us)),
+            ("lock", "done_m"), ("put", {"queue": "done", "items": 1, "capacity": SEM_CAP}), ("run", hold_us),
+            ("unlock", "done_m"),
+            ("lock", "tick_m"), ("put", {"queue": "tick", "items": 1, "capacity": SEM_CAP}), ("run", hold_us),
+            ("unlock", "tick_m")]
     # A worker's cycle is one strip's worth of its own units (per_strip
     # loops); the pool's cycle, n_workers strips. The unit that completes a
     # strip's allocation also ups go (libvips: the allocation that fills a
@@ -393,13 +397,15 @@ def derive_vips(prof, m):
     strip_ns = wr_cpu / strips
     t = task(collections.OrderedDict([("p0", events(
         ("get", {"queue": "go", "items": 1}),
-        ("get", {"queue": "done", "items": per_strip}), ("run", us(strip_ns)),
+        ("get", {"queue": "done", "items": per_strip}), ("lock", "done_m"), ("unlock", "done_m"),
+        ("run", us(strip_ns)),
         ("get", {"queue": "inflight", "items": per_strip})))]), float(ops * per_strip / units))
     t["instance"] = n_writers
     tasks["t_writer"] = t
     # The main thread: one down of tick per unit (the progress loop).
     tasks["t_main"] = task(collections.OrderedDict([("p0", events(
-        ("get", {"queue": "tick", "items": 1}), ("run", us(m_cpu / ticks_down))))]), 0.0)
+        ("get", {"queue": "tick", "items": 1}), ("lock", "tick_m"), ("unlock", "tick_m"),
+        ("run", us(m_cpu / ticks_down))))]), 0.0)
     derivation = collections.OrderedDict([
         ("passes", passes), ("cycle_cpu_ns", round((w_cpu + wr_cpu + m_cpu) / passes)), ("workers_per_pass", n_workers), ("writers_per_pass", n_writers),
         ("units", units), ("strips", strips), ("units_per_strip", per_strip),
@@ -408,6 +414,9 @@ def derive_vips(prof, m):
         ("worker_cpu_ns", w_cpu), ("cpu_ns_per_unit", round(unit_ns)),
         ("writer_cpu_ns", wr_cpu), ("cpu_ns_per_strip", round(strip_ns)),
         ("cpu_split", "writer: the writer threads' write() kernel time; worker: the rest of the pool's CPU"),
+        ("semaphore_mutex_hold_us", hold_us),
+        ("semaphore_mutex_hold_from", "the median of the pool threads' median futex call kernel time "
+                                      "(profile.json syscalls.futex): g_cond_signal's futex wake"),
         ("main_cpu_ns", m_cpu), ("worker_tlb_shootdowns", w_tlb), ("munmaps_per_worker_cycle", munmaps),
         ("ops_per_loop", "t_writer: image passes per strip written"),
         ("semaphores", "tick: up per unit by the workers, down per unit by vipsbench's main thread; "
@@ -418,6 +427,7 @@ def derive_vips(prof, m):
             f"({m_cpu / 1e6:.0f} ms in all)",
             "page faults: their CPU is inside the workers' measured CPU (the guest has no fault path)",
             "the allocate lock's hold outside the buffer wait (not measured: it is in the workers' CPU)",
+            "the go semaphore's mutex (one up per strip)",
             "which worker starts a strip: any worker may wait for the buffer (the bounded put), where libvips "
             "makes the one that allocates the strip's first unit wait",
         ]),
