@@ -257,12 +257,13 @@ def guest(oversub, only, no_real, seconds):
             s1 = sim_guest(oversub, gj, cpus, hogs, tmp)
             side = f"{hogs} hogs, guest of {cpus}-vCPU VM"
             j.add_repeated(name, side, "throughput with/without hogs",
-                           [h["throughput"] / b["throughput"] for b, h in pairs], s1["ops_per_s"] / sim["ops_per_s"])
+                           [h["throughput"] / b["throughput"] for b, h in pairs], s1["ops_per_s"] / sim["ops_per_s"],
+                           known=known.get("hogs throughput"))
             for m in ("switches", "wakeups"):
                 n = min(min(b["n_" + m], h["n_" + m]) for b, h in pairs)
                 j.add_repeated(name, side, f"{m}/op with/without hogs",
                                [h[m] / b[m] if b[m] else 0.0 for b, h in pairs],
-                               s1[m] / sim[m] if sim[m] else 0.0, count=n)
+                               s1[m] / sim[m] if sim[m] else 0.0, count=n, known=known.get(f"hogs {m}/op"))
     print(j.table())
     print(f"\n{cpus} CPUs, {os.uname().release}, {time.time() - t0:.0f} s")
     for g in j.gaps:
