@@ -299,11 +299,11 @@ def derive_vips(prof, m):
     per image pass, W workers compute work units; each unit finished is an
     up of the pass's tick semaphore (which the main thread downs once per
     unit; an up holds the semaphore's GMutex across the wakeup, and the
-    woken thread re-takes it) and of its write buffer's nwrite semaphore; two write-behind
-    threads each down their buffer's go semaphore, wait until its units are
-    all done (downn(nwrite, 0)) and write the strip; a worker that starts a
-    new strip first waits (under the allocate lock) for the write of the
-    buffer it reuses. Roles and counts from queues.txt (per semaphore: who
+    woken thread re-takes it) and of its write buffer's nwrite semaphore;
+    two write-behind threads each down their buffer's go semaphore, wait
+    until its units are all done (downn(nwrite, 0)) and write the strip; a
+    worker that starts a new strip first waits (under the allocate lock) for
+    the write of the buffer it reuses. Roles and counts from queues.txt (per semaphore: who
     ups, who downs, how often), CPU from profile.json."""
     comm = {int(k[0]): v for k, v in m["comm"].items()}
     sems = collections.defaultdict(lambda: collections.defaultdict(collections.Counter))
