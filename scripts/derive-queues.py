@@ -239,7 +239,8 @@ def derive_dedup(prof, m):
         t["instance"] = per_group["dedup"]
         tasks[f"t_dedup_g{g}"] = t
     d["t_dedup_gN"] = {"threads_recorded": st["dedup"]["threads"], "instances_per_group": per_group["dedup"],
-                       "cpu_ns": st["dedup"]["cpu_ns"], "measured_fine_per_get": st["dedup"]["got"] / st["dedup"]["gets"],
+                       "cpu_ns": st["dedup"]["cpu_ns"],
+                       "measured_fine_per_get": st["dedup"]["got"] / st["dedup"]["gets"],
                        "measured_new_share": st["dedup"]["put_to_compress"] / st["dedup"]["put"],
                        "written": f"get {b}, run, put {to_c} to compress and {b - to_c} to reorder",
                        "tlb_shootdowns": st["dedup"]["tlb"]}
@@ -417,7 +418,8 @@ def derive_vips(prof, m):
         ("get", {"queue": "tick", "items": 1}), ("lock", "tick_m"), ("unlock", "tick_m"),
         ("run", us(m_cpu / ticks_down))))]), 0.0)
     derivation = collections.OrderedDict([
-        ("passes", passes), ("cycle_cpu_ns", round((w_cpu + wr_cpu + m_cpu) / passes)), ("workers_per_pass", n_workers), ("writers_per_pass", n_writers),
+        ("passes", passes), ("cycle_cpu_ns", round((w_cpu + wr_cpu + m_cpu) / passes)),
+        ("workers_per_pass", n_workers), ("writers_per_pass", n_writers),
         ("units", units), ("strips", strips), ("units_per_strip", per_strip),
         ("tick_downs_by_main", ticks_down),
         ("pool_threads", len(pool)), ("writer_threads", len(writers)),
