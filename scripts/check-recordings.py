@@ -23,10 +23,12 @@ B. a condition the recording did not see: HOGS busy-loop processes on the
 
 --guest: A and B for the named workloads that are derived programs
 (workloads/NAME.json written by scripts/named-workloads.py from
-recordings/REC/guest.json, the steady-state form): A, the recording's per-op
-figures against the workload as the guest of a VM of this machine's size
-(GUEST_SECONDS simulated), TLB shootdowns/op judged too (a munmap that sent
-IPIs: the VM's csd_waits); B, the real program re-run now with and without
+recordings/REC/guest.json, the steady-state form) and for the queue
+programs (recordings/REC/queues.json, scripts/derive-queues.py): A, the
+recording's per-op figures against the workload as the guest of a VM of
+this machine's size (GUEST_SECONDS simulated, longer for many threads:
+guest_seconds), TLB shootdowns/op judged too (a munmap that sent IPIs: the
+VM's csd_waits); B, the real program re-run now with and without
 HOGS hog processes (scripts/measure-real.sh --run REC under oversub record)
 against the VM with and without as many hog threads in the guest (beside the
 program's threads on the same scheduler, as the real hogs are).
@@ -37,6 +39,7 @@ Needs root and tracefs (oversub record) and the programs of check.json.
 import argparse
 import collections
 import json
+import math
 import os
 import subprocess
 import sys
@@ -131,6 +134,26 @@ def sim_vm(oversub, workload, cpus, tmp):
 
 
 GUEST_SECONDS = 2
+# Simulated CPU per program thread at least (so at least GUEST_SECONDS):
+# with 128 threads on 2 vCPUs, 2 s give each ~31 ms, about one of ebizzy
+# -t 128's ~20 ms slots, and the CPU of the unfinished loops (no op yet)
+# weighed on CPU/op (1.31x; 1.08x at 6 s, 1.03x at 12 s).
+GUEST_CPU_PER_THREAD_S = 0.1
+
+
+# A program that repeats a cycle of the recording (a queue program's input
+# pass, scripts/derive-queues.py: its derivation.cycle_cpu_ns) is simulated
+# for at least this many cycles: a window inside one pass sees its start-up
+# or its drain, not the pass (dedup's wakeups/op: 1.33x at 3 s, 1.01-1.09x
+# from 4 s).
+GUEST_CYCLES = 3
+
+
+def guest_seconds(w, cpus):
+    n = sum(int(t.get("instance", 1)) for name, t in w["tasks"].items() if is_program(name))
+    cycle_ns = w.get("provenance", {}).get("derivation", {}).get("cycle_cpu_ns", 0)
+    return max(GUEST_SECONDS, math.ceil(n * GUEST_CPU_PER_THREAD_S / cpus),
+               math.ceil(GUEST_CYCLES * cycle_ns / 1e9 / cpus))
 
 
 def sim_guest(oversub, workload, cpus, hogs, tmp):
@@ -140,6 +163,7 @@ def sim_guest(oversub, workload, cpus, hogs, tmp):
     the real hogs run beside the real program's threads on the same CPUs
     and the same scheduler)."""
     w = load_ordered(workload)
+    secs = guest_seconds(w, cpus)
     w.pop("provenance", None)
     if hogs:
         w["tasks"]["hog"] = collections.OrderedDict(
@@ -148,17 +172,26 @@ def sim_guest(oversub, workload, cpus, hogs, tmp):
     prog = os.path.join(tmp, "guest-program.json")
     with open(prog, "w") as f:
         json.dump(w, f)
-    v, s = run_program_vm(oversub, prog, cpus, GUEST_SECONDS, os.path.join(tmp, "guest.toml"))
-    ops = max(v["ops_per_s"] * GUEST_SECONDS, 1e-9)
+    v, s = run_program_vm(oversub, prog, cpus, secs, os.path.join(tmp, "guest.toml"))
+    ops = max(v["ops_per_s"] * secs, 1e-9)
     return {"cpu_ns": s["cpu_ns"] / ops, "switches": s["switches"] / ops, "wakeups": s["wakeups"] / ops,
             "ipis_reschedule": v["ipis_sent"] / ops, "tlb_shootdowns": v["csd_waits"] / ops,
             "ops_per_s": v["ops_per_s"]}
 
 
 def named_guest_list():
+    """(name, recording, program file, known gaps) of every checked guest
+    program: the named workloads (scripts/named-workloads.py, from
+    recordings/REC/guest.json) and the queue programs
+    (scripts/derive-queues.py, recordings/REC/queues.json)."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import importlib
-    return importlib.import_module("named-workloads").NAMED
+    out = [(name, rec, f"recordings/{rec}/guest.json", {})
+           for name, (rec, _op, _counted) in importlib.import_module("named-workloads").NAMED.items()]
+    dq = importlib.import_module("derive-queues")
+    out += [(f"{rec} (queues)", rec, f"recordings/{rec}/queues.json", dq.KNOWN_GAPS.get(rec, {}))
+            for rec in dq.DERIVE]
+    return out
 
 
 def record_named(oversub, rec, seconds, out, hogs):
@@ -196,12 +229,12 @@ def guest(oversub, only, no_real, seconds):
     j = Judge()
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="oversub-guest-") as tmp:
-        for name, (rec, _op, _counted) in named_guest_list().items():
-            if only and name not in only:
+        for name, rec, gj, known in named_guest_list():
+            if only and name not in only and rec not in only:
                 continue
             with open(f"recordings/{rec}/profile.json") as f:
                 prof = json.load(f)
-            ops = load_ordered(f"recordings/{rec}/guest.json")["provenance"]["ops"]
+            ops = load_ordered(gj)["provenance"]["ops"]
             t = prof["totals"]
             real = {"cpu_ns": t["cpu_ns"] / ops, "switches": t["switches"] / ops, "wakeups": t["wakeups"] / ops,
                     "ipis_reschedule": t.get("ipis", {}).get("reschedule", 0) / ops,
@@ -209,11 +242,10 @@ def guest(oversub, only, no_real, seconds):
             counts = {"switches": t["switches"], "wakeups": t["wakeups"],
                       "ipis_reschedule": t.get("ipis", {}).get("reschedule", 0),
                       "tlb_shootdowns": t["tlb_shootdowns"]}
-            gj = f"recordings/{rec}/guest.json"
             sim = sim_guest(oversub, gj, cpus, 0, tmp)
-            side = f"guest of {cpus}-vCPU VM (recordings/{rec})"
+            side = f"guest of {cpus}-vCPU VM ({gj})"
             for m in ("cpu_ns", "switches", "wakeups", "tlb_shootdowns"):
-                j.add(name, side, m + "/op", real[m], sim[m], count=counts.get(m))
+                j.add(name, side, m + "/op", real[m], sim[m], count=counts.get(m), known=known.get(m + "/op"))
             j.add(name, side, "reschedule IPIs/op", real["ipis_reschedule"], sim["ipis_reschedule"], gap="idle-ipi")
             j.add(name, side, "page faults/op", t["page_faults"] / ops, None)
             if no_real:
@@ -225,12 +257,13 @@ def guest(oversub, only, no_real, seconds):
             s1 = sim_guest(oversub, gj, cpus, hogs, tmp)
             side = f"{hogs} hogs, guest of {cpus}-vCPU VM"
             j.add_repeated(name, side, "throughput with/without hogs",
-                           [h["throughput"] / b["throughput"] for b, h in pairs], s1["ops_per_s"] / sim["ops_per_s"])
+                           [h["throughput"] / b["throughput"] for b, h in pairs], s1["ops_per_s"] / sim["ops_per_s"],
+                           known=known.get("hogs throughput"))
             for m in ("switches", "wakeups"):
                 n = min(min(b["n_" + m], h["n_" + m]) for b, h in pairs)
                 j.add_repeated(name, side, f"{m}/op with/without hogs",
                                [h[m] / b[m] if b[m] else 0.0 for b, h in pairs],
-                               s1[m] / sim[m] if sim[m] else 0.0, count=n)
+                               s1[m] / sim[m] if sim[m] else 0.0, count=n, known=known.get(f"hogs {m}/op"))
     print(j.table())
     print(f"\n{cpus} CPUs, {os.uname().release}, {time.time() - t0:.0f} s")
     for g in j.gaps:

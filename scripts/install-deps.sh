@@ -31,9 +31,10 @@ fi
 if [[ $what == measure || $what == all ]]; then
 	# `make measure` (scripts/measure-real.sh): the real programs behind the
 	# named workloads, the libraries the project's own programs/ build
-	# against, the kernel tree kernbench compiles, and the tools that count.
+	# against, the kernel tree kernbench compiles, and the tools that count
+	# (bpftrace: the queue messages of dedup and vips, uprobes).
 	for p in build-essential pkg-config dbench rt-tests sysbench libvips-dev zlib1g-dev libssl-dev \
-		linux-source-6.12 bc flex bison libelf-dev e2fsprogs time linux-perf; do
+		linux-source-6.12 bc flex bison libelf-dev e2fsprogs time linux-perf bpftrace; do
 		need_pkg "$p"
 	done
 fi

@@ -21,7 +21,7 @@
 # sysbench-threads sysbench-mutex dedup ebizzy ebizzy-M, and ebizzy-64,
 # ebizzy-M-64, ebizzy-M-80 (ebizzy's default of 2 threads per CPU for the
 # history scenarios' 64- and 80-vCPU guests: 128 and 160 threads, on this
-# machine's CPUs). Needs root (mounts,
+# machine's CPUs), kernbench-64 (make -j128, kernbench's 2 jobs per CPU). Needs root (mounts,
 # tracepoints); installs what it needs (scripts/install-deps.sh measure) and
 # builds programs/ (dedup, ebizzy, vipsbench). Inputs, mounts and the kernel
 # tree live in $OVERSUB_MEASURE_DIR (default /tmp/oversub-measure).
@@ -30,7 +30,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 W=${OVERSUB_MEASURE_DIR:-/tmp/oversub-measure}
 THREADS=16 # the published runs' vCPUs per VM: 16 threads/clients/jobs
 ALL=(dbench-tmpfs dbench-ext4 vips hackbench kernbench sysbench-threads sysbench-mutex dedup ebizzy ebizzy-M
-	ebizzy-64 ebizzy-M-64 ebizzy-M-80)
+	ebizzy-64 ebizzy-M-64 ebizzy-M-80 kernbench-64)
 bin=$here/programs/bin
 
 die() {
@@ -83,7 +83,7 @@ setup() {
 	setup_tmpfs
 	setup_ext4
 	setup_inputs
-	if [[ " ${names[*]} " == *" kernbench "* ]]; then setup_kernel; fi
+	if [[ " ${names[*]} " == *" kernbench"* ]]; then setup_kernel; fi
 }
 
 # ---- one program in its configuration ----
@@ -119,12 +119,15 @@ run_one() { # NAME; stdout = the program's output
 		t1=$(date +%s.%N)
 		ops_line hackbench messages "$((2 * 8 * 8 * 1000 * d))" "$(echo "$t1 - $t0" | bc)"
 		;;
-	kernbench)
-		local k=$W/linux
+	kernbench | kernbench-64)
+		# kernbench-64: kernbench's default of 2 jobs per CPU for the history
+		# scenarios' 64-vCPU guests (make -j128), on this machine's CPUs.
+		local k=$W/linux jobs=$THREADS
+		[[ $name == kernbench-64 ]] && jobs=128
 		find "$k/kernel/sched" "$k/mm" -name '*.o' -delete
-		make -s -C "$k" -j"$THREADS" kernel/sched/ mm/ >"$out" 2>&1
+		make -s -C "$k" -j"$jobs" kernel/sched/ mm/ >"$out" 2>&1
 		t1=$(date +%s.%N)
-		ops_line kernbench objects "$(find "$k/kernel/sched" "$k/mm" -name '*.o' -newer "$out" | wc -l)" \
+		ops_line "$name" objects "$(find "$k/kernel/sched" "$k/mm" -name '*.o' -newer "$out" | wc -l)" \
 			"$(echo "$t1 - $t0" | bc)"
 		;;
 	sysbench-threads)
@@ -206,6 +209,43 @@ if [[ $MODE == run ]]; then
 	exit 0
 fi
 
+# The queue messages of dedup and vips (docs/workloads.md, "Queue
+# messages"): bpftrace uprobes on the program's queue (dedup) or libvips'
+# semaphore functions, beside the recorder in the same run, printed at its
+# end into recordings/NAME/queues.txt. The recording's wakeups say who woke
+# whom, not how many items a wakeup carried; these counts do.
+bt_pid=
+queues_start() { # NAME FILE
+	local probe target
+	case $1 in
+	dedup) probe=$here/scripts/measure-queues-dedup.bt target=$bin/dedup ;;
+	vips)
+		probe=$here/scripts/measure-queues-vips.bt
+		target=$(ldd "$bin/vipsbench" | awk '$1 ~ /^libvips\.so/ { print $3 }')
+		[[ -f $target ]] || die "vipsbench links no libvips.so (ldd $bin/vipsbench)"
+		;;
+	*) return 0 ;;
+	esac
+	command -v bpftrace >/dev/null || die "bpftrace is missing (scripts/install-deps.sh measure)"
+	bpftrace "$probe" "$target" >"$2" 2>"$2.err" &
+	bt_pid=$!
+	local i
+	for ((i = 0; i < 600; i++)); do
+		grep -q '^Attaching' "$2" 2>/dev/null && return 0
+		kill -0 "$bt_pid" 2>/dev/null || die "bpftrace $probe failed: $(tail -1 "$2.err")"
+		sleep 0.1
+	done
+	kill "$bt_pid"
+	die "bpftrace $probe did not attach in 60 s"
+}
+queues_stop() {
+	[[ -n $bt_pid ]] || return 0
+	kill -INT "$bt_pid"
+	wait "$bt_pid" || true
+	rm -f "$new.queues.err"
+	bt_pid=
+}
+
 oversub=${OVERSUB_BIN:-$here/target/release/oversub}
 if [[ $MODE == record ]]; then
 	[[ -x $oversub ]] || die "$oversub is not built (cargo build --release --locked)"
@@ -229,12 +269,15 @@ if [[ $MODE == record ]]; then
 		# 256 MiB of ring buffer per CPU: hackbench, sysbench threads and
 		# dbench make about a million trace events a second, more than a
 		# reader sharing a loaded machine keeps up with in 32 MiB.
+		queues_start "$n" "$new.queues"
 		OVERSUB_OPS_FILE=$new.ops OVERSUB_OP_MARK=1 \
 			"$oversub" record --out "$new" --duration "${limit}s" --buffer-kb 262144 -- \
 			"$here/scripts/measure-real.sh" --duration "$DURATION" --run "$n" ||
-			{ rm -rf "$new" "$new.ops"; die "recording $n failed"; }
+			{ queues_stop; rm -rf "$new" "$new.ops" "$new.queues"; die "recording $n failed"; }
+		queues_stop
 		[[ -s $new.ops ]] || { rm -rf "$new" "$new.ops"; die "$n wrote no op count (OVERSUB_OPS_FILE)"; }
 		mv "$new.ops" "$new/ops.txt"
+		if [[ -f $new.queues ]]; then mv "$new.queues" "$new/queues.txt"; fi
 		rm -rf "$here/recordings/$n"
 		mv "$new" "$here/recordings/$n"
 		# Debian's programs have no op markers: their derived workload

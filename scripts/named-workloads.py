@@ -28,6 +28,9 @@ NAMED = collections.OrderedDict([
     # The history scenarios' 64- and 80-vCPU guests: ebizzy's default of 2
     # threads per CPU, recorded on this machine's CPUs with the arena limit
     # glibc computes for the guest's (scripts/measure-real.sh).
+    ("ebizzy-64", ("ebizzy-64", "a record search (ebizzy -t 128, default: glibc's dynamic mmap threshold; glibc "
+                                "arena limit of a 64-CPU machine)",
+                   "the program's op markers (programs/ebizzy)")),
     ("ebizzy-M-64", ("ebizzy-M-64", "a record search (ebizzy -t 128 -M: every free trims the arena; glibc arena "
                                     "limit of a 64-CPU machine)",
                      "the program's op markers (programs/ebizzy)")),

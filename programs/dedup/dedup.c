@@ -147,8 +147,13 @@ static void queue_init(struct queue *q, int producers)
 	q->producers = producers;
 }
 
-/* Puts n items; blocks while they do not fit; wakes one consumer. */
-static void queue_put(struct queue *q, void **v, size_t n)
+/*
+ * Puts n items; blocks while they do not fit; wakes one consumer. Not
+ * inlined nor cloned (nor queue_get), so that a uprobe sees every call
+ * (scripts/measure-queues-dedup.bt).
+ */
+static __attribute__((noinline, noclone)) void
+queue_put(struct queue *q, void **v, size_t n)
 {
 	pthread_mutex_lock(&q->m);
 	while (QUEUE_CAP - q->count < n)
@@ -161,7 +166,8 @@ static void queue_put(struct queue *q, void **v, size_t n)
 }
 
 /* Takes up to max items; blocks while empty and producers remain; 0 = end. */
-static size_t queue_get(struct queue *q, void **v, size_t max)
+static __attribute__((noinline, noclone)) size_t
+queue_get(struct queue *q, void **v, size_t max)
 {
 	size_t n;
 
