@@ -70,7 +70,7 @@ impl GuestModel for PhaseGen {
         i: VcpuIdx,
         phase: Phase,
     ) -> Option<Act> {
-        let (vi, i) = (vm, i.idx());
+        let (vi, i) = (vm, i);
         match phase {
             Phase::Compute { left, len, .. } => {
                 if left > Nanos::ZERO {
@@ -119,7 +119,7 @@ impl GuestModel for NestedGuest {
         i: VcpuIdx,
         phase: Phase,
     ) -> Option<Act> {
-        let (vi, i) = (vm, i.idx());
+        let (vi, i) = (vm, i);
         if phase != Phase::Guest {
             debug_assert_eq!(phase, Phase::Start, "not a nested guest phase");
             sim.vms[vi].g[i].phase = Phase::Guest;
@@ -182,7 +182,7 @@ impl GuestModel for NestedGuest {
 
     fn consumed(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx, work: Nanos) {
         if let Some(g) = sim.vms[vm.idx()].guest.as_mut() {
-            g.consumed(i.idx(), work);
+            g.consumed(i, work);
         }
     }
 
@@ -191,7 +191,7 @@ impl GuestModel for NestedGuest {
     }
 
     fn timer_interrupt(&self, sim: &mut Simulator, cpu: CpuId, vm: VmId, i: VcpuIdx) {
-        sim.guest_timer_interrupt(cpu, vm, i.idx());
+        sim.guest_timer_interrupt(cpu, vm, i);
     }
 
     fn tick_due(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx) {
@@ -202,6 +202,6 @@ impl GuestModel for NestedGuest {
 
     fn sched_in(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx) {
         let task = sim.vcpu_task(vm, i);
-        sim.guest_vcpu_entry(vm, i.idx(), task);
+        sim.guest_vcpu_entry(vm, i, task);
     }
 }

@@ -23,7 +23,7 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
         mut stage: AfterStage,
         mut len: Nanos,
     ) -> Option<Act> {
@@ -44,7 +44,7 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
         stage: AfterStage,
         len: Nanos,
     ) -> Option<Act> {
@@ -55,7 +55,7 @@ impl Simulator {
         // built only once an IPI is drawn.
         let avic = self.kvm.avic;
         let vm = &mut self.vms[vi];
-        let me = VcpuIdx(i as u32);
+        let me = i;
         let ms = len.0 as f64 / 1e6;
         match stage {
             AfterStage::Ipi => {
@@ -76,13 +76,13 @@ impl Simulator {
                     let drawn = if sync {
                         None
                     } else {
-                        draw_idle_vcpu(&vm.g[..vm.active as usize], i, &mut vm.rng)
+                        draw_idle_vcpu(&vm.g.as_slice()[..vm.active as usize], i, &mut vm.rng)
                     };
                     let t = match drawn {
                         Some(t) => t,
                         None => {
-                            let t = vm.rng.below(u64::from(vm.active - 1)) as usize;
-                            t + usize::from(t >= i)
+                            let t = vm.rng.below(u64::from(vm.active - 1)) as u32;
+                            VcpuIdx(t + u32::from(t >= i.0))
                         }
                     };
                     let vector = if sync {
@@ -108,14 +108,14 @@ impl Simulator {
                         let running = self.vcpus_running_if(avic, vi);
                         let w = self.vms[vi].icr_write(
                             me,
-                            &LapicIrq::unicast(VcpuIdx(t as u32), vector),
+                            &LapicIrq::unicast(t, vector),
                             now,
                             &running,
                             exit,
                         );
                         self.trace_icr(cpu, vi, i, t, vector.0, w.tracked);
                         for tg in w.targets {
-                            self.deliver(vi, i, tg.idx(), vector, cpu);
+                            self.deliver(vi, i, tg, vector, cpu);
                         }
                     }
                 }
@@ -136,7 +136,7 @@ impl Simulator {
                     let mut targets = std::mem::take(&mut vm.targets_buf);
                     targets.clear();
                     targets.extend(
-                        (0..vm.active as usize)
+                        VcpuIdx::all(vm.active)
                             .filter(|&t| t != i)
                             .filter(|&t| !(pv.tlb_flush && pv.steal_time && vm.vcpus[t].preempted)),
                     );
@@ -201,11 +201,11 @@ impl Simulator {
         }
     }
 
-    pub(super) fn lock_start(&mut self, vi: VmId, i: usize, l: usize) {
+    pub(super) fn lock_start(&mut self, vi: VmId, i: VcpuIdx, l: usize) {
         let now = self.now;
         let vm = &mut self.vms[vi];
         vm.g[i].wait_start = now;
-        match vm.locks[l].lock(VcpuIdx(i as u32)) {
+        match vm.locks[l].lock(i) {
             LockStep::Acquired => self.lock_acquired(vi, i, l),
             _ => {
                 vm.g[i].phase = Phase::Spin {
@@ -218,7 +218,7 @@ impl Simulator {
         }
     }
 
-    pub(super) fn lock_acquired(&mut self, vi: VmId, i: usize, l: usize) {
+    pub(super) fn lock_acquired(&mut self, vi: VmId, i: VcpuIdx, l: usize) {
         let now = self.now;
         let vm = &mut self.vms[vi];
         vm.stats.lock_wait.add((now - vm.g[i].wait_start).0);
@@ -232,7 +232,13 @@ impl Simulator {
     }
 
     /// Unlock, wake or kick the next waiter. Some(act) if the releaser yielded.
-    pub(super) fn lock_release(&mut self, cpu: CpuId, vi: VmId, i: usize, l: usize) -> Option<Act> {
+    pub(super) fn lock_release(
+        &mut self,
+        cpu: CpuId,
+        vi: VmId,
+        i: VcpuIdx,
+        l: usize,
+    ) -> Option<Act> {
         let now = self.now;
         let exit = self.kvm.round_trip();
         let vm = &mut self.vms[vi];
@@ -242,15 +248,15 @@ impl Simulator {
             vm.stats.op_latency.add((now - vm.g[i].op_start).0);
         }
         vm.g[i].phase = Phase::Start;
-        let r = vm.locks[l].release(VcpuIdx(i as u32));
+        let r = vm.locks[l].release(i);
         let mut kicked = None;
         match r {
-            Release::HandedTo(c) => self.poke(vi, c.idx()),
+            Release::HandedTo(c) => self.poke(vi, c),
             Release::Free => {
                 // (A poke does not touch the lock.)
                 let mut k = 0;
                 while let Some(c) = self.vms[vi].locks[l].contender(k) {
-                    self.poke(vi, c.idx());
+                    self.poke(vi, c);
                     k += 1;
                 }
             }
@@ -259,24 +265,24 @@ impl Simulator {
                 // kvm_sched_yield towards the kicked vCPU.
                 vm.stats.pv_kicks += 1;
                 vm.g[i].pending_exit += exit;
-                let was_ready = vm.vcpus[c.idx()].ready;
+                let was_ready = vm.vcpus[c].ready;
                 if kvm_pv_kick_cpu_op(&mut vm.vcpus, u64::from(c.0)) {
-                    let task = vm.task(c.idx());
+                    let task = vm.task(c);
                     if self.host.sched.try_to_wake_up(task, 0, Some(cpu)) {
                         self.trace_wakeup_from(task, Some(cpu));
                     } else {
-                        self.vms[vi].vcpus[c.idx()].ready = was_ready;
+                        self.vms[vi].vcpus[c].ready = was_ready;
                     }
                 } else {
-                    self.poke(vi, c.idx());
+                    self.poke(vi, c);
                 }
-                kicked = Some(c.idx());
+                kicked = Some(c);
             }
         }
         let vm = &mut self.vms[vi];
         if vm.pingpong {
-            let other = (i + 1) % (vm.active.max(1) as usize);
-            vm.turn = other as u32;
+            let other = VcpuIdx((i.0 + 1) % vm.active.max(1));
+            vm.turn = other;
             self.poke(vi, other);
         }
         // KVM_HC_KICK_CPU's kvm_sched_yield (266e85a5ec9; `[kvm] kick_yield`).
@@ -291,11 +297,11 @@ impl Simulator {
     /// The phase generator's next op on vCPU `i`: done (inactive vCPU, or
     /// the profile's iterations reached), or a compute burst drawn from the
     /// profile. None: look at the phase again.
-    pub(super) fn start_op(&mut self, vi: VmId, i: usize) -> Option<Act> {
+    pub(super) fn start_op(&mut self, vi: VmId, i: VcpuIdx) -> Option<Act> {
         let now = self.now;
         let vm = &mut self.vms[vi];
         let done =
-            i as u32 >= vm.active || (vm.prof.iterations > 0 && vm.stats.ops >= vm.prof.iterations);
+            i.0 >= vm.active || (vm.prof.iterations > 0 && vm.stats.ops >= vm.prof.iterations);
         if done {
             vm.g[i].phase = Phase::Done;
             return None;

@@ -4,7 +4,7 @@
 
 use crate::engine::{Nanos, Time};
 use crate::guest::haltpoll::CpuidleDevice;
-use crate::kvm::Vector;
+use crate::kvm::{VcpuIdx, Vector};
 use crate::report::Hist;
 use std::collections::VecDeque;
 
@@ -103,7 +103,7 @@ pub(super) enum Phase {
 pub(super) struct Irq {
     pub(super) at: Time,
     pub(super) vector: Vector,
-    pub(super) from: u32,
+    pub(super) from: VcpuIdx,
 }
 
 /// A cross-CPU call queued on a guest CPU (`call_single_data_t` on the
@@ -111,7 +111,7 @@ pub(super) struct Irq {
 #[derive(Clone, Copy, Debug)]
 pub(super) struct CallSingleData {
     /// The vCPU that queued it.
-    pub(super) from: u32,
+    pub(super) from: VcpuIdx,
     /// The caller waits for it in `csd_lock_wait` (`CSD_TYPE_SYNC`).
     pub(super) sync: bool,
     /// The function's work after the interrupt entry (`smp_call` handlers).

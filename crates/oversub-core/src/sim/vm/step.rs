@@ -28,7 +28,7 @@ impl Simulator {
         idx: VcpuIdx,
         left: Nanos,
     ) {
-        let (vi, i) = (vm, idx.idx());
+        let (vi, i) = (vm, idx);
         // Account the burst.
         let mut spun = Nanos::ZERO;
         let mut model_work = None;
@@ -109,7 +109,7 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
         left: Nanos,
         spun: Nanos,
     ) -> Act {
@@ -131,7 +131,7 @@ impl Simulator {
                 // The guest model's own phases (`model.rs`).
                 Phase::Start | Phase::Compute { .. } | Phase::After { .. } | Phase::Guest => {
                     let model = vm.model;
-                    model.step(self, cpu, vi, VcpuIdx(i as u32), phase)
+                    model.step(self, cpu, vi, i, phase)
                 }
                 Phase::Spin {
                     wait,
@@ -175,9 +175,9 @@ impl Simulator {
     /// Takes the first pending interrupt of vCPU `i` in `phase`: leaves a
     /// halt (or its polling), keeps an interrupted lock spin's progress
     /// (`spun`), and enters the handler, which returns to `resume`.
-    fn inject_irq(&mut self, vi: VmId, i: usize, phase: Phase, spun: &mut Option<Nanos>) {
+    fn inject_irq(&mut self, vi: VmId, i: VcpuIdx, phase: Phase, spun: &mut Option<Nanos>) {
         let now = self.now;
-        let me = VcpuIdx(i as u32);
+        let me = i;
         let vm = &mut self.vms[vi];
         let irq = vm.g[i].irqs.pop_front().expect("non-empty");
         if vm.g[i].irqs.is_empty() {
@@ -253,7 +253,7 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
         left: Nanos,
         s: Nanos,
         spin: SpinAt,
@@ -265,7 +265,7 @@ impl Simulator {
             len,
         } = spin;
         let now = self.now;
-        let me = VcpuIdx(i as u32);
+        let me = i;
         let vm = &mut self.vms[vi];
         // Did the wait end?
         match wait {
@@ -327,14 +327,14 @@ impl Simulator {
                 }
             }
             Wait::Turn => {
-                if vm.turn == i as u32 {
+                if vm.turn == i {
                     self.lock_start(vi, i, 0);
                     return None;
                 }
                 // turn_yield: a guest-directed yield to the holder
                 // when steal time says it is preempted (s390's
                 // diag 0x9c; x86 KVM_HC_SCHED_YIELD).
-                let holder = vm.turn as usize;
+                let holder = vm.turn;
                 // At most one per spin burst (the guest spins
                 // between two looks at the holder).
                 if vm.prof.turn_yield
@@ -376,9 +376,9 @@ impl Simulator {
     /// An interrupt handler ended: its EOI, the return to the interrupted
     /// phase, the guest timer's work (program guest), and the senders'
     /// `csd_lock_wait` of the synchronous calls it ran (`csd_unlock`).
-    fn handler_end(&mut self, cpu: CpuId, vi: VmId, i: usize, vector: Vector) {
+    fn handler_end(&mut self, cpu: CpuId, vi: VmId, i: VcpuIdx, vector: Vector) {
         let now = self.now;
-        let me = VcpuIdx(i as u32);
+        let me = i;
         let vm = &mut self.vms[vi];
         // EOI: exits unless APICv virtualizes it.
         if vm.tracker.on_eoi(me, vector, now) {
@@ -395,7 +395,7 @@ impl Simulator {
             let vm = &mut self.vms[vi];
             let mut ran = std::mem::take(&mut vm.g[i].csd_running);
             for c in ran.iter().filter(|c| c.sync) {
-                let s = c.from as usize;
+                let s = c.from;
                 let g = &mut self.vms[vi].g[s];
                 g.csd_pending = g.csd_pending.saturating_sub(1);
                 if g.csd_pending == 0 {
@@ -414,10 +414,10 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
         pv_lock: Option<usize>,
     ) -> Option<Act> {
-        let me = VcpuIdx(i as u32);
+        let me = i;
         match pv_lock {
             // Woken from an idle HLT (timer or interrupt): work again.
             None => {
@@ -455,7 +455,7 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
         pv_lock: Option<usize>,
         left: Nanos,
     ) -> Option<Act> {
