@@ -7,7 +7,7 @@
 //! program's threads, stepped by `task::program`. The glue here is what the
 //! hardware and KVM put between the two levels:
 //! * a guest task consumes its CPU burst only inside a vCPU burst, i.e. while
-//!   the host runs the vCPU task (`Phase::Guest` of `sim::vm`); a host
+//!   the host runs the vCPU task (`NestedStage::Guest` of `sim::vm`); a host
 //!   switch-out pauses it;
 //! * an idle guest CPU (`rq->curr == NULL`) executes HLT: the vCPU halts and
 //!   blocks in KVM (halt polling as configured);

@@ -67,7 +67,7 @@ impl Simulator {
     }
 
     /// `poll_idle` of guest CPU `i` saw `need_resched()`: the poll ends
-    /// before its limit and the CPU leaves idle (`Phase::Guest`; it polls
+    /// before its limit and the CPU leaves idle (`NestedStage::Guest`; it polls
     /// afresh if it finds nothing to run).
     pub(super) fn idle_poll_woken(&mut self, vi: VmId, i: VcpuIdx) {
         let vm = &mut self.vms[vi];
@@ -75,7 +75,7 @@ impl Simulator {
         poll_idle_end(dev, false);
         haltpoll_reflect(dev, &HaltpollParams::default(), IdleState::Poll, 0);
         vm.stats.guest_polls_woken += 1;
-        vm.g[i].phase = Phase::Guest;
+        vm.g[i].phase = Phase::GUEST;
     }
 
     /// An idle HLT of guest CPU `i` returned: `haltpoll_reflect` with the

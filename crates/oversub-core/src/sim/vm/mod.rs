@@ -488,8 +488,6 @@ mod tests {
     const OWNER_SPIN: Phase = Phase::Spin {
         wait: Wait::Owner,
         ple: false,
-        then: state::AfterStage::Ipi,
-        len: Nanos::ZERO,
     };
 
     /// The mutant: an owner spin entered without `note_owner_spin()` is

@@ -5,7 +5,7 @@
 
 use super::super::Simulator;
 use super::irq::draw_idle_vcpu;
-use super::state::{AfterStage, Cat, Phase, Wait};
+use super::state::{AfterStage, Cat, GenStage, ModelStage, Phase, Wait};
 use super::Act;
 use crate::engine::Nanos;
 use crate::guest::spinlock::{LockStep, Release};
@@ -33,7 +33,11 @@ impl Simulator {
             }
             let g = &self.vms[vi].g[i];
             match g.phase {
-                Phase::After { stage: s, len: l } if g.irqs.is_empty() => (stage, len) = (s, l),
+                Phase::Model(ModelStage::Gen(GenStage::After { stage: s, len: l }))
+                    if g.irqs.is_empty() =>
+                {
+                    (stage, len) = (s, l)
+                }
                 _ => return None,
             }
         }
@@ -59,10 +63,10 @@ impl Simulator {
         let ms = len.0 as f64 / 1e6;
         match stage {
             AfterStage::Ipi => {
-                vm.g[i].phase = Phase::After {
+                vm.g[i].phase = Phase::gen(GenStage::After {
                     stage: AfterStage::Shootdown,
                     len,
-                };
+                });
                 if vm.active > 1
                     && vm.prof.ipi_per_ms > 0.0
                     && vm.rng.chance(vm.prof.ipi_per_ms * ms)
@@ -97,10 +101,13 @@ impl Simulator {
                     if sync {
                         vm.g[i].csd_pending += 1;
                         vm.g[i].phase = Phase::Spin {
-                            wait: Wait::Csd,
+                            wait: Wait::Csd {
+                                then: ModelStage::Gen(GenStage::After {
+                                    stage: AfterStage::Shootdown,
+                                    len,
+                                }),
+                            },
                             ple: false,
-                            then: AfterStage::Shootdown,
-                            len,
                         };
                     }
                     if send {
@@ -122,10 +129,10 @@ impl Simulator {
                 None
             }
             AfterStage::Shootdown => {
-                vm.g[i].phase = Phase::After {
+                vm.g[i].phase = Phase::gen(GenStage::After {
                     stage: AfterStage::BlockOrLock,
                     len,
-                };
+                });
                 if vm.active > 1
                     && vm.prof.tlb_shootdown_per_ms > 0.0
                     && vm.rng.chance(vm.prof.tlb_shootdown_per_ms * ms)
@@ -145,10 +152,13 @@ impl Simulator {
                         return None;
                     }
                     let then = Phase::Spin {
-                        wait: Wait::Csd,
+                        wait: Wait::Csd {
+                            then: ModelStage::Gen(GenStage::After {
+                                stage: AfterStage::BlockOrLock,
+                                len,
+                            }),
+                        },
                         ple: false,
-                        then: AfterStage::BlockOrLock,
-                        len,
                     };
                     let running = self.vcpus_running_if(avic, vi);
                     let sw = self.smp_call_function_many(
@@ -183,8 +193,6 @@ impl Simulator {
                     vm.g[i].phase = Phase::Spin {
                         wait: Wait::Turn,
                         ple: false,
-                        then: AfterStage::Ipi,
-                        len,
                     };
                     return None;
                 }
@@ -211,8 +219,6 @@ impl Simulator {
                 vm.g[i].phase = Phase::Spin {
                     wait: Wait::Lock(l),
                     ple: false,
-                    then: AfterStage::Ipi,
-                    len: Nanos::ZERO,
                 }
             }
         }
@@ -309,11 +315,11 @@ impl Simulator {
         let len = Nanos(vm.rng.exp(vm.prof.compute_ns).max(1));
         let user = !vm.rng.chance(vm.prof.kernel_fraction);
         vm.g[i].op_start = now;
-        vm.g[i].phase = Phase::Compute {
+        vm.g[i].phase = Phase::gen(GenStage::Compute {
             left: len,
             len,
             user,
-        };
+        });
         // What the next pass would do: no interrupt is pending
         // (this pass found none) and `len` > 0.
         Some(Act::Run(Cat::Useful, len))

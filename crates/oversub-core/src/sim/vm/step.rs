@@ -5,8 +5,9 @@
 
 use super::super::Simulator;
 use super::exits::spin_iters;
+use super::model::NestedGuest;
 use super::osq::OwnerLook;
-use super::state::{AfterStage, Cat, Phase, Wait};
+use super::state::{Cat, GenStage, ModelStage, Phase, Wait};
 use super::Act;
 use super::VmEv;
 use crate::engine::Nanos;
@@ -40,12 +41,12 @@ impl Simulator {
             // Exit overhead not yet paid when the burst was cut short stays owed.
             g.pending_exit += g.plan_exit - ex;
             match &mut g.phase {
-                Phase::Compute { left, .. }
+                Phase::Model(ModelStage::Gen(GenStage::Compute { left, .. }))
                 | Phase::Hold { left, .. }
                 | Phase::Handler { left, .. }
                 | Phase::Poll { left, .. } => *left = *left - work,
                 Phase::Spin { .. } => spun = work,
-                Phase::Guest => model_work = Some(work),
+                Phase::Model(ModelStage::Nested(_)) => model_work = Some(work),
                 _ => {}
             }
             g.plan_exit = Nanos::ZERO;
@@ -61,8 +62,7 @@ impl Simulator {
             }
         }
         if let Some(work) = model_work {
-            let model = self.vms[vi].model;
-            model.consumed(self, vm, idx, work);
+            NestedGuest::consumed(self, vm, idx, work);
         }
         let act = self.vcpu_next(cpu, vi, i, left, spun);
         let vm = &mut self.vms[vi];
@@ -73,7 +73,9 @@ impl Simulator {
                 g.plan_work = work;
                 g.cat = cat;
                 vm.vcpus[i].cpl = match g.phase {
-                    Phase::Compute { user: true, .. } => Cpl::User,
+                    Phase::Model(ModelStage::Gen(GenStage::Compute { user: true, .. })) => {
+                        Cpl::User
+                    }
                     _ => Cpl::Kernel,
                 };
                 self.host.set_remaining(p, Some(g.plan_exit + work));
@@ -128,24 +130,16 @@ impl Simulator {
                 continue;
             }
             let act = match phase {
-                // The guest model's own phases (`model.rs`).
-                Phase::Start | Phase::Compute { .. } | Phase::After { .. } | Phase::Guest => {
+                // Back to the guest model, or one of its own stages
+                // (`model.rs`).
+                Phase::Start => {
                     let model = vm.model;
-                    model.step(self, cpu, vi, i, phase)
+                    model.start(self, vi, i)
                 }
-                Phase::Spin {
-                    wait,
-                    ple,
-                    then,
-                    len,
-                } => {
+                Phase::Model(stage) => stage.step(self, cpu, vi, i),
+                Phase::Spin { wait, ple } => {
                     let s = spun.take().unwrap_or(Nanos::ZERO);
-                    let spin = SpinAt {
-                        wait,
-                        ple,
-                        then,
-                        len,
-                    };
+                    let spin = SpinAt { wait, ple };
                     self.spin_phase(cpu, vi, i, left, s, spin)
                 }
                 Phase::Hold { lock, left } => {
@@ -195,14 +189,7 @@ impl Simulator {
                 Phase::Start
             }
             Phase::Poll { pv_lock, .. } => Phase::Halted { pv_lock },
-            Phase::Spin {
-                wait, then, len, ..
-            } => Phase::Spin {
-                wait,
-                ple: false,
-                then,
-                len,
-            },
+            Phase::Spin { wait, .. } => Phase::Spin { wait, ple: false },
             ph => ph,
         };
         // Keep the interrupted spin's progress for its lock.
@@ -258,12 +245,7 @@ impl Simulator {
         s: Nanos,
         spin: SpinAt,
     ) -> Option<Act> {
-        let SpinAt {
-            wait,
-            ple,
-            then,
-            len,
-        } = spin;
+        let SpinAt { wait, ple } = spin;
         let now = self.now;
         let me = i;
         let vm = &mut self.vms[vi];
@@ -292,11 +274,11 @@ impl Simulator {
                     LockStep::Spin => {}
                 }
             }
-            Wait::Csd => {
+            Wait::Csd { then } => {
                 if vm.g[i].csd_pending == 0 {
                     vm.stats.csd_wait_ns += (now - vm.g[i].csd_since).0;
                     vm.stats.csd_waits += 1;
-                    vm.g[i].phase = vm.model.after_csd_wait(then, len);
+                    vm.g[i].phase = Phase::Model(then);
                     return None;
                 }
             }
@@ -306,23 +288,23 @@ impl Simulator {
             Wait::Owner if self.pv.osq => match self.guest_owner_spin_look(vi, i) {
                 OwnerLook::Spin => {}
                 OwnerLook::Take => {
-                    self.vms[vi].g[i].phase = Phase::Guest;
+                    self.vms[vi].g[i].phase = Phase::GUEST;
                     return None;
                 }
                 OwnerLook::Sleep => {
                     self.guest_sleep_on_lock(vi, i);
-                    self.vms[vi].g[i].phase = Phase::Guest;
+                    self.vms[vi].g[i].phase = Phase::GUEST;
                     return None;
                 }
             },
             Wait::Owner => {
                 if self.guest_spun_lock_free(vi, i) {
-                    self.vms[vi].g[i].phase = Phase::Guest;
+                    self.vms[vi].g[i].phase = Phase::GUEST;
                     return None;
                 }
                 if !self.guest_keeps_spinning(vi, i) {
                     self.guest_sleep_on_lock(vi, i);
-                    self.vms[vi].g[i].phase = Phase::Guest;
+                    self.vms[vi].g[i].phase = Phase::GUEST;
                     return None;
                 }
             }
@@ -351,24 +333,14 @@ impl Simulator {
             }
         }
         if ple && left == Nanos::ZERO {
-            self.vms[vi].g[i].phase = Phase::Spin {
-                wait,
-                ple: false,
-                then,
-                len,
-            };
+            self.vms[vi].g[i].phase = Phase::Spin { wait, ple: false };
             self.vms[vi].note_owner_spin(i);
             if let Some(sw) = self.handle_pause(cpu, vi, i) {
                 return Some(Act::Switched(sw));
             }
         }
         let (d, ple2) = self.plan_spin(vi, i, wait);
-        self.vms[vi].g[i].phase = Phase::Spin {
-            wait,
-            ple: ple2,
-            then,
-            len,
-        };
+        self.vms[vi].g[i].phase = Phase::Spin { wait, ple: ple2 };
         self.vms[vi].note_owner_spin(i);
         Some(Act::Run(Cat::Spin, d))
     }
@@ -439,8 +411,6 @@ impl Simulator {
                         vm.g[i].phase = Phase::Spin {
                             wait: Wait::Lock(l),
                             ple: false,
-                            then: AfterStage::Ipi,
-                            len: Nanos::ZERO,
                         }
                     }
                 }
@@ -506,11 +476,9 @@ fn flush_smp_call_function_queue(g: &mut super::state::VGuest) -> Nanos {
 }
 
 /// The state of a `Phase::Spin` (what it waits for, whether the burst ends
-/// in a PAUSE exit, and the phase generator's stage to return to).
+/// in a PAUSE exit).
 #[derive(Clone, Copy)]
 struct SpinAt {
     wait: Wait,
     ple: bool,
-    then: AfterStage,
-    len: Nanos,
 }
