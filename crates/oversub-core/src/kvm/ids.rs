@@ -22,6 +22,11 @@ impl VcpuIdx {
     pub fn idx(self) -> usize {
         self.0 as usize
     }
+
+    /// The indexes of a VM's `n` vCPUs, in order.
+    pub fn all(n: u32) -> impl Iterator<Item = VcpuIdx> {
+        (0..n).map(VcpuIdx)
+    }
 }
 
 /// An x86 interrupt vector (0..=255).

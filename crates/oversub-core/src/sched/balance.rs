@@ -95,16 +95,16 @@ impl CpuIdleType {
 /// `struct sg_lb_stats`.
 #[derive(Clone, Debug)]
 pub struct SgLbStats {
-    pub avg_load: u64,
-    pub group_load: u64,
-    pub group_capacity: u64,
-    pub group_util: u64,
-    pub group_runnable: u64,
-    pub sum_nr_running: u32,
-    pub sum_h_nr_running: u32,
-    pub idle_cpus: u32,
-    pub group_weight: u32,
-    pub group_type: GroupType,
+    pub(crate) avg_load: u64,
+    pub(crate) group_load: u64,
+    pub(crate) group_capacity: u64,
+    pub(crate) group_util: u64,
+    pub(crate) group_runnable: u64,
+    pub(crate) sum_nr_running: u32,
+    pub(crate) sum_h_nr_running: u32,
+    pub(crate) idle_cpus: u32,
+    pub(crate) group_weight: u32,
+    pub(crate) group_type: GroupType,
 }
 
 impl SgLbStats {

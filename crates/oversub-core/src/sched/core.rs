@@ -41,11 +41,18 @@ impl YieldTo {
 /// (None is the idle task).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Switch {
-    pub cpu: CpuId,
-    pub prev: Option<TaskId>,
-    pub next: Option<TaskId>,
+    pub(crate) cpu: CpuId,
+    pub(crate) prev: Option<TaskId>,
+    pub(crate) next: Option<TaskId>,
     /// True when prev left still runnable (preempted or yielded).
-    pub prev_runnable: bool,
+    pub(crate) prev_runnable: bool,
+}
+
+impl Switch {
+    /// The task that got the CPU (None: the idle task).
+    pub fn next(&self) -> Option<TaskId> {
+        self.next
+    }
 }
 
 impl Scheduler {

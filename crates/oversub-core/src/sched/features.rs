@@ -185,52 +185,52 @@ impl fmt::Display for KernelPreset {
 /// sched_feat bits in the kernel (named in upper case like the others).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SchedFeatures {
-    pub place_lag: bool,
-    pub place_deadline_initial: bool,
-    pub place_rel_deadline: bool,
-    pub run_to_parity: bool,
-    pub preempt_short: bool,
+    pub(crate) place_lag: bool,
+    pub(crate) place_deadline_initial: bool,
+    pub(crate) place_rel_deadline: bool,
+    pub(crate) run_to_parity: bool,
+    pub(crate) preempt_short: bool,
     /// 6.12.0: also gates honouring `cfs_rq->next` at pick. 6.12.117+: only
     /// wakeup-preemption buddy nomination.
-    pub next_buddy: bool,
+    pub(crate) next_buddy: bool,
     /// Honour `cfs_rq->next` at pick if eligible (2a77e4be12cb; absent in 6.12.0).
-    pub pick_buddy: bool,
-    pub cache_hot_buddy: bool,
-    pub delay_dequeue: bool,
-    pub delay_zero: bool,
-    pub wakeup_preemption: bool,
+    pub(crate) pick_buddy: bool,
+    pub(crate) cache_hot_buddy: bool,
+    pub(crate) delay_dequeue: bool,
+    pub(crate) delay_zero: bool,
+    pub(crate) wakeup_preemption: bool,
     /// Slice expiry enforced by a high-resolution timer instead of the tick.
-    pub hrtick: bool,
+    pub(crate) hrtick: bool,
     /// FORFEIT_YIELD: `yield_task_fair()` sets vruntime = deadline when eligible
     /// (79104becf42b). Not a sched_feat bit in the kernel.
-    pub forfeit_yield: bool,
+    pub(crate) forfeit_yield: bool,
     /// PICK_BUDDY_IN_PICK_EEVDF: the buddy check sits in `__pick_eevdf()` after the
     /// single-entity shortcut and before curr/RUN_TO_PARITY (523afd46059d, v6.19).
-    pub buddy_in_pick_eevdf: bool,
+    pub(crate) buddy_in_pick_eevdf: bool,
     /// VPROT: slice protection ends at `se->vprot` = min(deadline, v + the
     /// queue's minimum slice) (v6.17: 74eec63661d4 "Fix NO_RUN_TO_PARITY
     /// case", 052c3d87c82e "Limit run to parity to the min slice of enqueued
     /// entities", 3a0baa8e6c57 "Fix entity's lag with run to parity") instead
     /// of the 6.12 "vlag == deadline" stash.
-    pub vprot: bool,
+    pub(crate) vprot: bool,
     /// VPROT_IN_VLAG: from v6.17 `vprot` is a union with `vlag`
     /// (74eec63661d4), so `reweight_entity()`'s `update_entity_lag()` of a
     /// queued curr overwrites it with the lag. 80390ead2080 "Separate
     /// se->vlag from se->vprot" (tip sched/core 2025-12-15, after the v6.19
     /// merge window, so v7.0) gave vprot a field of its own.
-    pub vprot_in_vlag: bool,
+    pub(crate) vprot_in_vlag: bool,
     /// WAKEUP_PICK_PROTECT: `check_preempt_wakeup_fair()` asks
     /// `__pick_eevdf(cfs_rq, !do_preempt_short)`, cancels curr's protection
     /// only when it preempts, and otherwise shortens it with
     /// `update_protect_slice()` (v6.17: 9de74a9850b9 "Remove spurious shorter
     /// slice preemption", 3a0baa8e6c57). Off: 6.12's `do_preempt_short()`,
     /// which cancels the protection even when the wakee is not picked.
-    pub wakeup_pick_protect: bool,
+    pub(crate) wakeup_pick_protect: bool,
     /// RESCHED_UNPROTECTED: `update_curr()` reschedules whenever curr's
     /// protection has ended and others are queued (v6.17: 0b9ca2dcabc3
     /// "Always trigger resched at the end of a protected period"). Off:
     /// only on deadline expiry or 6.12's `did_preempt_short()`.
-    pub resched_unprotected: bool,
+    pub(crate) resched_unprotected: bool,
     /// TTWU_DEQUEUE_DELAYED: `ttwu_runnable()` fully dequeues a delayed task
     /// woken on a CPU with other tasks (nr_running > 1) when it may run on
     /// another CPU, and lets it take the whole wakeup path
@@ -239,40 +239,40 @@ pub struct SchedFeatures {
     /// tip sched/urgent 2024-11-11, in v6.13; not in Debian's 6.12.117
     /// source). Off: the delayed task is re-queued where it
     /// is by `requeue_delayed_entity()`. Not a sched_feat bit in the kernel.
-    pub ttwu_dequeue_delayed: bool,
+    pub(crate) ttwu_dequeue_delayed: bool,
     /// NEXT_BUDDY_GATES_PICK: 6.12.0's `pick_next_entity()` honours the buddy
     /// under NEXT_BUDDY (there is no PICK_BUDDY bit before 2a77e4be12cb).
-    pub next_buddy_gates_pick: bool,
+    pub(crate) next_buddy_gates_pick: bool,
     /// WA_IDLE: `wake_affine()` prefers an idle waker or prev CPU.
-    pub wa_idle: bool,
+    pub(crate) wa_idle: bool,
     /// WA_WEIGHT: `wake_affine()` compares the two CPUs' loads.
-    pub wa_weight: bool,
+    pub(crate) wa_weight: bool,
     /// WA_BIAS: that comparison is biased towards prev by half of
     /// `imbalance_pct`.
-    pub wa_bias: bool,
+    pub(crate) wa_bias: bool,
     /// SIS_UTIL: `select_idle_cpu()` scans as many CPUs as the LLC's idle
     /// share allows (`nr_idle_scan`, set by the load balancer).
-    pub sis_util: bool,
+    pub(crate) sis_util: bool,
     /// LAST_BUDDY: K Prateek Nayak's suggestion (seed 000): `schedule()`
     /// re-nominates a preempted, still runnable prev as the next buddy, so a
     /// yield_to() hint survives one pick. Not in any kernel we model (CFS had
     /// a different LAST_BUDDY until v6.6); off in every EEVDF preset. On
     /// 6.1 (CFS) it is that kernel's LAST_BUDDY: `check_preempt_wakeup()`
     /// nominates the preempted curr as `cfs_rq->last` (on by default).
-    pub last_buddy: bool,
+    pub(crate) last_buddy: bool,
     /// GENTLE_FAIR_SLEEPERS (6.1, CFS): a waking sleeper's credit in
     /// `place_entity()` is half of `sysctl_sched_latency`.
-    pub gentle_fair_sleepers: bool,
+    pub(crate) gentle_fair_sleepers: bool,
     /// START_DEBIT (6.1, CFS): a new task starts one `sched_vslice()` after
     /// `min_vruntime` (`place_entity(initial)`).
-    pub start_debit: bool,
+    pub(crate) start_debit: bool,
     /// PIPE_WAKE_WRITER_ON_FREE (fs/pipe.c, not the scheduler):
     /// `pipe_read()` wakes a writer only when the read released a slot of a
     /// full pipe ("pipe_read: don't wake up the writer if the pipe is still
     /// full", Oleg Nesterov, 2025; in 6.18). Off: 6.1's and 6.12's
     /// `was_full`, a writer woken by every read that began on a full pipe
     /// (`task::pipe`). Not a sched_feat bit in the kernel.
-    pub pipe_wake_writer_on_free: bool,
+    pub(crate) pipe_wake_writer_on_free: bool,
 }
 
 /// Names accepted in `[host.features]`, in the order they are documented.

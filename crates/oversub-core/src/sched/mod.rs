@@ -51,15 +51,38 @@ pub const SYSCTL_SCHED_MIGRATION_COST: u64 = 500_000;
 /// Static configuration of the modelled host.
 #[derive(Clone, Debug)]
 pub struct SchedConfig {
-    pub nr_cpus: u32,
-    pub hz: u32,
-    pub features: SchedFeatures,
-    pub preset: KernelPreset,
+    pub(crate) nr_cpus: u32,
+    pub(crate) hz: u32,
+    pub(crate) features: SchedFeatures,
+    pub(crate) preset: KernelPreset,
     /// Wake-path, switch and migration costs (`[host.costs]`).
-    pub costs: HostCosts,
+    pub(crate) costs: HostCosts,
 }
 
 impl SchedConfig {
+    /// A host of `nr_cpus` CPUs at `hz` running kernel `preset` with its
+    /// features and free wake paths and switches ([`HostCosts::ZERO`]).
+    pub fn new(preset: KernelPreset, nr_cpus: u32, hz: u32) -> SchedConfig {
+        SchedConfig {
+            nr_cpus,
+            hz,
+            features: preset.features(),
+            preset,
+            costs: HostCosts::ZERO,
+        }
+    }
+
+    /// This configuration with the feature switches `features` (a preset's
+    /// with some changed: [`SchedFeatures::set`]).
+    pub fn with_features(self, features: SchedFeatures) -> SchedConfig {
+        SchedConfig { features, ..self }
+    }
+
+    /// This configuration with the host costs `costs`.
+    pub fn with_costs(self, costs: HostCosts) -> SchedConfig {
+        SchedConfig { costs, ..self }
+    }
+
     /// `TICK_NSEC`.
     pub fn tick_nsec(&self) -> u64 {
         (1_000_000_000 + self.hz as u64 / 2) / self.hz as u64

@@ -72,14 +72,14 @@ pub const SCHED_CAPACITY_SCALE: u64 = 1 << SCHED_CAPACITY_SHIFT;
 /// or a cfs_rq (util_est is not modelled).
 #[derive(Clone, Debug, Default)]
 pub struct SchedAvg {
-    pub last_update_time: u64,
-    pub load_sum: u64,
-    pub runnable_sum: u64,
-    pub util_sum: u64,
-    pub period_contrib: u64,
-    pub load_avg: u64,
-    pub runnable_avg: u64,
-    pub util_avg: u64,
+    pub(crate) last_update_time: u64,
+    pub(crate) load_sum: u64,
+    pub(crate) runnable_sum: u64,
+    pub(crate) util_sum: u64,
+    pub(crate) period_contrib: u64,
+    pub(crate) load_avg: u64,
+    pub(crate) runnable_avg: u64,
+    pub(crate) util_avg: u64,
 }
 
 /// `get_pelt_divider()`.

@@ -57,7 +57,7 @@ pub fn nice_to_weight(nice: i32) -> u64 {
 /// queues' loads never pay the division.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LoadWeight {
-    pub weight: u64,
+    pub(crate) weight: u64,
     inv_weight: u32,
 }
 

@@ -3,7 +3,7 @@
 //! branch per hook).
 
 use super::Simulator;
-use crate::kvm::VmId;
+use crate::kvm::{VcpuIdx, VmId};
 use crate::sched::core::Switch;
 use crate::sched::fair::vdiff;
 use crate::sched::weight::scale_load_down;
@@ -62,9 +62,9 @@ impl Simulator {
             }
         };
         let vm = &self.vms[vi];
-        let group_of = |i: usize| s.tasks[vm.task(i).idx()].group;
-        let mut g = group_of(0);
-        while !(1..vm.n as usize).all(|i| in_group(group_of(i), g)) {
+        let group_of = |i: VcpuIdx| s.tasks[vm.task(i).idx()].group;
+        let mut g = group_of(VcpuIdx(0));
+        while !VcpuIdx::all(vm.n).skip(1).all(|i| in_group(group_of(i), g)) {
             g = s.groups[g.idx()].parent?;
         }
         (g != ROOT_GROUP).then_some(g)
@@ -110,7 +110,7 @@ impl Simulator {
         }
         for (vi, vm) in self.vms.iter().enumerate() {
             let (mut run, mut wait) = (0, 0);
-            for i in 0..vm.n as usize {
+            for i in VcpuIdx::all(vm.n) {
                 let st = &self.host.sched.tasks[vm.task(i).idx()];
                 if st.on_cpu {
                     run += 1;
@@ -170,7 +170,7 @@ impl Simulator {
     }
 
     /// `kvm_vcpu_wakeup` of vCPU `i` of VM `vi`, halted `ns`.
-    pub(super) fn trace_vcpu_wakeup(&mut self, vi: VmId, i: usize, ns: u64, waited: bool) {
+    pub(super) fn trace_vcpu_wakeup(&mut self, vi: VmId, i: VcpuIdx, ns: u64, waited: bool) {
         if self.tracing() {
             let p = self.vms[vi].task(i);
             let (t, cpu) = (self.now.0, self.host.sched.tasks[p.idx()].cpu.0);
@@ -202,8 +202,8 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        from: usize,
-        dest: usize,
+        from: VcpuIdx,
+        dest: VcpuIdx,
         vector: u8,
         tracked: bool,
     ) {
@@ -222,7 +222,7 @@ impl Simulator {
                 t,
                 cpu: cpu.0,
                 pid,
-                dest: dest as u32,
+                dest: dest.0,
                 dest_pid,
                 vector,
                 exited,
@@ -335,7 +335,7 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
         dec: &crate::kvm::on_spin::OnSpinDecision,
     ) {
         let t = self.now.0;
@@ -380,7 +380,7 @@ impl Simulator {
     /// The guest `sched_switch` of a nested guest's vCPU `i` of VM `vi`,
     /// when its guest CPU's current thread changed since the last call
     /// (called after each pick of the guest scheduler).
-    pub(super) fn trace_guest_curr(&mut self, vi: VmId, i: usize) {
+    pub(super) fn trace_guest_curr(&mut self, vi: VmId, i: VcpuIdx) {
         if !self.tracing() {
             return;
         }
@@ -388,8 +388,8 @@ impl Simulator {
         let Some(g) = vm.guest.as_ref() else {
             return;
         };
-        let now = g.kernel.sched.rqs[i].curr.map(|t| t.0);
-        let was = std::mem::replace(&mut self.trace_guest[vi.idx()][i], now);
+        let now = g.kernel.sched.rqs[i.idx()].curr.map(|t| t.0);
+        let was = std::mem::replace(&mut self.trace_guest[vi.idx()][i.idx()], now);
         if was == now {
             return;
         }

@@ -115,13 +115,7 @@ fn cfs_a_waking_sleeper_preempts_a_hog_at_once() {
 }
 
 fn one_cpu(n: usize) -> (Scheduler, Vec<TaskId>) {
-    let cfg = SchedConfig {
-        nr_cpus: 1,
-        hz: 250,
-        features: KernelPreset::V6_1.features(),
-        preset: KernelPreset::V6_1,
-        costs: oversub::sched::HostCosts::ZERO,
-    };
+    let cfg = SchedConfig::new(KernelPreset::V6_1, 1, 250);
     let mut s = Scheduler::new(cfg);
     let ids: Vec<TaskId> = (0..n)
         .map(|i| s.create_task(&format!("t{i}"), ROOT_GROUP, 0, vec![true], CpuId(0), None))
@@ -156,7 +150,7 @@ fn after_yield_to(target: usize) -> (Option<TaskId>, Vec<TaskId>) {
     let YieldTo::Yielded(Some(sw)) = r else {
         panic!("yield_to fails or keeps the yielder ({r:?})");
     };
-    (sw.next, ids)
+    (sw.next(), ids)
 }
 
 #[test]
@@ -182,5 +176,5 @@ fn cfs_sched_yield_gives_way_only_to_an_entity_within_wakeup_gran() {
     s.sched_tick(CpuId(0));
     assert!(!s.rq(CpuId(0)).need_resched(), "within its 3 ms slice");
     let sw = s.do_sched_yield(CpuId(0)).expect("a switch");
-    assert_eq!(sw.next, Some(ids[0]));
+    assert_eq!(sw.next(), Some(ids[0]));
 }

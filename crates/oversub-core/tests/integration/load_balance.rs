@@ -185,14 +185,9 @@ fn active_balance_moves_the_running_task() {
     use oversub::sched::{CpuId, KernelPreset, SchedConfig, Scheduler, ROOT_GROUP};
     let mut features = KernelPreset::V6_12_117.features();
     // Keep b running when a arrives.
-    features.wakeup_preemption = false;
-    let mut s = Scheduler::new(SchedConfig {
-        nr_cpus: 2,
-        hz: 250,
-        features,
-        preset: KernelPreset::V6_12_117,
-        costs: oversub::sched::HostCosts::ZERO,
-    });
+    assert!(features.set("WAKEUP_PREEMPTION", false));
+    let mut s =
+        Scheduler::new(SchedConfig::new(KernelPreset::V6_12_117, 2, 250).with_features(features));
     let b = s.create_task("b", ROOT_GROUP, 0, vec![true, true], CpuId(0), None);
     let a = s.create_task("a", ROOT_GROUP, 0, vec![true, false], CpuId(0), None);
     let serve = |s: &mut Scheduler| {
@@ -239,13 +234,7 @@ fn serve(s: &mut Scheduler) {
 /// CPU 1, which H keeps busy, and sleeps there. W wakes P with the given
 /// wake flags; returns the CPU P lands on.
 fn wakee_cpu(wake_flags: u32) -> usize {
-    let mut s = Scheduler::new(SchedConfig {
-        nr_cpus: 2,
-        hz: 250,
-        features: KernelPreset::V6_12_117.features(),
-        preset: KernelPreset::V6_12_117,
-        costs: oversub::sched::HostCosts::ZERO,
-    });
+    let mut s = Scheduler::new(SchedConfig::new(KernelPreset::V6_12_117, 2, 250));
     let w = s.create_task("w", ROOT_GROUP, 0, vec![true, false], CpuId(0), None);
     let h = s.create_task("h", ROOT_GROUP, 0, vec![false, true], CpuId(1), None);
     let p = s.create_task("p", ROOT_GROUP, 0, vec![false, true], CpuId(1), None);

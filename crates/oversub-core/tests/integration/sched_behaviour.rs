@@ -133,13 +133,7 @@ fn one_cpu(
     n: usize,
     tweak: impl Fn(&mut Scheduler),
 ) -> (Scheduler, Vec<TaskId>) {
-    let cfg = SchedConfig {
-        nr_cpus: 1,
-        hz: 250,
-        features: preset.features(),
-        preset,
-        costs: oversub::sched::HostCosts::ZERO,
-    };
+    let cfg = SchedConfig::new(preset, 1, 250);
     let mut s = Scheduler::new(cfg);
     tweak(&mut s);
     let ids: Vec<TaskId> = (0..n)
@@ -169,7 +163,7 @@ fn curr(s: &Scheduler) -> Option<TaskId> {
 fn place_lag_preserves_a_sleepers_lag() {
     for place_lag in [true, false] {
         let (mut s, t) = one_cpu(KernelPreset::V6_12_117, 3, |s| {
-            s.features_mut().place_lag = place_lag
+            assert!(s.features_mut().set("PLACE_LAG", place_lag));
         });
         serve(&mut s);
         let first = curr(&s).unwrap();
@@ -223,7 +217,7 @@ fn after_yield_to(preset: KernelPreset) -> (TaskId, TaskId, TaskId) {
     let YieldTo::Yielded(sw) = r else {
         panic!("yield_to fails ({r:?}) though the target is queued and not running");
     };
-    let next = sw.and_then(|w| w.next).unwrap_or(y);
+    let next = sw.and_then(|w| w.next()).unwrap_or(y);
     (next, t, o)
 }
 
@@ -238,13 +232,7 @@ fn yield_to_buddy_runs_next_on_6_12_117_but_not_on_6_12_0() {
 
 #[test]
 fn yield_to_returns_esrch_with_one_task_per_runqueue() {
-    let cfg = SchedConfig {
-        nr_cpus: 2,
-        hz: 250,
-        features: KernelPreset::V6_12_117.features(),
-        preset: KernelPreset::V6_12_117,
-        costs: oversub::sched::HostCosts::ZERO,
-    };
+    let cfg = SchedConfig::new(KernelPreset::V6_12_117, 2, 250);
     let mut s = Scheduler::new(cfg);
     let a = s.create_task("a", ROOT_GROUP, 0, vec![true, false], CpuId(0), None);
     let b = s.create_task("b", ROOT_GROUP, 0, vec![false, true], CpuId(1), None);

@@ -18,9 +18,9 @@ pub const SCHED_NR_LATENCY: u64 = 8;
 /// The scaled sysctls of one host (what `update_sysctl()` sets at boot).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CfsTunables {
-    pub sched_latency: u64,
-    pub sched_min_granularity: u64,
-    pub sched_wakeup_granularity: u64,
+    pub(crate) sched_latency: u64,
+    pub(crate) sched_min_granularity: u64,
+    pub(crate) sched_wakeup_granularity: u64,
 }
 
 /// Linux 6.1 (CFS): `get_update_sysctl_factor()` under

@@ -89,17 +89,17 @@ impl YieldToPolicy {
 /// the seed's default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct YieldConfig {
-    pub policy: YieldToPolicy,
+    pub(crate) policy: YieldToPolicy,
     /// Debooster rate limit (ns, inclusive): v1/v2/deboost 6 ms; lag-credit-v3
     /// uses it for its forced reschedule, lag-credit for the whole credit.
-    pub ratelimit_ns: u64,
+    pub(crate) ratelimit_ns: u64,
     /// Debooster reverse-pair debounce window (ns): 600 µs.
-    pub debounce_ns: u64,
+    pub(crate) debounce_ns: u64,
     /// Penalty cap table in halves of `gran` for h_nr_queued = 2, 3, 4..6,
     /// 7..8, 9..12, other: 12, 8, 5, 4, 3, 2 (6.0x .. 1.0x).
-    pub cap_halves: [u32; 6],
+    pub(crate) cap_halves: [u32; 6],
     /// Kuba Piecuch's `sched_yield()` throttle (ns, 0 = off).
-    pub yield_interval_ns: u64,
+    pub(crate) yield_interval_ns: u64,
 }
 
 impl Default for YieldConfig {

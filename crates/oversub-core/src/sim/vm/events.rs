@@ -4,6 +4,7 @@
 //! here what each does and which host CPU it runs on.
 
 use super::super::{Ev, Simulator};
+use super::guest::vcpu_of;
 use crate::engine::Nanos;
 use crate::kvm::{VcpuIdx, VmId};
 use crate::sched::{CpuId, TaskId};
@@ -61,7 +62,7 @@ impl Simulator {
             VmEv::Tick(vm, idx) | VmEv::Hrtick(vm, idx, _) => self.vcpu_task(vm, idx),
             VmEv::ThreadHrtimer(vm, t, _) => {
                 let g = self.vms[vm.idx()].guest.as_ref().expect("a program VM");
-                let idx = VcpuIdx(g.kernel.sched.tasks[t as usize].cpu.0);
+                let idx = vcpu_of(g.kernel.sched.tasks[t as usize].cpu);
                 self.vcpu_task(vm, idx)
             }
         };

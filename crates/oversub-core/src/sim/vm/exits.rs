@@ -27,7 +27,7 @@ impl Simulator {
     /// `pv_wait`: poll first if the interval is non-zero and the CPU has
     /// nothing else to run (`kvm_vcpu_can_poll`: `single_task_running()`),
     /// else block.
-    pub(super) fn halt(&mut self, cpu: CpuId, vi: VmId, i: usize, pv_lock: Option<usize>) -> Act {
+    pub(super) fn halt(&mut self, cpu: CpuId, vi: VmId, i: VcpuIdx, pv_lock: Option<usize>) -> Act {
         self.trace_exit(cpu, self.vms[vi].task(i), "HLT");
         let now = self.now;
         let single = self.host.sched.rqs[cpu.idx()].nr_running == 1;
@@ -54,7 +54,7 @@ impl Simulator {
 
     /// End of `kvm_vcpu_halt`: adapt `vcpu->halt_poll_ns` to how long the
     /// vCPU was halted (`kvm::halt_poll`).
-    pub(super) fn halt_done(&mut self, vi: VmId, i: usize) {
+    pub(super) fn halt_done(&mut self, vi: VmId, i: VcpuIdx) {
         let now = self.now;
         let hp = self.vms[vi].vcpus[i].halt_poll;
         if hp.in_halt {
@@ -67,9 +67,9 @@ impl Simulator {
     }
 
     /// Length of the next spin burst and whether it ends in a PAUSE exit.
-    pub(super) fn plan_spin(&self, vi: VmId, i: usize, wait: Wait) -> (Nanos, bool) {
+    pub(super) fn plan_spin(&self, vi: VmId, i: VcpuIdx, wait: Wait) -> (Nanos, bool) {
         let vm = &self.vms[vi];
-        let me = VcpuIdx(i as u32);
+        let me = i;
         let cap = match wait {
             Wait::Lock(l) => vm.locks[l].spins_left(me),
             _ => None,
@@ -106,7 +106,7 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
     ) -> Option<Option<Switch>> {
         self.trace_exit(cpu, self.vms[vi].task(i), "PAUSE_INSTRUCTION");
         let now = self.now;
@@ -121,7 +121,7 @@ impl Simulator {
             return None;
         };
         vm.stats.on_spin_calls += 1;
-        let me = VcpuIdx(i as u32);
+        let me = i;
         let receiver = match variant {
             OnSpinVariant::IpiAware { .. } => vm.tracker.confirmed_receiver(me, now),
             OnSpinVariant::IpiHint => {
@@ -163,7 +163,7 @@ impl Simulator {
             }
         }
         if let Some(t) = dec.target.filter(|_| dec.yielded > 0) {
-            if matches!(vm.g[t.idx()].phase, Phase::Spin { .. }) {
+            if matches!(vm.g[t].phase, Phase::Spin { .. }) {
                 vm.stats.boosts_to_spinner += 1;
             }
         }
@@ -179,11 +179,11 @@ impl Simulator {
                 vm.stats.boosts_receiver += 1;
                 // Does the boosted receiver still owe me an IPI (queued, or
                 // its handler running)? If not, the preference was stale.
-                let t = dec.target.map_or(0, |t| t.idx());
+                let t = dec.target.unwrap_or(VcpuIdx(0));
                 let owes = vm.g[t]
                     .irqs
                     .iter()
-                    .any(|q| q.from == me.0 && q.vector != LOCAL_TIMER_VECTOR)
+                    .any(|q| q.from == me && q.vector != LOCAL_TIMER_VECTOR)
                     // An IPI handler in service counts as owing (async IPIs
                     // do not record their sender): undercounts stale boosts.
                     || matches!(vm.g[t].phase, Phase::Handler { vector, .. } if vector != LOCAL_TIMER_VECTOR);
@@ -201,8 +201,8 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
-        target: usize,
+        i: VcpuIdx,
+        target: VcpuIdx,
     ) -> Option<Option<Switch>> {
         let single = self.host.sched.rqs[cpu.idx()].nr_running == 1;
         let vm = &mut self.vms[vi];
@@ -210,7 +210,7 @@ impl Simulator {
         let tasks = vm.tasks;
         let sched = &mut self.host.sched;
         let mut out = None;
-        let r = kvm_sched_yield(&vm.vcpus, VcpuIdx(i as u32), target as u64, single, |t| {
+        let r = kvm_sched_yield(&vm.vcpus, i, u64::from(target.0), single, |t| {
             let r = sched.yield_to(cpu, tasks.task(t), true);
             if let YieldTo::Yielded(sw) = r {
                 out = Some(sw);
@@ -219,7 +219,7 @@ impl Simulator {
         });
         if let SchedYield::Yielded(t) = r {
             vm.stats.dy_successful += 1;
-            self.trace_yield_to(cpu, tasks.task(VcpuIdx(i as u32)).0, tasks.task(t).0);
+            self.trace_yield_to(cpu, tasks.task(i).0, tasks.task(t).0);
         }
         out
     }

@@ -7,7 +7,7 @@
 //! program's threads, stepped by `task::program`. The glue here is what the
 //! hardware and KVM put between the two levels:
 //! * a guest task consumes its CPU burst only inside a vCPU burst, i.e. while
-//!   the host runs the vCPU task (`Phase::Guest` of `sim::vm`); a host
+//!   the host runs the vCPU task (`NestedStage::Guest` of `sim::vm`); a host
 //!   switch-out pauses it;
 //! * an idle guest CPU (`rq->curr == NULL`) executes HLT: the vCPU halts and
 //!   blocks in KVM (halt polling as configured);
@@ -56,7 +56,7 @@ pub(crate) enum GuestNext {
     /// each after the interrupt entry) and, with `wait`, spins in
     /// `csd_lock_wait` until all ran (`smp_call`, munmap's shootdown).
     Call {
-        targets: Vec<usize>,
+        targets: Vec<VcpuIdx>,
         handler: Nanos,
         wait: bool,
     },
@@ -65,9 +65,14 @@ pub(crate) enum GuestNext {
     OwnerSpin,
 }
 
-/// Guest CPU = vCPU index.
-fn gcpu(i: usize) -> CpuId {
-    CpuId(i as u32)
+/// Guest CPU = vCPU index: the guest CPU vCPU `i` runs.
+pub(super) fn gcpu(i: VcpuIdx) -> CpuId {
+    CpuId(i.0)
+}
+
+/// The vCPU that runs guest CPU `c` (the inverse of [`gcpu`]).
+pub(super) fn vcpu_of(c: CpuId) -> VcpuIdx {
+    VcpuIdx(c.0)
 }
 
 /// The guest kernel of one VM: a kernel level whose CPUs are the vCPUs,
@@ -117,7 +122,7 @@ pub(crate) struct GuestLevel {
     /// guest CPUs to send a reschedule IPI), so the hot path allocates
     /// nothing.
     pub(super) wake_buf: Vec<usize>,
-    resched_buf: Vec<usize>,
+    resched_buf: Vec<VcpuIdx>,
 }
 
 impl GuestLevel {
@@ -195,8 +200,8 @@ impl GuestLevel {
     }
 
     /// Guest work consumed by vCPU `i`'s last burst.
-    pub(crate) fn consumed(&mut self, i: usize, work: Nanos) {
-        if let Some(t) = self.running[i].take() {
+    pub(crate) fn consumed(&mut self, i: VcpuIdx, work: Nanos) {
+        if let Some(t) = self.running[i.idx()].take() {
             self.kernel.consume(t.0, work);
         }
     }
@@ -214,13 +219,14 @@ impl Simulator {
     /// run the guest scheduler's current task (stepping its program), or
     /// HLT when the guest CPU is idle. Returns the work to run, or None for
     /// a halt.
-    pub(crate) fn guest_run(&mut self, cpu: CpuId, vi: VmId, i: usize) -> GuestNext {
-        let before = self.guest(vi).kernel.sched.rqs[i].curr;
+    pub(crate) fn guest_run(&mut self, cpu: CpuId, vi: VmId, i: VcpuIdx) -> GuestNext {
+        let before = self.guest(vi).kernel.sched.rqs[i.idx()].curr;
         let next = self.guest_run_inner(cpu, vi, i);
         let g = self.guest(vi);
         // A sleeping lock was released, or a task left this guest CPU (an
         // owner's `on_cpu` went false): optimistic spinners look again.
-        if g.has_sleeping_locks && (g.prog.take_released() || g.kernel.sched.rqs[i].curr != before)
+        if g.has_sleeping_locks
+            && (g.prog.take_released() || g.kernel.sched.rqs[i.idx()].curr != before)
         {
             self.poke_owner_spinners(vi);
         }
@@ -234,20 +240,20 @@ impl Simulator {
     pub(crate) fn guest_owner_on_cpu(&self, vi: VmId, owner: usize) -> bool {
         let vm = &self.vms[vi];
         let g = vm.guest.as_ref().expect("a program VM");
-        let c = g.kernel.sched.tasks[owner].cpu.idx();
-        g.kernel.sched.rqs[c].curr == Some(TaskId(owner as u32))
+        let c = vcpu_of(g.kernel.sched.tasks[owner].cpu);
+        g.kernel.sched.rqs[c.idx()].curr == Some(TaskId(owner as u32))
             && !self.guest_vcpu_is_preempted(vi, c)
     }
 
     /// Whether guest CPU `i`'s current task keeps spinning on the owner of
     /// the sleeping lock it wants (`mutex_spin_on_owner`'s loop condition:
     /// the owner is on a CPU and this CPU needs no reschedule).
-    pub(crate) fn guest_keeps_spinning(&self, vi: VmId, i: usize) -> bool {
+    pub(crate) fn guest_keeps_spinning(&self, vi: VmId, i: VcpuIdx) -> bool {
         let g = self.vms[vi].guest.as_ref().expect("a program VM");
-        let Some(t) = g.kernel.sched.rqs[i].curr else {
+        let Some(t) = g.kernel.sched.rqs[i.idx()].curr else {
             return false;
         };
-        !g.kernel.sched.rqs[i].need_resched
+        !g.kernel.sched.rqs[i.idx()].need_resched
             && g.prog
                 .sleeping_lock_owner(t.idx())
                 .is_some_and(|o| o != t.idx() && self.guest_owner_on_cpu(vi, o))
@@ -255,46 +261,46 @@ impl Simulator {
 
     /// Whether the sleeping lock guest CPU `i`'s current task spins for is
     /// free now (the spinner then steps and takes it).
-    pub(crate) fn guest_spun_lock_free(&self, vi: VmId, i: usize) -> bool {
+    pub(crate) fn guest_spun_lock_free(&self, vi: VmId, i: VcpuIdx) -> bool {
         let g = self.vms[vi].guest.as_ref().expect("a program VM");
-        g.kernel.sched.rqs[i]
+        g.kernel.sched.rqs[i.idx()]
             .curr
             .is_some_and(|t| g.prog.sleeping_lock_free(t.idx()))
     }
 
     /// The spinner gives up (owner off CPU or preempted, or need_resched):
     /// the slow path queues it on the wait list and it sleeps.
-    pub(crate) fn guest_sleep_on_lock(&mut self, vi: VmId, i: usize) {
+    pub(crate) fn guest_sleep_on_lock(&mut self, vi: VmId, i: VcpuIdx) {
         let g = self.guest(vi);
-        if let Some(t) = g.kernel.sched.rqs[i].curr {
+        if let Some(t) = g.kernel.sched.rqs[i.idx()].curr {
             if g.prog.sleeping_lock_wait(t.idx()) {
                 let _ = g.kernel.sched.block_current(gcpu(i));
             }
         }
     }
 
-    fn guest_run_inner(&mut self, cpu: CpuId, vi: VmId, i: usize) -> GuestNext {
+    fn guest_run_inner(&mut self, cpu: CpuId, vi: VmId, i: VcpuIdx) -> GuestNext {
         let now = self.now;
         let osq = self.pv.osq;
         loop {
             let g = self.guest(vi);
-            let rq = &g.kernel.sched.rqs[i];
+            let rq = &g.kernel.sched.rqs[i.idx()];
             // (Not inside a wakeup path: it runs with preemption off.)
             if (rq.need_resched || (rq.curr.is_none() && rq.nr_running > 0))
-                && g.wake_path[i].is_none()
+                && g.wake_path[i.idx()].is_none()
             {
                 let _ = g.kernel.sched.schedule(gcpu(i));
             }
             self.guest_send_resched(cpu, vi, i);
             let g = self.guest(vi);
             // An idle guest CPU: the caller halts the vCPU.
-            let Some(t) = g.kernel.sched.rqs[i].curr else {
+            let Some(t) = g.kernel.sched.rqs[i.idx()].curr else {
                 return GuestNext::Idle;
             };
             let t = GuestTask(t);
             match g.kernel.remaining(t.0) {
                 Some(d) if d > Nanos::ZERO => {
-                    g.running[i] = Some(t);
+                    g.running[i.idx()] = Some(t);
                     return GuestNext::Run(d);
                 }
                 _ => {}
@@ -344,7 +350,9 @@ impl Simulator {
                 }) => {
                     let n = g.kernel.sched.rqs.len();
                     let k = (targets as usize).min(n - 1);
-                    let targets: Vec<usize> = (1..=k).map(|d| (i + d) % n).collect();
+                    let targets: Vec<VcpuIdx> = (1..=k)
+                        .map(|d| VcpuIdx(((i.idx() + d) % n) as u32))
+                        .collect();
                     if !targets.is_empty() {
                         return GuestNext::Call {
                             targets,
@@ -374,7 +382,7 @@ impl Simulator {
                 }
                 Action::Kernel(KernelOp::SleepingLockBusy { mode, owner, .. }) => {
                     let spin = mode != SleepMode::Read
-                        && !g.kernel.sched.rqs[i].need_resched
+                        && !g.kernel.sched.rqs[i.idx()].need_resched
                         && owner.is_some_and(|o| o != t.0.idx())
                         && self.guest_owner_on_cpu(vi, owner.unwrap_or(0));
                     if spin {
@@ -395,14 +403,14 @@ impl Simulator {
     /// tables). With PV TLB flush (`kvm_flush_tlb_multi`, needs steal time)
     /// preempted vCPUs are dropped and flush on their next entry. None:
     /// nobody to interrupt.
-    fn guest_tlb_shootdown(&mut self, vi: VmId, i: usize) -> Option<GuestNext> {
+    fn guest_tlb_shootdown(&mut self, vi: VmId, i: VcpuIdx) -> Option<GuestNext> {
         let pv = self.pv.tlb_flush && self.pv.steal_time;
         let vm = &mut self.vms[vi];
         let g = vm.guest.as_mut().expect("a program VM");
         g.tlb_shootdowns += 1;
         let mut targets = Vec::new();
-        for t in (0..g.kernel.sched.rqs.len()).filter(|&t| t != i) {
-            if g.kernel.sched.rqs[t].curr.is_none() {
+        for t in VcpuIdx::all(g.kernel.sched.rqs.len() as u32).filter(|&t| t != i) {
+            if g.kernel.sched.rqs[t.idx()].curr.is_none() {
                 continue;
             }
             if pv && vm.vcpus[t].preempted {
@@ -437,14 +445,14 @@ impl Simulator {
             if !(self.pv.osq && self.guest_osq_waiting(vi, j)) {
                 self.poke(vi, j);
             }
-            from = j + 1;
+            from = j.idx() + 1;
         }
     }
 
     /// Reschedule IPIs from vCPU `from` to every other guest CPU that
     /// `resched_curr()` marked (`smp_send_reschedule`).
     #[inline]
-    fn guest_send_resched(&mut self, cpu: CpuId, vi: VmId, from: usize) {
+    fn guest_send_resched(&mut self, cpu: CpuId, vi: VmId, from: VcpuIdx) {
         let g = self.guest(vi);
         if !g.kernel.sched.hrtick_requests.is_empty() {
             self.guest_hrtick_start(vi);
@@ -458,7 +466,7 @@ impl Simulator {
     }
 
     /// [`Self::guest_send_resched`] once a CPU (`first`) was marked.
-    fn guest_send_resched_to(&mut self, cpu: CpuId, vi: VmId, from: usize, first: CpuId) {
+    fn guest_send_resched_to(&mut self, cpu: CpuId, vi: VmId, from: VcpuIdx, first: CpuId) {
         let now = self.now;
         let exit = self.kvm.round_trip();
         let g = self.guest(vi);
@@ -467,8 +475,8 @@ impl Simulator {
         let marked = g.kernel.sched.rqs[first.idx()].need_resched;
         let mut c = marked.then_some(first).or_else(|| g.kernel.next_resched());
         while let Some(cpu) = c {
-            if cpu.idx() != from {
-                targets.push(cpu.idx());
+            if cpu != gcpu(from) {
+                targets.push(vcpu_of(cpu));
             }
             c = g.kernel.next_resched();
         }
@@ -492,15 +500,15 @@ impl Simulator {
             vm.stats.ipis_sent += 1;
             vm.guest.as_mut().expect("program VM").resched_ipis += 1;
             let w = vm.icr_write(
-                VcpuIdx(from as u32),
-                &LapicIrq::unicast(VcpuIdx(t as u32), RESCHEDULE_VECTOR),
+                from,
+                &LapicIrq::unicast(t, RESCHEDULE_VECTOR),
                 now,
                 &running,
                 exit,
             );
             self.trace_icr(cpu, vi, from, t, RESCHEDULE_VECTOR.0, w.tracked);
             for tg in w.targets {
-                self.deliver(vi, from, tg.idx(), RESCHEDULE_VECTOR, cpu);
+                self.deliver(vi, from, tg, RESCHEDULE_VECTOR, cpu);
             }
         }
         self.vms[vi].guest.as_mut().expect("program VM").resched_buf = targets;
@@ -515,20 +523,20 @@ impl Simulator {
         let g = self.vms[vi].guest.as_mut().expect("a program VM");
         let queue = &mut self.queue;
         g.kernel.hrtick_start(now, end, |c, at, gen| {
-            queue.push(at, Ev::Vm(VmEv::Hrtick(vi, VcpuIdx(c.0), gen)));
+            queue.push(at, Ev::Vm(VmEv::Hrtick(vi, vcpu_of(c), gen)));
         });
     }
 
     /// A guest CPU's HRTICK timer expired: the LAPIC timer interrupt of its
     /// vCPU runs `hrtick()` (a superseded timer is stale).
     pub(crate) fn guest_hrtick(&mut self, vm: VmId, idx: VcpuIdx, gen: u64) {
-        let (vi, i) = (vm, idx.idx());
+        let (vi, i) = (vm, idx);
         let g = self.guest(vi);
         if !g.kernel.hrtick_armed(gcpu(i), gen) {
             self.stale += 1;
             return;
         }
-        g.hrtick_due[i] = true;
+        g.hrtick_due[i.idx()] = true;
         let host_cpu = self.host.sched.tasks[self.vms[vi].task(i).idx()].cpu;
         self.deliver(vi, i, i, LOCAL_TIMER_VECTOR, host_cpu);
     }
@@ -542,25 +550,25 @@ impl Simulator {
             return;
         }
         let g = self.guest(vi);
-        let v = g.kernel.sched.tasks[t as usize].cpu.idx();
-        g.expired[v].push(GuestTask(TaskId(t)));
+        let v = vcpu_of(g.kernel.sched.tasks[t as usize].cpu);
+        g.expired[v.idx()].push(GuestTask(TaskId(t)));
         let host_cpu = self.host.sched.tasks[self.vms[vi].task(v).idx()].cpu;
         self.deliver(vi, v, v, LOCAL_TIMER_VECTOR, host_cpu);
     }
 
     /// The guest's LAPIC timer handler on vCPU `i` (`hrtimer_interrupt`):
     /// expired hrtimers wake their threads; a due tick runs `sched_tick()`.
-    pub(crate) fn guest_timer_interrupt(&mut self, cpu: CpuId, vi: VmId, i: usize) {
+    pub(crate) fn guest_timer_interrupt(&mut self, cpu: CpuId, vi: VmId, i: VcpuIdx) {
         let g = self.guest(vi);
-        let tick = std::mem::take(&mut g.tick_due[i]);
-        let hrtick = std::mem::take(&mut g.hrtick_due[i]);
+        let tick = std::mem::take(&mut g.tick_due[i.idx()]);
+        let hrtick = std::mem::take(&mut g.hrtick_due[i.idx()]);
         // In place: the buffer is kept for the next expiries (nothing
         // here queues one: that is `guest_hrtimer`, an event of its own).
-        for k in 0..g.expired[i].len() {
-            let t = g.expired[i][k];
+        for k in 0..g.expired[i.idx()].len() {
+            let t = g.expired[i.idx()][k];
             g.kernel.sched.try_to_wake_up(t.0, 0, Some(gcpu(i)));
         }
-        g.expired[i].clear();
+        g.expired[i.idx()].clear();
         if hrtick {
             g.kernel.sched.hrtick(gcpu(i));
         }
@@ -573,12 +581,12 @@ impl Simulator {
     /// Steal time on VM entry: the host task's run delay since its last
     /// entry is what KVM's `record_steal_time()` publishes; with PV steal
     /// time the guest subtracts it from its task clock.
-    pub(crate) fn guest_vcpu_entry(&mut self, vi: VmId, i: usize, task: TaskId) {
+    pub(crate) fn guest_vcpu_entry(&mut self, vi: VmId, i: VcpuIdx, task: TaskId) {
         let waited = self.host.sched.tasks[task.idx()].stats.wait_ns;
         let steal_on = self.pv.steal_time;
         let g = self.guest(vi);
-        let steal = waited - g.steal_seen[i];
-        g.steal_seen[i] = waited;
+        let steal = waited - g.steal_seen[i.idx()];
+        g.steal_seen[i.idx()] = waited;
         if steal > 0 {
             g.steal_ns += steal;
             if steal_on {

@@ -14,14 +14,14 @@ use crate::engine::{Nanos, Time};
 use crate::guest::haltpoll::{
     haltpoll_reflect, haltpoll_select, poll_idle_end, HaltpollParams, IdleState,
 };
-use crate::kvm::VmId;
+use crate::kvm::{VcpuIdx, VmId};
 use crate::sched::CpuId;
 
 impl Simulator {
     /// `cpuidle_idle_call` of VM `vi`'s idle guest CPU `i`: the governor's
     /// state (always HLT without cpuidle-haltpoll). Polling is a burst of
     /// `poll_limit_ns` (`cpuidle_poll_time`) in the guest.
-    pub(super) fn cpuidle_idle_call(&mut self, cpu: CpuId, vi: VmId, i: usize) -> Act {
+    pub(super) fn cpuidle_idle_call(&mut self, cpu: CpuId, vi: VmId, i: VcpuIdx) -> Act {
         let now = self.now;
         let vm = &mut self.vms[vi];
         if vm.haltpoll && haltpoll_select(&vm.g[i].cpuidle) == IdleState::Poll {
@@ -47,7 +47,7 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
         until: Time,
     ) -> Option<Act> {
         let now = self.now;
@@ -67,21 +67,21 @@ impl Simulator {
     }
 
     /// `poll_idle` of guest CPU `i` saw `need_resched()`: the poll ends
-    /// before its limit and the CPU leaves idle (`Phase::Guest`; it polls
+    /// before its limit and the CPU leaves idle (`NestedStage::Guest`; it polls
     /// afresh if it finds nothing to run).
-    pub(super) fn idle_poll_woken(&mut self, vi: VmId, i: usize) {
+    pub(super) fn idle_poll_woken(&mut self, vi: VmId, i: VcpuIdx) {
         let vm = &mut self.vms[vi];
         let dev = &mut vm.g[i].cpuidle;
         poll_idle_end(dev, false);
         haltpoll_reflect(dev, &HaltpollParams::default(), IdleState::Poll, 0);
         vm.stats.guest_polls_woken += 1;
-        vm.g[i].phase = Phase::Guest;
+        vm.g[i].phase = Phase::GUEST;
     }
 
     /// An idle HLT of guest CPU `i` returned: `haltpoll_reflect` with the
     /// time since the HLT as the guest's clock saw it (`last_residency_ns`,
     /// including any wait for a host CPU after the wakeup).
-    pub(super) fn cpuidle_hlt_end(&mut self, vi: VmId, i: usize) {
+    pub(super) fn cpuidle_hlt_end(&mut self, vi: VmId, i: VcpuIdx) {
         let now = self.now;
         let vm = &mut self.vms[vi];
         if vm.haltpoll {
@@ -94,14 +94,14 @@ impl Simulator {
     /// `TIF_POLLING_NRFLAG` of guest CPU `i`'s idle task: it polls in
     /// `poll_idle` (the short windows of `do_idle` outside it are not
     /// modelled).
-    pub(super) fn guest_cpu_polling(&self, vi: VmId, i: usize) -> bool {
+    pub(super) fn guest_cpu_polling(&self, vi: VmId, i: VcpuIdx) -> bool {
         matches!(self.vms[vi].g[i].phase, Phase::IdlePoll { .. })
     }
 
     /// `need_resched()` of idle guest CPU `i`: marked, or a task queued.
-    fn guest_need_resched(&self, vi: VmId, i: usize) -> bool {
+    fn guest_need_resched(&self, vi: VmId, i: VcpuIdx) -> bool {
         let g = self.vms[vi].guest.as_ref().expect("a program VM");
-        let rq = &g.kernel.sched.rqs[i];
+        let rq = &g.kernel.sched.rqs[i.idx()];
         rq.need_resched || (rq.curr.is_none() && rq.nr_running > 0)
     }
 }

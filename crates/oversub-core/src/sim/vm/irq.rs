@@ -27,7 +27,8 @@ fn idle_halted(g: &VGuest) -> bool {
 /// A uniformly drawn idle-halted vCPU of `g` other than `me` (one
 /// `rng.below(count)` draw), None (no draw) if there is none. Up to 64
 /// vCPUs in one pass over a bitmask; beyond, counted and found again.
-pub(super) fn draw_idle_vcpu(g: &[VGuest], me: usize, rng: &mut SimRng) -> Option<usize> {
+pub(super) fn draw_idle_vcpu(g: &[VGuest], me: VcpuIdx, rng: &mut SimRng) -> Option<VcpuIdx> {
+    let me = me.idx();
     if g.len() <= 64 {
         let mut m = 0u64;
         for (t, gt) in g.iter().enumerate() {
@@ -42,7 +43,7 @@ pub(super) fn draw_idle_vcpu(g: &[VGuest], me: usize, rng: &mut SimRng) -> Optio
         for _ in 0..rng.below(u64::from(m.count_ones())) {
             m &= m - 1;
         }
-        return Some(m.trailing_zeros() as usize);
+        return Some(VcpuIdx(m.trailing_zeros()));
     }
     let is_idle = |&(t, gt): &(usize, &VGuest)| t != me && idle_halted(gt);
     let n = g.iter().enumerate().filter(is_idle).count();
@@ -50,7 +51,11 @@ pub(super) fn draw_idle_vcpu(g: &[VGuest], me: usize, rng: &mut SimRng) -> Optio
         return None;
     }
     let k = rng.below(n as u64) as usize;
-    g.iter().enumerate().filter(is_idle).nth(k).map(|(t, _)| t)
+    g.iter()
+        .enumerate()
+        .filter(is_idle)
+        .nth(k)
+        .map(|(t, _)| VcpuIdx(t as u32))
 }
 
 impl VmRt {
@@ -70,7 +75,7 @@ impl VmRt {
         let w = self.tracker.on_icr_write_running(me, irq, now, &run);
         if w.exited {
             self.stats.ipi_exits += 1;
-            self.g[me.idx()].pending_exit += exit;
+            self.g[me].pending_exit += exit;
         }
         if w.tracked {
             self.stats.ipis_tracked += 1;
@@ -95,25 +100,21 @@ impl VmRt {
     /// already pending or its handler has not yet taken the queue).
     pub(super) fn smp_call_single_queue(
         &mut self,
-        t: usize,
-        from: usize,
+        t: VcpuIdx,
+        from: VcpuIdx,
         sync: bool,
         func: Nanos,
     ) -> bool {
         let q = &mut self.g[t].call_single_queue;
         let was_empty = q.is_empty();
-        q.push(CallSingleData {
-            from: from as u32,
-            sync,
-            func,
-        });
+        q.push(CallSingleData { from, sync, func });
         was_empty
     }
 
     /// Does vCPU `r` still owe `vector` (in its IRR/PIR, i.e. queued and not
     /// yet taken, or in its ISR, i.e. the handler runs)?
     pub(super) fn owes(&self, r: VcpuIdx, vector: Vector) -> bool {
-        let g = &self.g[r.idx()];
+        let g = &self.g[r];
         g.irqs.iter().any(|q| q.vector == vector)
             || matches!(g.phase, Phase::Handler { vector: v, .. } if v == vector)
     }
@@ -144,7 +145,7 @@ impl Simulator {
     /// and finished vCPUs have no tick (NO_HZ idle; pv_wait halts too, a
     /// simplification: docs/kvm-model.md).
     pub(in crate::sim) fn guest_tick(&mut self, vm: VmId, idx: VcpuIdx) {
-        let (vi, i) = (vm, idx.idx());
+        let (vi, i) = (vm, idx);
         let now = self.now;
         let period = Nanos(1_000_000_000 / u64::from(self.kvm.guest_hz));
         self.push_vm_event(now + period, VmEv::Tick(vm, idx));
@@ -168,7 +169,7 @@ impl Simulator {
         vm.g[i].irqs.push_back(Irq {
             at: now,
             vector: LOCAL_TIMER_VECTOR,
-            from: i as u32,
+            from: i,
         });
         vm.stats.guest_ticks += 1;
         let st = &self.host.sched.tasks[task.idx()];
@@ -183,7 +184,14 @@ impl Simulator {
     /// Interrupt delivery to vCPU `t` (`__apic_accept_irq` + `kvm_vcpu_kick`).
     /// A call-function vector's calls are on `t`'s `call_single_queue`
     /// already (`smp_call_single_queue`).
-    pub(super) fn deliver(&mut self, vi: VmId, from: usize, t: usize, vector: Vector, cpu: CpuId) {
+    pub(super) fn deliver(
+        &mut self,
+        vi: VmId,
+        from: VcpuIdx,
+        t: VcpuIdx,
+        vector: Vector,
+        cpu: CpuId,
+    ) {
         let now = self.now;
         let apicv = self.kvm.apicv;
         let avic = self.kvm.avic;
@@ -193,7 +201,7 @@ impl Simulator {
         vm.g[t].irqs.push_back(Irq {
             at: now,
             vector,
-            from: from as u32,
+            from,
         });
         if vm.vcpus[t].blocking {
             // kvm_vcpu_kick -> kvm_vcpu_wake_up -> rcuwait_wake_up. A vCPU
@@ -234,13 +242,13 @@ impl Simulator {
     /// its loop and runs the call from `do_idle`'s
     /// `flush_smp_call_function_queue` (modelled as the handler of an
     /// interrupt that cost no exit), then goes idle again.
-    fn queue_polled_call(&mut self, vi: VmId, from: usize, t: usize, vector: Vector) {
+    fn queue_polled_call(&mut self, vi: VmId, from: VcpuIdx, t: VcpuIdx, vector: Vector) {
         let now = self.now;
         self.idle_poll_woken(vi, t);
         self.vms[vi].g[t].irqs.push_back(Irq {
             at: now,
             vector,
-            from: from as u32,
+            from,
         });
         self.poke(vi, t);
     }
@@ -261,8 +269,8 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
-        targets: &[usize],
+        i: VcpuIdx,
+        targets: &[VcpuIdx],
         handler: Nanos,
         then: Option<Phase>,
         running: &[bool],
@@ -270,7 +278,7 @@ impl Simulator {
         let now = self.now;
         let exit = self.kvm.round_trip();
         let pv = self.pv;
-        let me = VcpuIdx(i as u32);
+        let me = i;
         let sync = then.is_some();
         let vm = &mut self.vms[vi];
         let mut ipi = std::mem::take(&mut vm.ipi_buf);
@@ -281,7 +289,7 @@ impl Simulator {
             }
         }
         // Unicast ICR writes, for `kvm_apic_ipi` once `vm` is released.
-        let mut icrs: Vec<(usize, u8, bool)> = Vec::new();
+        let mut icrs: Vec<(VcpuIdx, u8, bool)> = Vec::new();
         let tracing = self.tracing();
         let single = ipi.len() == 1;
         // send_call_function_single_ipi -> call_function_single_prep_ipi:
@@ -303,7 +311,7 @@ impl Simulator {
         } else if single {
             let w = vm.icr_write(
                 me,
-                &LapicIrq::unicast(VcpuIdx(ipi[0] as u32), CALL_FUNCTION_SINGLE_VECTOR),
+                &LapicIrq::unicast(ipi[0], CALL_FUNCTION_SINGLE_VECTOR),
                 now,
                 running,
                 exit,
@@ -329,7 +337,7 @@ impl Simulator {
             for &t in &ipi {
                 let w = vm.icr_write(
                     me,
-                    &LapicIrq::unicast(VcpuIdx(t as u32), CALL_FUNCTION_VECTOR),
+                    &LapicIrq::unicast(t, CALL_FUNCTION_VECTOR),
                     now,
                     running,
                     exit,

@@ -110,6 +110,57 @@ impl std::ops::IndexMut<usize> for Vms {
     }
 }
 
+/// One VM's per-vCPU state (KVM's `kvm->vcpu_array`, the guest's per-CPU
+/// data): indexed by [`VcpuIdx`] where modules meet, by position in loops
+/// over all of them.
+#[derive(Clone, Debug)]
+pub(super) struct PerVcpu<T>(Vec<T>);
+
+impl<T> std::ops::Deref for PerVcpu<T> {
+    type Target = Vec<T>;
+    fn deref(&self) -> &Vec<T> {
+        &self.0
+    }
+}
+
+impl<T> std::ops::DerefMut for PerVcpu<T> {
+    fn deref_mut(&mut self) -> &mut Vec<T> {
+        &mut self.0
+    }
+}
+
+impl<T> std::ops::Index<VcpuIdx> for PerVcpu<T> {
+    type Output = T;
+    fn index(&self, i: VcpuIdx) -> &T {
+        &self.0[i.idx()]
+    }
+}
+
+impl<T> std::ops::IndexMut<VcpuIdx> for PerVcpu<T> {
+    fn index_mut(&mut self, i: VcpuIdx) -> &mut T {
+        &mut self.0[i.idx()]
+    }
+}
+
+impl<T> std::ops::Index<usize> for PerVcpu<T> {
+    type Output = T;
+    fn index(&self, k: usize) -> &T {
+        &self.0[k]
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for PerVcpu<T> {
+    fn index_mut(&mut self, k: usize) -> &mut T {
+        &mut self.0[k]
+    }
+}
+
+impl<T> FromIterator<T> for PerVcpu<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(it: I) -> PerVcpu<T> {
+        PerVcpu(it.into_iter().collect())
+    }
+}
+
 impl Vms {
     /// The ids of all VMs, in order.
     pub(super) fn ids(&self) -> impl Iterator<Item = VmId> {
@@ -135,8 +186,8 @@ pub(super) struct VmRt {
     pub(super) tasks: VcpuTasks,
     pub(super) n: u32,
     active: u32,
-    vcpus: Vec<VcpuState>,
-    g: Vec<VGuest>,
+    vcpus: PerVcpu<VcpuState>,
+    g: PerVcpu<VGuest>,
     spin: SpinVm,
     tracker: IpiTracker,
     /// The sender-side IPI hint (on_spin = "ipi_hint" only).
@@ -148,7 +199,7 @@ pub(super) struct VmRt {
     prof: WorkloadProfile,
     rng: SimRng,
     pingpong: bool,
-    turn: u32,
+    turn: VcpuIdx,
     /// `vcpu->arch.guest_state_protected` (SEV-ES / TDX).
     protected: bool,
     stats: VmStats,
@@ -158,10 +209,10 @@ pub(super) struct VmRt {
     /// The guest kernel of a program VM (None: the phase generator).
     pub(super) guest: Option<GuestLevel>,
     /// A kept buffer for a TLB shootdown's targets.
-    targets_buf: Vec<usize>,
+    targets_buf: Vec<VcpuIdx>,
     /// A kept buffer for the IPI mask of a cross-CPU call
     /// (`cfd->cpumask_ipi`).
-    ipi_buf: Vec<usize>,
+    ipi_buf: Vec<VcpuIdx>,
     /// The guest loaded cpuidle-haltpoll (`[guest] cpuidle_haltpoll`, a
     /// program VM): its idle CPUs poll before HLT and host halt polling is
     /// off (`sim::vm::idle`).
@@ -190,7 +241,7 @@ impl VmRt {
     /// context switch into it, a migration's refill): accounted as exit
     /// overhead.
     pub(super) fn g_owe(&mut self, i: VcpuIdx, d: Nanos) {
-        self.g[i.idx()].pending_exit += d;
+        self.g[i].pending_exit += d;
     }
 
     pub(super) fn new(
@@ -249,7 +300,7 @@ impl VmRt {
             prof,
             rng,
             pingpong,
-            turn: 0,
+            turn: VcpuIdx(0),
             protected: v.protected,
             stats: VmStats::default(),
             model: &PhaseGen,
@@ -305,14 +356,14 @@ impl VmRt {
     /// halt polling off for each vCPU.
     pub(super) fn cpuidle_haltpoll_init(&mut self) {
         self.haltpoll = true;
-        for v in &mut self.vcpus {
+        for v in self.vcpus.iter_mut() {
             v.halt_poll.set_msr_kvm_poll_control(false);
         }
     }
 
     /// The host task running vCPU `i`.
-    pub(super) fn task(&self, i: usize) -> TaskId {
-        self.tasks.task(VcpuIdx(i as u32))
+    pub(super) fn task(&self, i: VcpuIdx) -> TaskId {
+        self.tasks.task(i)
     }
 
     /// The APIC-write exits so far (the tracer's `kvm_exit`s of ICR writes).
@@ -323,11 +374,11 @@ impl VmRt {
     /// The first vCPU from `from` on that spins on a sleeping lock's owner:
     /// the first candidate of `owner_spinners` whose phase says so (a
     /// candidate that left the phase is dropped from the set).
-    fn next_owner_spinner(&mut self, mut from: usize) -> Option<usize> {
+    fn next_owner_spinner(&mut self, mut from: usize) -> Option<VcpuIdx> {
         let n = self.n as usize;
         while let Some(j) = self.owner_spinners.next_in(from, n) {
             if spins_on_owner(&self.g[j].phase) {
-                return Some(j);
+                return Some(VcpuIdx(j as u32));
             }
             self.owner_spinners.set(j, false);
             from = j + 1;
@@ -343,17 +394,17 @@ impl VmRt {
 
     /// Keeps `owner_spinners` a superset: called after every assignment
     /// of vCPU `i`'s phase that may enter an owner spin.
-    pub(super) fn note_owner_spin(&mut self, i: usize) {
+    pub(super) fn note_owner_spin(&mut self, i: VcpuIdx) {
         if spins_on_owner(&self.g[i].phase) {
-            self.owner_spinners.set(i, true);
+            self.owner_spinners.set(i.idx(), true);
         }
     }
 
     /// The vCPUs spinning on an owner that `owner_spinners` misses, if any
     /// (the invariant of the set).
-    pub(super) fn owner_spinner_missed(&self) -> Option<usize> {
-        (0..self.n as usize)
-            .find(|&i| spins_on_owner(&self.g[i].phase) && !self.owner_spinners.test(i))
+    pub(super) fn owner_spinner_missed(&self) -> Option<VcpuIdx> {
+        VcpuIdx::all(self.n)
+            .find(|&i| spins_on_owner(&self.g[i].phase) && !self.owner_spinners.test(i.idx()))
     }
 
     /// `lefts[i]`: the unused part of vCPU i's current burst, so bursts in
@@ -437,8 +488,6 @@ mod tests {
     const OWNER_SPIN: Phase = Phase::Spin {
         wait: Wait::Owner,
         ple: false,
-        then: state::AfterStage::Ipi,
-        len: Nanos::ZERO,
     };
 
     /// The mutant: an owner spin entered without `note_owner_spin()` is
@@ -450,9 +499,9 @@ mod tests {
         assert_eq!(sim.check_vcpus(), Ok(()));
         sim.vms[0].g[1].phase = OWNER_SPIN;
         assert!(sim.check_vcpus().is_err());
-        sim.vms[0].note_owner_spin(1);
+        sim.vms[0].note_owner_spin(VcpuIdx(1));
         assert_eq!(sim.check_vcpus(), Ok(()));
-        assert_eq!(sim.vms[0].next_owner_spinner(0), Some(1));
+        assert_eq!(sim.vms[0].next_owner_spinner(0), Some(VcpuIdx(1)));
     }
 
     /// A candidate whose phase left the owner spin is dropped by the scan.
@@ -460,7 +509,7 @@ mod tests {
     fn a_stale_candidate_is_pruned() {
         let mut sim = nested();
         sim.vms[0].g[0].phase = OWNER_SPIN;
-        sim.vms[0].note_owner_spin(0);
+        sim.vms[0].note_owner_spin(VcpuIdx(0));
         sim.vms[0].g[0].phase = Phase::Start;
         assert!(sim.vms[0].may_have_owner_spinners());
         assert_eq!(sim.vms[0].next_owner_spinner(0), None);

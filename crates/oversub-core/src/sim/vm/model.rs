@@ -5,12 +5,15 @@
 //! profile's compute bursts and what follows them, `phases.rs`) and the
 //! nested Linux guest ([`NestedGuest`], a `GuestLevel` running a thread
 //! program, `guest.rs`). The run loop owns the phases both share (lock spin
-//! and hold, interrupt handler, halt, polls); a model owns `Phase::Start`
-//! and the phases it puts its vCPUs in.
+//! and hold, interrupt handler, halt, polls) and `Phase::Start`, where a
+//! vCPU goes back to its model ([`GuestModel::start`]); each model has its
+//! own typed stages ([`GenStage`], [`NestedStage`]), and a stage is stepped
+//! by the model it belongs to ([`ModelStage::step`]), so a model never sees
+//! another's.
 
 use super::super::Simulator;
 use super::guest::GuestNext;
-use super::state::{AfterStage, Cat, Phase, Wait};
+use super::state::{AfterStage, Cat, GenStage, ModelStage, NestedStage, Phase, Wait};
 use super::Act;
 use crate::engine::Nanos;
 use crate::kvm::{VcpuIdx, VmId};
@@ -18,38 +21,23 @@ use crate::sched::CpuId;
 
 /// One guest model's hooks (static methods on the simulator, like a
 /// kernel `sched_class`: the model's state lives in the VM it serves).
+/// A hook a model does not need does nothing.
 pub(super) trait GuestModel: Sync {
-    /// Advances vCPU `i`'s model phase `phase` (`Phase::Start`, or one the
-    /// model set): the next burst, or None to look at the phase again.
-    fn step(
-        &self,
-        sim: &mut Simulator,
-        cpu: CpuId,
-        vm: VmId,
-        i: VcpuIdx,
-        phase: Phase,
-    ) -> Option<Act>;
-
-    /// `work` of vCPU `i`'s last burst ran in a model phase that keeps no
-    /// time left of its own (the phase generator's compute bursts count
-    /// down in their phase).
-    fn consumed(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx, work: Nanos);
-
-    /// vCPU `i`'s `csd_lock_wait` ended: the phase it goes on with (`then`,
-    /// `len`: where the phase generator's post-compute stages resume).
-    fn after_csd_wait(&self, then: AfterStage, len: Nanos) -> Phase;
+    /// vCPU `i` is back in the model (`Phase::Start`): its next stage or
+    /// burst, or None to look at the phase again.
+    fn start(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx) -> Option<Act>;
 
     /// The guest's local timer interrupt handler on vCPU `i` ran (its EOI
     /// and the return to the interrupted phase are done).
-    fn timer_interrupt(&self, sim: &mut Simulator, cpu: CpuId, vm: VmId, i: VcpuIdx);
+    fn timer_interrupt(&self, _: &mut Simulator, _: CpuId, _: VmId, _: VcpuIdx) {}
 
     /// The guest's tick is due on vCPU `i` (its LAPIC timer interrupt is
     /// queued or about to be).
-    fn tick_due(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx);
+    fn tick_due(&self, _: &mut Simulator, _: VmId, _: VcpuIdx) {}
 
     /// vCPU `i` was scheduled in on the host (`kvm_sched_in`): what the
     /// guest sees of the time it waited.
-    fn sched_in(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx);
+    fn sched_in(&self, _: &mut Simulator, _: VmId, _: VcpuIdx) {}
 }
 
 /// The phase generator: vCPUs run a workload profile's draws.
@@ -58,79 +46,88 @@ pub(super) struct PhaseGen;
 /// The nested Linux guest: vCPUs run the guest scheduler's tasks.
 pub(super) struct NestedGuest;
 
+impl ModelStage {
+    /// Advances vCPU `i` in this stage of its model: the next burst, or
+    /// None to look at the phase again.
+    pub(super) fn step(self, sim: &mut Simulator, cpu: CpuId, vm: VmId, i: VcpuIdx) -> Option<Act> {
+        match self {
+            ModelStage::Gen(s) => PhaseGen::step(sim, cpu, vm, i, s),
+            ModelStage::Nested(s) => NestedGuest::step(sim, cpu, vm, i, s),
+        }
+    }
+}
+
 impl GuestModel for PhaseGen {
-    /// `Phase::Start`: the next op's compute burst (or done);
-    /// `Phase::Compute`: the burst's rest, then the post-compute stages;
-    /// `Phase::After`: the stages from where they stopped.
-    fn step(
-        &self,
-        sim: &mut Simulator,
-        cpu: CpuId,
-        vm: VmId,
-        i: VcpuIdx,
-        phase: Phase,
-    ) -> Option<Act> {
-        let (vi, i) = (vm, i.idx());
-        match phase {
-            Phase::Compute { left, len, .. } => {
+    /// The next op's compute burst (or done).
+    fn start(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx) -> Option<Act> {
+        sim.start_op(vm, i)
+    }
+}
+
+impl PhaseGen {
+    /// `Compute`: the burst's rest, then the post-compute stages;
+    /// `After`: the stages from where they stopped.
+    fn step(sim: &mut Simulator, cpu: CpuId, vi: VmId, i: VcpuIdx, stage: GenStage) -> Option<Act> {
+        match stage {
+            GenStage::Compute { left, len, .. } => {
                 if left > Nanos::ZERO {
                     return Some(Act::Run(Cat::Useful, left));
                 }
-                sim.vms[vi].g[i].phase = Phase::After {
+                sim.vms[vi].g[i].phase = Phase::gen(GenStage::After {
                     stage: AfterStage::Ipi,
                     len,
-                };
+                });
                 // The stages run at once: none of them queues an
                 // interrupt for this vCPU (their IPIs go to others), so
                 // the loop's injection check would find nothing.
                 sim.after_stages(cpu, vi, i, AfterStage::Ipi, len)
             }
-            Phase::After { stage, len } => sim.after_stages(cpu, vi, i, stage, len),
-            _ => {
-                debug_assert_eq!(phase, Phase::Start, "not a phase generator phase");
-                sim.start_op(vi, i)
-            }
+            GenStage::After { stage, len } => sim.after_stages(cpu, vi, i, stage, len),
         }
     }
-
-    fn consumed(&self, _: &mut Simulator, _: VmId, _: VcpuIdx, _: Nanos) {}
-
-    fn after_csd_wait(&self, then: AfterStage, len: Nanos) -> Phase {
-        Phase::After { stage: then, len }
-    }
-
-    fn timer_interrupt(&self, _: &mut Simulator, _: CpuId, _: VmId, _: VcpuIdx) {}
-
-    fn tick_due(&self, _: &mut Simulator, _: VmId, _: VcpuIdx) {}
-
-    fn sched_in(&self, _: &mut Simulator, _: VmId, _: VcpuIdx) {}
 }
 
 impl GuestModel for NestedGuest {
-    /// `Phase::Start`: back to the guest (`Phase::Guest`); `Phase::Guest`:
-    /// run the guest CPU's current task, take a kernel lock, send a
-    /// cross-CPU call, spin on a sleeping lock's owner, or idle (poll or
+    /// Back to the guest (`NestedStage::Guest`).
+    fn start(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx) -> Option<Act> {
+        sim.vms[vm].g[i].phase = Phase::GUEST;
+        None
+    }
+
+    fn timer_interrupt(&self, sim: &mut Simulator, cpu: CpuId, vm: VmId, i: VcpuIdx) {
+        sim.guest_timer_interrupt(cpu, vm, i);
+    }
+
+    fn tick_due(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx) {
+        if let Some(g) = sim.vms[vm.idx()].guest.as_mut() {
+            g.tick_due[i.idx()] = true;
+        }
+    }
+
+    fn sched_in(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx) {
+        let task = sim.vcpu_task(vm, i);
+        sim.guest_vcpu_entry(vm, i, task);
+    }
+}
+
+impl NestedGuest {
+    /// `Guest`: run the guest CPU's current task, take a kernel lock, send
+    /// a cross-CPU call, spin on a sleeping lock's owner, or idle (poll or
     /// HLT) when the guest CPU has nothing to run.
     fn step(
-        &self,
         sim: &mut Simulator,
         cpu: CpuId,
-        vm: VmId,
+        vi: VmId,
         i: VcpuIdx,
-        phase: Phase,
+        stage: NestedStage,
     ) -> Option<Act> {
-        let (vi, i) = (vm, i.idx());
-        if phase != Phase::Guest {
-            debug_assert_eq!(phase, Phase::Start, "not a nested guest phase");
-            sim.vms[vi].g[i].phase = Phase::Guest;
-            return None;
-        }
+        let NestedStage::Guest = stage;
         let next = sim.guest_run(cpu, vi, i);
         sim.trace_guest_curr(vi, i);
         match next {
             GuestNext::Run(d) => return Some(Act::Run(Cat::Useful, d)),
             GuestNext::KernelLock(l, hold) => {
-                // Back to Phase::Guest (via Start) after the release.
+                // Back to `NestedStage::Guest` (via Start) after the release.
                 sim.vms[vi].g[i].hold_next = Some(hold);
                 // Without `[[vm]] ops`, a program VM's op is this kernel
                 // lock section, attempt to release.
@@ -152,10 +149,10 @@ impl GuestModel for NestedGuest {
             } => {
                 let running = sim.vcpus_running_if(sim.kvm.avic, vi);
                 let then = wait.then_some(Phase::Spin {
-                    wait: Wait::Csd,
+                    wait: Wait::Csd {
+                        then: ModelStage::Nested(NestedStage::Guest),
+                    },
                     ple: false,
-                    then: AfterStage::Ipi,
-                    len: Nanos::ZERO,
                 });
                 if let Some(sw) =
                     sim.smp_call_function_many(cpu, vi, i, &targets, handler, then, &running)
@@ -168,8 +165,6 @@ impl GuestModel for NestedGuest {
                 sim.vms[vi].g[i].phase = Phase::Spin {
                     wait: Wait::Owner,
                     ple: false,
-                    then: AfterStage::Ipi,
-                    len: Nanos::ZERO,
                 };
                 sim.vms[vi].note_owner_spin(i);
                 return None;
@@ -180,28 +175,10 @@ impl GuestModel for NestedGuest {
         Some(sim.cpuidle_idle_call(cpu, vi, i))
     }
 
-    fn consumed(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx, work: Nanos) {
+    /// `work` of vCPU `i`'s last burst ran in the guest's current task.
+    pub(super) fn consumed(sim: &mut Simulator, vm: VmId, i: VcpuIdx, work: Nanos) {
         if let Some(g) = sim.vms[vm.idx()].guest.as_mut() {
-            g.consumed(i.idx(), work);
+            g.consumed(i, work);
         }
-    }
-
-    fn after_csd_wait(&self, _: AfterStage, _: Nanos) -> Phase {
-        Phase::Guest
-    }
-
-    fn timer_interrupt(&self, sim: &mut Simulator, cpu: CpuId, vm: VmId, i: VcpuIdx) {
-        sim.guest_timer_interrupt(cpu, vm, i.idx());
-    }
-
-    fn tick_due(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx) {
-        if let Some(g) = sim.vms[vm.idx()].guest.as_mut() {
-            g.tick_due[i.idx()] = true;
-        }
-    }
-
-    fn sched_in(&self, sim: &mut Simulator, vm: VmId, i: VcpuIdx) {
-        let task = sim.vcpu_task(vm, i);
-        sim.guest_vcpu_entry(vm, i.idx(), task);
     }
 }

@@ -39,10 +39,10 @@ impl Simulator {
     /// in a spin loop outside `kvm_vcpu_on_spin`.
     pub(in crate::sim) fn check_vcpus(&self) -> Result<(), String> {
         for vm in self.vms.iter() {
-            for (i, v) in vm.vcpus.iter().enumerate() {
+            for (i, v) in VcpuIdx::all(vm.n).zip(vm.vcpus.iter()) {
                 let id = vm.task(i);
                 let t = &self.host.sched.tasks[id.idx()];
-                let name = || format!("{}.vcpu{i}", vm.name);
+                let name = || format!("{}.{i}", vm.name);
                 if t.on_cpu && (v.preempted || v.ready) {
                     return Err(format!("{} runs but is preempted/ready", name()));
                 }
@@ -62,17 +62,17 @@ impl Simulator {
             }
             if let Some(i) = vm.owner_spinner_missed() {
                 return Err(format!(
-                    "{}.vcpu{i} spins on an owner outside owner_spinners",
+                    "{}.{i} spins on an owner outside owner_spinners",
                     vm.name
                 ));
             }
             if let Some(g) = &vm.guest {
                 for (i, &(n, l)) in g.osq_node.iter().enumerate() {
-                    let me = crate::kvm::VcpuIdx(i as u32);
+                    let me = VcpuIdx(i as u32);
                     let held = g.osq.iter().filter(|q| q.is_queued(me)).count();
                     if held != n as usize || (n == 1 && !g.osq[l].is_queued(me)) {
                         return Err(format!(
-                            "{}.vcpu{i}: osq_node {n}/{l}, queued in {held} OSQs",
+                            "{}.{me}: osq_node {n}/{l}, queued in {held} OSQs",
                             vm.name
                         ));
                     }
@@ -145,7 +145,7 @@ impl Simulator {
     /// Linux 6.12: `kvm_sched_out()` (virt/kvm/kvm_main.c), the vCPU's preempt
     /// notifier when its task is switched out.
     fn kvm_sched_out(&mut self, vm: VmId, idx: VcpuIdx, runnable: bool) {
-        let (vi, i) = (vm, idx.idx());
+        let (vi, i) = (vm, idx);
         let protected = self.vms[vi].protected;
         self.vms[vi].vcpus[i].kvm_sched_out(runnable, protected);
         // vcpu_is_preempted() of this vCPU may now be true: the optimistic
@@ -165,7 +165,7 @@ impl Simulator {
     /// steal time on entry; shrink the PLE window if the vCPU had been
     /// scheduled out.
     fn kvm_sched_in(&mut self, vm: VmId, idx: VcpuIdx) {
-        let (vi, i) = (vm, idx.idx());
+        let (vi, i) = (vm, idx);
         let model = self.vms[vi].model;
         model.sched_in(self, vm, idx);
         let vm = &mut self.vms[vi];
@@ -181,7 +181,7 @@ impl Simulator {
         let Some(n) = self.notifier(p) else {
             return;
         };
-        let (vi, i) = (n.vm, n.idx.idx());
+        let (vi, i) = (n.vm, n.idx);
         if self.vms[vi].g[i].timer_gen != gen {
             self.stale += 1;
             return;
@@ -193,13 +193,13 @@ impl Simulator {
     /// superseded (the vCPU ran again, or re-armed it, since).
     pub(in crate::sim) fn guest_timer_stale(&self, p: TaskId, gen: u64) -> bool {
         self.notifier(p)
-            .is_some_and(|n| self.vms[n.vm.idx()].g[n.idx.idx()].timer_gen != gen)
+            .is_some_and(|n| self.vms[n.vm.idx()].g[n.idx].timer_gen != gen)
     }
 
     /// Which vCPUs of VM `vi` are on a CPU now.
     pub(super) fn vcpus_running(&self, vi: VmId) -> Vec<bool> {
         let vm = &self.vms[vi];
-        (0..vm.n as usize)
+        VcpuIdx::all(vm.n)
             .map(|t| {
                 let id = vm.task(t);
                 let st = &self.host.sched.tasks[id.idx()];
@@ -222,7 +222,7 @@ impl Simulator {
     /// `wake_up_process`; `ready` is set only if that woke the task (a vCPU
     /// already woken, or back on a CPU but not yet out of `kvm_vcpu_block`,
     /// is left alone).
-    pub(super) fn wake_vcpu(&mut self, vi: VmId, i: usize, waker: Option<CpuId>) {
+    pub(super) fn wake_vcpu(&mut self, vi: VmId, i: VcpuIdx, waker: Option<CpuId>) {
         let task = self.vms[vi].task(i);
         let v = &mut self.vms[vi].vcpus[i];
         let was_ready = v.ready;
@@ -238,7 +238,7 @@ impl Simulator {
     /// Makes a running vCPU look at its state now (a lock it waits for was
     /// released, an interrupt arrived); a vCPU that is not running sees the
     /// change when it next enters the guest.
-    pub(super) fn poke(&mut self, vi: VmId, i: usize) {
+    pub(super) fn poke(&mut self, vi: VmId, i: VcpuIdx) {
         let task = self.vms[vi].task(i);
         let t = &self.host.sched.tasks[task.idx()];
         if t.on_cpu && self.host.sched.rqs[t.cpu.idx()].curr == Some(task) {

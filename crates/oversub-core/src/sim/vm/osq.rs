@@ -28,7 +28,7 @@ pub(super) enum OwnerLook {
 impl Simulator {
     /// `vcpu_is_preempted(cpu)` in guest `vi`: KVM's steal-time `preempted`
     /// flag with PV steal time (`kvm_vcpu_is_preempted`), else false.
-    pub(super) fn guest_vcpu_is_preempted(&self, vi: VmId, c: usize) -> bool {
+    pub(super) fn guest_vcpu_is_preempted(&self, vi: VmId, c: VcpuIdx) -> bool {
         self.pv.steal_time && self.vms[vi].vcpus[c].preempted
     }
 
@@ -40,10 +40,10 @@ impl Simulator {
     /// Whether guest CPU `j` waits on an OSQ behind its holder (it spins on
     /// its own node: a release of the lock or an owner switch is nothing to
     /// it).
-    pub(super) fn guest_osq_waiting(&self, vi: VmId, j: usize) -> bool {
+    pub(super) fn guest_osq_waiting(&self, vi: VmId, j: VcpuIdx) -> bool {
         let g = self.vms[vi].guest.as_ref().expect("a program VM");
-        let me = VcpuIdx(j as u32);
-        match g.osq_node[j] {
+        let me = j;
+        match g.osq_node[j.idx()] {
             (0, _) => false,
             (1, l) => g.osq[l].is_waiting(me),
             _ => g.osq.iter().any(|q| q.is_waiting(me)),
@@ -52,30 +52,30 @@ impl Simulator {
 
     /// Guest CPU `i`'s node entered (`on`) or left OSQ `l`: keeps
     /// `osq_node` in step.
-    fn guest_osq_node(&mut self, vi: VmId, i: usize, l: usize, on: bool) {
+    fn guest_osq_node(&mut self, vi: VmId, i: VcpuIdx, l: usize, on: bool) {
         let g = self.vms[vi].guest.as_mut().expect("a program VM");
-        let me = VcpuIdx(i as u32);
-        let (n, _) = g.osq_node[i];
-        g.osq_node[i] = if on {
+        let me = i;
+        let (n, _) = g.osq_node[i.idx()];
+        g.osq_node[i.idx()] = if on {
             (n + 1, l)
         } else if n == 2 {
             // The one queue left holding a node of the CPU.
             let k = g.osq.iter().position(|q| q.is_queued(me)).unwrap_or(0);
             (1, k)
         } else {
-            (n - 1, g.osq_node[i].1)
+            (n - 1, g.osq_node[i.idx()].1)
         };
     }
 
     /// `osq_unlock` of lock `l` by guest CPU `i`; the next node, now
     /// holding the queue, looks at the owner at once.
-    fn guest_osq_unlock(&mut self, vi: VmId, i: usize, l: usize) {
+    fn guest_osq_unlock(&mut self, vi: VmId, i: VcpuIdx, l: usize) {
         let next = self.osqs(vi)[l]
-            .osq_unlock(VcpuIdx(i as u32))
+            .osq_unlock(i)
             .expect("the OSQ holder unlocks");
         self.guest_osq_node(vi, i, l, false);
         if let Some(n) = next {
-            self.poke(vi, n.idx());
+            self.poke(vi, n);
         }
     }
 
@@ -88,16 +88,16 @@ impl Simulator {
     pub(super) fn guest_optimistic_spin(
         &mut self,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
         t: usize,
         lock: KlockId,
         mode: SleepMode,
         owner: Option<usize>,
     ) -> bool {
-        let me = VcpuIdx(i as u32);
+        let me = i;
         let l = lock.idx();
         let g = self.vms[vi].guest.as_ref().expect("a program VM");
-        let need_resched = g.kernel.sched.rqs[i].need_resched;
+        let need_resched = g.kernel.sched.rqs[i.idx()].need_resched;
         let waiter = g.program().sleeping_lock_is_waiter(t);
         let holder = g.osq[l].holder() == Some(me);
         // mutex_can_spin_on_owner / rwsem_can_spin_on_owner, and the
@@ -130,19 +130,19 @@ impl Simulator {
     /// cancelled by `need_resched()` / `vcpu_is_preempted(prev)`); the OSQ
     /// holder and a woken waiter look at the lock and its owner
     /// (`mutex_spin_on_owner`), the holder unlocking the OSQ when it stops.
-    pub(super) fn guest_owner_spin_look(&mut self, vi: VmId, i: usize) -> OwnerLook {
-        let me = VcpuIdx(i as u32);
+    pub(super) fn guest_owner_spin_look(&mut self, vi: VmId, i: VcpuIdx) -> OwnerLook {
+        let me = i;
         let g = self.vms[vi].guest.as_ref().expect("a program VM");
-        let lock = g.kernel.sched.rqs[i]
+        let lock = g.kernel.sched.rqs[i.idx()]
             .curr
             .and_then(|t| g.program().sleeping_lock_wanted(t.idx()));
         let Some(l) = lock.map(KlockId::idx) else {
             return OwnerLook::Take;
         };
         if g.osq[l].is_waiting(me) {
-            let need_resched = g.kernel.sched.rqs[i].need_resched;
+            let need_resched = g.kernel.sched.rqs[i.idx()].need_resched;
             let prev = g.osq[l].prev(me);
-            let prev_preempted = prev.is_some_and(|p| self.guest_vcpu_is_preempted(vi, p.idx()));
+            let prev_preempted = prev.is_some_and(|p| self.guest_vcpu_is_preempted(vi, p));
             let step = self.osqs(vi)[l]
                 .osq_poll(me, need_resched, |p| Some(p) == prev && prev_preempted)
                 .expect("a waiting node");

@@ -5,7 +5,7 @@
 
 use super::super::Simulator;
 use super::irq::draw_idle_vcpu;
-use super::state::{AfterStage, Cat, Phase, Wait};
+use super::state::{AfterStage, Cat, GenStage, ModelStage, Phase, Wait};
 use super::Act;
 use crate::engine::Nanos;
 use crate::guest::spinlock::{LockStep, Release};
@@ -23,7 +23,7 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
         mut stage: AfterStage,
         mut len: Nanos,
     ) -> Option<Act> {
@@ -33,7 +33,11 @@ impl Simulator {
             }
             let g = &self.vms[vi].g[i];
             match g.phase {
-                Phase::After { stage: s, len: l } if g.irqs.is_empty() => (stage, len) = (s, l),
+                Phase::Model(ModelStage::Gen(GenStage::After { stage: s, len: l }))
+                    if g.irqs.is_empty() =>
+                {
+                    (stage, len) = (s, l)
+                }
                 _ => return None,
             }
         }
@@ -44,7 +48,7 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
         stage: AfterStage,
         len: Nanos,
     ) -> Option<Act> {
@@ -55,14 +59,14 @@ impl Simulator {
         // built only once an IPI is drawn.
         let avic = self.kvm.avic;
         let vm = &mut self.vms[vi];
-        let me = VcpuIdx(i as u32);
+        let me = i;
         let ms = len.0 as f64 / 1e6;
         match stage {
             AfterStage::Ipi => {
-                vm.g[i].phase = Phase::After {
+                vm.g[i].phase = Phase::gen(GenStage::After {
                     stage: AfterStage::Shootdown,
                     len,
-                };
+                });
                 if vm.active > 1
                     && vm.prof.ipi_per_ms > 0.0
                     && vm.rng.chance(vm.prof.ipi_per_ms * ms)
@@ -76,13 +80,13 @@ impl Simulator {
                     let drawn = if sync {
                         None
                     } else {
-                        draw_idle_vcpu(&vm.g[..vm.active as usize], i, &mut vm.rng)
+                        draw_idle_vcpu(&vm.g.as_slice()[..vm.active as usize], i, &mut vm.rng)
                     };
                     let t = match drawn {
                         Some(t) => t,
                         None => {
-                            let t = vm.rng.below(u64::from(vm.active - 1)) as usize;
-                            t + usize::from(t >= i)
+                            let t = vm.rng.below(u64::from(vm.active - 1)) as u32;
+                            VcpuIdx(t + u32::from(t >= i.0))
                         }
                     };
                     let vector = if sync {
@@ -97,10 +101,13 @@ impl Simulator {
                     if sync {
                         vm.g[i].csd_pending += 1;
                         vm.g[i].phase = Phase::Spin {
-                            wait: Wait::Csd,
+                            wait: Wait::Csd {
+                                then: ModelStage::Gen(GenStage::After {
+                                    stage: AfterStage::Shootdown,
+                                    len,
+                                }),
+                            },
                             ple: false,
-                            then: AfterStage::Shootdown,
-                            len,
                         };
                     }
                     if send {
@@ -108,24 +115,24 @@ impl Simulator {
                         let running = self.vcpus_running_if(avic, vi);
                         let w = self.vms[vi].icr_write(
                             me,
-                            &LapicIrq::unicast(VcpuIdx(t as u32), vector),
+                            &LapicIrq::unicast(t, vector),
                             now,
                             &running,
                             exit,
                         );
                         self.trace_icr(cpu, vi, i, t, vector.0, w.tracked);
                         for tg in w.targets {
-                            self.deliver(vi, i, tg.idx(), vector, cpu);
+                            self.deliver(vi, i, tg, vector, cpu);
                         }
                     }
                 }
                 None
             }
             AfterStage::Shootdown => {
-                vm.g[i].phase = Phase::After {
+                vm.g[i].phase = Phase::gen(GenStage::After {
                     stage: AfterStage::BlockOrLock,
                     len,
-                };
+                });
                 if vm.active > 1
                     && vm.prof.tlb_shootdown_per_ms > 0.0
                     && vm.rng.chance(vm.prof.tlb_shootdown_per_ms * ms)
@@ -136,7 +143,7 @@ impl Simulator {
                     let mut targets = std::mem::take(&mut vm.targets_buf);
                     targets.clear();
                     targets.extend(
-                        (0..vm.active as usize)
+                        VcpuIdx::all(vm.active)
                             .filter(|&t| t != i)
                             .filter(|&t| !(pv.tlb_flush && pv.steal_time && vm.vcpus[t].preempted)),
                     );
@@ -145,10 +152,13 @@ impl Simulator {
                         return None;
                     }
                     let then = Phase::Spin {
-                        wait: Wait::Csd,
+                        wait: Wait::Csd {
+                            then: ModelStage::Gen(GenStage::After {
+                                stage: AfterStage::BlockOrLock,
+                                len,
+                            }),
+                        },
                         ple: false,
-                        then: AfterStage::BlockOrLock,
-                        len,
                     };
                     let running = self.vcpus_running_if(avic, vi);
                     let sw = self.smp_call_function_many(
@@ -183,8 +193,6 @@ impl Simulator {
                     vm.g[i].phase = Phase::Spin {
                         wait: Wait::Turn,
                         ple: false,
-                        then: AfterStage::Ipi,
-                        len,
                     };
                     return None;
                 }
@@ -201,24 +209,22 @@ impl Simulator {
         }
     }
 
-    pub(super) fn lock_start(&mut self, vi: VmId, i: usize, l: usize) {
+    pub(super) fn lock_start(&mut self, vi: VmId, i: VcpuIdx, l: usize) {
         let now = self.now;
         let vm = &mut self.vms[vi];
         vm.g[i].wait_start = now;
-        match vm.locks[l].lock(VcpuIdx(i as u32)) {
+        match vm.locks[l].lock(i) {
             LockStep::Acquired => self.lock_acquired(vi, i, l),
             _ => {
                 vm.g[i].phase = Phase::Spin {
                     wait: Wait::Lock(l),
                     ple: false,
-                    then: AfterStage::Ipi,
-                    len: Nanos::ZERO,
                 }
             }
         }
     }
 
-    pub(super) fn lock_acquired(&mut self, vi: VmId, i: usize, l: usize) {
+    pub(super) fn lock_acquired(&mut self, vi: VmId, i: VcpuIdx, l: usize) {
         let now = self.now;
         let vm = &mut self.vms[vi];
         vm.stats.lock_wait.add((now - vm.g[i].wait_start).0);
@@ -232,7 +238,13 @@ impl Simulator {
     }
 
     /// Unlock, wake or kick the next waiter. Some(act) if the releaser yielded.
-    pub(super) fn lock_release(&mut self, cpu: CpuId, vi: VmId, i: usize, l: usize) -> Option<Act> {
+    pub(super) fn lock_release(
+        &mut self,
+        cpu: CpuId,
+        vi: VmId,
+        i: VcpuIdx,
+        l: usize,
+    ) -> Option<Act> {
         let now = self.now;
         let exit = self.kvm.round_trip();
         let vm = &mut self.vms[vi];
@@ -242,15 +254,15 @@ impl Simulator {
             vm.stats.op_latency.add((now - vm.g[i].op_start).0);
         }
         vm.g[i].phase = Phase::Start;
-        let r = vm.locks[l].release(VcpuIdx(i as u32));
+        let r = vm.locks[l].release(i);
         let mut kicked = None;
         match r {
-            Release::HandedTo(c) => self.poke(vi, c.idx()),
+            Release::HandedTo(c) => self.poke(vi, c),
             Release::Free => {
                 // (A poke does not touch the lock.)
                 let mut k = 0;
                 while let Some(c) = self.vms[vi].locks[l].contender(k) {
-                    self.poke(vi, c.idx());
+                    self.poke(vi, c);
                     k += 1;
                 }
             }
@@ -259,24 +271,24 @@ impl Simulator {
                 // kvm_sched_yield towards the kicked vCPU.
                 vm.stats.pv_kicks += 1;
                 vm.g[i].pending_exit += exit;
-                let was_ready = vm.vcpus[c.idx()].ready;
+                let was_ready = vm.vcpus[c].ready;
                 if kvm_pv_kick_cpu_op(&mut vm.vcpus, u64::from(c.0)) {
-                    let task = vm.task(c.idx());
+                    let task = vm.task(c);
                     if self.host.sched.try_to_wake_up(task, 0, Some(cpu)) {
                         self.trace_wakeup_from(task, Some(cpu));
                     } else {
-                        self.vms[vi].vcpus[c.idx()].ready = was_ready;
+                        self.vms[vi].vcpus[c].ready = was_ready;
                     }
                 } else {
-                    self.poke(vi, c.idx());
+                    self.poke(vi, c);
                 }
-                kicked = Some(c.idx());
+                kicked = Some(c);
             }
         }
         let vm = &mut self.vms[vi];
         if vm.pingpong {
-            let other = (i + 1) % (vm.active.max(1) as usize);
-            vm.turn = other as u32;
+            let other = VcpuIdx((i.0 + 1) % vm.active.max(1));
+            vm.turn = other;
             self.poke(vi, other);
         }
         // KVM_HC_KICK_CPU's kvm_sched_yield (266e85a5ec9; `[kvm] kick_yield`).
@@ -291,11 +303,11 @@ impl Simulator {
     /// The phase generator's next op on vCPU `i`: done (inactive vCPU, or
     /// the profile's iterations reached), or a compute burst drawn from the
     /// profile. None: look at the phase again.
-    pub(super) fn start_op(&mut self, vi: VmId, i: usize) -> Option<Act> {
+    pub(super) fn start_op(&mut self, vi: VmId, i: VcpuIdx) -> Option<Act> {
         let now = self.now;
         let vm = &mut self.vms[vi];
         let done =
-            i as u32 >= vm.active || (vm.prof.iterations > 0 && vm.stats.ops >= vm.prof.iterations);
+            i.0 >= vm.active || (vm.prof.iterations > 0 && vm.stats.ops >= vm.prof.iterations);
         if done {
             vm.g[i].phase = Phase::Done;
             return None;
@@ -303,11 +315,11 @@ impl Simulator {
         let len = Nanos(vm.rng.exp(vm.prof.compute_ns).max(1));
         let user = !vm.rng.chance(vm.prof.kernel_fraction);
         vm.g[i].op_start = now;
-        vm.g[i].phase = Phase::Compute {
+        vm.g[i].phase = Phase::gen(GenStage::Compute {
             left: len,
             len,
             user,
-        };
+        });
         // What the next pass would do: no interrupt is pending
         // (this pass found none) and `len` > 0.
         Some(Act::Run(Cat::Useful, len))

@@ -1,10 +1,11 @@
 //! The guest side of one vCPU of the phase generator and the program guest's
-//! glue: the phase it is in (`Phase`, with typed post-compute stages), its
-//! queued interrupts, the burst it runs, and the VM's workload statistics.
+//! glue: the phase it is in (`Phase`: the run loop's shared phases, and each
+//! guest model's own typed stages), its queued interrupts, the burst it
+//! runs, and the VM's workload statistics.
 
 use crate::engine::{Nanos, Time};
 use crate::guest::haltpoll::CpuidleDevice;
-use crate::kvm::Vector;
+use crate::kvm::{VcpuIdx, Vector};
 use crate::report::Hist;
 use std::collections::VecDeque;
 
@@ -23,8 +24,9 @@ pub(super) enum Cat {
 pub(super) enum Wait {
     /// A guest spinlock (index into the VM's locks).
     Lock(usize),
-    /// `csd_lock_wait`: the targets of a synchronous IPI to run the handler.
-    Csd,
+    /// `csd_lock_wait`: the targets of a synchronous IPI to run the handler;
+    /// then the guest model goes on at stage `then`.
+    Csd { then: ModelStage },
     /// pingpong: the other vCPU's turn to end.
     Turn,
     /// A program VM: the guest task spins on the owner of a kernel sleeping
@@ -43,29 +45,43 @@ pub(super) enum AfterStage {
     BlockOrLock,
 }
 
+/// The phase generator's own stages (`phases.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum GenStage {
+    /// A compute burst: `left` of its `len` still to run, in user mode
+    /// (`user`) or in the guest kernel.
+    Compute { left: Nanos, len: Nanos, user: bool },
+    /// After a compute burst of `len`: its stages in order, from `stage` on.
+    After { stage: AfterStage, len: Nanos },
+}
+
+/// The nested guest's own stage (`guest.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum NestedStage {
+    /// Running the guest scheduler's current task (`guest::GuestLevel`).
+    Guest,
+}
+
+/// A guest model's own stage (`model.rs`): each model has its own enum, and
+/// a model is only ever handed its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ModelStage {
+    Gen(GenStage),
+    Nested(NestedStage),
+}
+
 /// Where a vCPU's guest is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Phase {
-    /// Pick the next compute burst.
+    /// Back to the guest model: it picks its next stage (the phase
+    /// generator its next compute burst, the nested guest its scheduler).
     Start,
-    Compute {
-        left: Nanos,
-        len: Nanos,
-        user: bool,
-    },
-    /// After a compute burst: its stages in order, from `stage` on.
-    After {
-        stage: AfterStage,
-        len: Nanos,
-    },
+    /// One of the guest model's own stages.
+    Model(ModelStage),
     /// A PAUSE loop; `ple`: the current burst ends in a PAUSE exit.
     Spin {
         wait: Wait,
         ple: bool,
-        /// The post-compute stage a `Wait::Csd` spin of the phase generator
-        /// returns to (other waits leave it at `Ipi`, unread).
-        then: AfterStage,
-        len: Nanos,
     },
     Hold {
         lock: usize,
@@ -94,16 +110,23 @@ pub(super) enum Phase {
     },
     /// No more work (iterations done, or an inactive vCPU): halted for good.
     Done,
-    /// A program VM: running the guest scheduler's current task
-    /// (`guest::GuestLevel`).
-    Guest,
+}
+
+impl Phase {
+    /// The phase generator's stage `s`.
+    pub(super) fn gen(s: GenStage) -> Phase {
+        Phase::Model(ModelStage::Gen(s))
+    }
+
+    /// The nested guest running its scheduler's current task.
+    pub(super) const GUEST: Phase = Phase::Model(ModelStage::Nested(NestedStage::Guest));
 }
 
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Irq {
     pub(super) at: Time,
     pub(super) vector: Vector,
-    pub(super) from: u32,
+    pub(super) from: VcpuIdx,
 }
 
 /// A cross-CPU call queued on a guest CPU (`call_single_data_t` on the
@@ -111,7 +134,7 @@ pub(super) struct Irq {
 #[derive(Clone, Copy, Debug)]
 pub(super) struct CallSingleData {
     /// The vCPU that queued it.
-    pub(super) from: u32,
+    pub(super) from: VcpuIdx,
     /// The caller waits for it in `csd_lock_wait` (`CSD_TYPE_SYNC`).
     pub(super) sync: bool,
     /// The function's work after the interrupt entry (`smp_call` handlers).

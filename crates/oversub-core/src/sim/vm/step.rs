@@ -5,8 +5,9 @@
 
 use super::super::Simulator;
 use super::exits::spin_iters;
+use super::model::NestedGuest;
 use super::osq::OwnerLook;
-use super::state::{AfterStage, Cat, Phase, Wait};
+use super::state::{Cat, GenStage, ModelStage, Phase, Wait};
 use super::Act;
 use super::VmEv;
 use crate::engine::Nanos;
@@ -28,7 +29,7 @@ impl Simulator {
         idx: VcpuIdx,
         left: Nanos,
     ) {
-        let (vi, i) = (vm, idx.idx());
+        let (vi, i) = (vm, idx);
         // Account the burst.
         let mut spun = Nanos::ZERO;
         let mut model_work = None;
@@ -40,12 +41,12 @@ impl Simulator {
             // Exit overhead not yet paid when the burst was cut short stays owed.
             g.pending_exit += g.plan_exit - ex;
             match &mut g.phase {
-                Phase::Compute { left, .. }
+                Phase::Model(ModelStage::Gen(GenStage::Compute { left, .. }))
                 | Phase::Hold { left, .. }
                 | Phase::Handler { left, .. }
                 | Phase::Poll { left, .. } => *left = *left - work,
                 Phase::Spin { .. } => spun = work,
-                Phase::Guest => model_work = Some(work),
+                Phase::Model(ModelStage::Nested(_)) => model_work = Some(work),
                 _ => {}
             }
             g.plan_exit = Nanos::ZERO;
@@ -61,8 +62,7 @@ impl Simulator {
             }
         }
         if let Some(work) = model_work {
-            let model = self.vms[vi].model;
-            model.consumed(self, vm, idx, work);
+            NestedGuest::consumed(self, vm, idx, work);
         }
         let act = self.vcpu_next(cpu, vi, i, left, spun);
         let vm = &mut self.vms[vi];
@@ -73,7 +73,9 @@ impl Simulator {
                 g.plan_work = work;
                 g.cat = cat;
                 vm.vcpus[i].cpl = match g.phase {
-                    Phase::Compute { user: true, .. } => Cpl::User,
+                    Phase::Model(ModelStage::Gen(GenStage::Compute { user: true, .. })) => {
+                        Cpl::User
+                    }
                     _ => Cpl::Kernel,
                 };
                 self.host.set_remaining(p, Some(g.plan_exit + work));
@@ -109,7 +111,7 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
         left: Nanos,
         spun: Nanos,
     ) -> Act {
@@ -128,24 +130,16 @@ impl Simulator {
                 continue;
             }
             let act = match phase {
-                // The guest model's own phases (`model.rs`).
-                Phase::Start | Phase::Compute { .. } | Phase::After { .. } | Phase::Guest => {
+                // Back to the guest model, or one of its own stages
+                // (`model.rs`).
+                Phase::Start => {
                     let model = vm.model;
-                    model.step(self, cpu, vi, VcpuIdx(i as u32), phase)
+                    model.start(self, vi, i)
                 }
-                Phase::Spin {
-                    wait,
-                    ple,
-                    then,
-                    len,
-                } => {
+                Phase::Model(stage) => stage.step(self, cpu, vi, i),
+                Phase::Spin { wait, ple } => {
                     let s = spun.take().unwrap_or(Nanos::ZERO);
-                    let spin = SpinAt {
-                        wait,
-                        ple,
-                        then,
-                        len,
-                    };
+                    let spin = SpinAt { wait, ple };
                     self.spin_phase(cpu, vi, i, left, s, spin)
                 }
                 Phase::Hold { lock, left } => {
@@ -175,9 +169,9 @@ impl Simulator {
     /// Takes the first pending interrupt of vCPU `i` in `phase`: leaves a
     /// halt (or its polling), keeps an interrupted lock spin's progress
     /// (`spun`), and enters the handler, which returns to `resume`.
-    fn inject_irq(&mut self, vi: VmId, i: usize, phase: Phase, spun: &mut Option<Nanos>) {
+    fn inject_irq(&mut self, vi: VmId, i: VcpuIdx, phase: Phase, spun: &mut Option<Nanos>) {
         let now = self.now;
-        let me = VcpuIdx(i as u32);
+        let me = i;
         let vm = &mut self.vms[vi];
         let irq = vm.g[i].irqs.pop_front().expect("non-empty");
         if vm.g[i].irqs.is_empty() {
@@ -195,14 +189,7 @@ impl Simulator {
                 Phase::Start
             }
             Phase::Poll { pv_lock, .. } => Phase::Halted { pv_lock },
-            Phase::Spin {
-                wait, then, len, ..
-            } => Phase::Spin {
-                wait,
-                ple: false,
-                then,
-                len,
-            },
+            Phase::Spin { wait, .. } => Phase::Spin { wait, ple: false },
             ph => ph,
         };
         // Keep the interrupted spin's progress for its lock.
@@ -253,19 +240,14 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
         left: Nanos,
         s: Nanos,
         spin: SpinAt,
     ) -> Option<Act> {
-        let SpinAt {
-            wait,
-            ple,
-            then,
-            len,
-        } = spin;
+        let SpinAt { wait, ple } = spin;
         let now = self.now;
-        let me = VcpuIdx(i as u32);
+        let me = i;
         let vm = &mut self.vms[vi];
         // Did the wait end?
         match wait {
@@ -292,11 +274,11 @@ impl Simulator {
                     LockStep::Spin => {}
                 }
             }
-            Wait::Csd => {
+            Wait::Csd { then } => {
                 if vm.g[i].csd_pending == 0 {
                     vm.stats.csd_wait_ns += (now - vm.g[i].csd_since).0;
                     vm.stats.csd_waits += 1;
-                    vm.g[i].phase = vm.model.after_csd_wait(then, len);
+                    vm.g[i].phase = Phase::Model(then);
                     return None;
                 }
             }
@@ -306,35 +288,35 @@ impl Simulator {
             Wait::Owner if self.pv.osq => match self.guest_owner_spin_look(vi, i) {
                 OwnerLook::Spin => {}
                 OwnerLook::Take => {
-                    self.vms[vi].g[i].phase = Phase::Guest;
+                    self.vms[vi].g[i].phase = Phase::GUEST;
                     return None;
                 }
                 OwnerLook::Sleep => {
                     self.guest_sleep_on_lock(vi, i);
-                    self.vms[vi].g[i].phase = Phase::Guest;
+                    self.vms[vi].g[i].phase = Phase::GUEST;
                     return None;
                 }
             },
             Wait::Owner => {
                 if self.guest_spun_lock_free(vi, i) {
-                    self.vms[vi].g[i].phase = Phase::Guest;
+                    self.vms[vi].g[i].phase = Phase::GUEST;
                     return None;
                 }
                 if !self.guest_keeps_spinning(vi, i) {
                     self.guest_sleep_on_lock(vi, i);
-                    self.vms[vi].g[i].phase = Phase::Guest;
+                    self.vms[vi].g[i].phase = Phase::GUEST;
                     return None;
                 }
             }
             Wait::Turn => {
-                if vm.turn == i as u32 {
+                if vm.turn == i {
                     self.lock_start(vi, i, 0);
                     return None;
                 }
                 // turn_yield: a guest-directed yield to the holder
                 // when steal time says it is preempted (s390's
                 // diag 0x9c; x86 KVM_HC_SCHED_YIELD).
-                let holder = vm.turn as usize;
+                let holder = vm.turn;
                 // At most one per spin burst (the guest spins
                 // between two looks at the holder).
                 if vm.prof.turn_yield
@@ -351,24 +333,14 @@ impl Simulator {
             }
         }
         if ple && left == Nanos::ZERO {
-            self.vms[vi].g[i].phase = Phase::Spin {
-                wait,
-                ple: false,
-                then,
-                len,
-            };
+            self.vms[vi].g[i].phase = Phase::Spin { wait, ple: false };
             self.vms[vi].note_owner_spin(i);
             if let Some(sw) = self.handle_pause(cpu, vi, i) {
                 return Some(Act::Switched(sw));
             }
         }
         let (d, ple2) = self.plan_spin(vi, i, wait);
-        self.vms[vi].g[i].phase = Phase::Spin {
-            wait,
-            ple: ple2,
-            then,
-            len,
-        };
+        self.vms[vi].g[i].phase = Phase::Spin { wait, ple: ple2 };
         self.vms[vi].note_owner_spin(i);
         Some(Act::Run(Cat::Spin, d))
     }
@@ -376,9 +348,9 @@ impl Simulator {
     /// An interrupt handler ended: its EOI, the return to the interrupted
     /// phase, the guest timer's work (program guest), and the senders'
     /// `csd_lock_wait` of the synchronous calls it ran (`csd_unlock`).
-    fn handler_end(&mut self, cpu: CpuId, vi: VmId, i: usize, vector: Vector) {
+    fn handler_end(&mut self, cpu: CpuId, vi: VmId, i: VcpuIdx, vector: Vector) {
         let now = self.now;
-        let me = VcpuIdx(i as u32);
+        let me = i;
         let vm = &mut self.vms[vi];
         // EOI: exits unless APICv virtualizes it.
         if vm.tracker.on_eoi(me, vector, now) {
@@ -395,7 +367,7 @@ impl Simulator {
             let vm = &mut self.vms[vi];
             let mut ran = std::mem::take(&mut vm.g[i].csd_running);
             for c in ran.iter().filter(|c| c.sync) {
-                let s = c.from as usize;
+                let s = c.from;
                 let g = &mut self.vms[vi].g[s];
                 g.csd_pending = g.csd_pending.saturating_sub(1);
                 if g.csd_pending == 0 {
@@ -414,10 +386,10 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
         pv_lock: Option<usize>,
     ) -> Option<Act> {
-        let me = VcpuIdx(i as u32);
+        let me = i;
         match pv_lock {
             // Woken from an idle HLT (timer or interrupt): work again.
             None => {
@@ -439,8 +411,6 @@ impl Simulator {
                         vm.g[i].phase = Phase::Spin {
                             wait: Wait::Lock(l),
                             ple: false,
-                            then: AfterStage::Ipi,
-                            len: Nanos::ZERO,
                         }
                     }
                 }
@@ -455,7 +425,7 @@ impl Simulator {
         &mut self,
         cpu: CpuId,
         vi: VmId,
-        i: usize,
+        i: VcpuIdx,
         pv_lock: Option<usize>,
         left: Nanos,
     ) -> Option<Act> {
@@ -506,11 +476,9 @@ fn flush_smp_call_function_queue(g: &mut super::state::VGuest) -> Nanos {
 }
 
 /// The state of a `Phase::Spin` (what it waits for, whether the burst ends
-/// in a PAUSE exit, and the phase generator's stage to return to).
+/// in a PAUSE exit).
 #[derive(Clone, Copy)]
 struct SpinAt {
     wait: Wait,
     ple: bool,
-    then: AfterStage,
-    len: Nanos,
 }

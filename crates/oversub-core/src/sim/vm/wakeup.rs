@@ -9,10 +9,11 @@
 //! with preemption off (the guest CPU does not reschedule in between).
 
 use super::super::Simulator;
+use super::guest::gcpu;
 use crate::engine::Nanos;
 use crate::guest::wakeup::{FUTEX_HB_HOLD, TTWU_PI_LOCK_HOLD};
-use crate::kvm::VmId;
-use crate::sched::{CpuId, TaskId};
+use crate::kvm::{VcpuIdx, VmId};
+use crate::sched::TaskId;
 use crate::task::program::Action;
 use std::collections::VecDeque;
 
@@ -48,12 +49,12 @@ pub(super) enum GuestStep {
 impl Simulator {
     /// Steps task `t`, current on guest CPU `i` of VM `vi`: the program
     /// step and its wakeups, or the next part of its wakeup path.
-    pub(super) fn guest_step(&mut self, vi: VmId, i: usize, t: TaskId) -> GuestStep {
+    pub(super) fn guest_step(&mut self, vi: VmId, i: VcpuIdx, t: TaskId) -> GuestStep {
         let now = self.now;
-        let cpu = CpuId(i as u32);
+        let cpu = gcpu(i);
         let g = self.vms[vi].guest.as_mut().expect("a program VM");
         g.kernel.set_now(now);
-        if let Some(p) = g.wake_path[i].as_mut() {
+        if let Some(p) = g.wake_path[i.idx()].as_mut() {
             let woken = p.woken_after.take();
             let next = p.sections.pop_front();
             if let Some((_, _, w)) = next {
@@ -72,7 +73,7 @@ impl Simulator {
             if let Some((l, hold, _)) = next {
                 return GuestStep::Lock(l, hold);
             }
-            let mut p = g.wake_path[i].take().expect("a path");
+            let mut p = g.wake_path[i.idx()].take().expect("a path");
             g.wake_sections_buf = std::mem::take(&mut p.sections);
             if p.woken {
                 return self.guest_step(vi, i, t);
@@ -108,7 +109,7 @@ impl Simulator {
                 ),
         );
         let (l, hold, w) = sections.pop_front().expect("a section");
-        g.wake_path[i] = Some(WakePath {
+        g.wake_path[i.idx()] = Some(WakePath {
             task: t.idx(),
             action,
             woken: false,
