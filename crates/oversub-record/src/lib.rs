@@ -5,6 +5,7 @@
 //! simulator core stays free of it. docs/workloads.md, "oversub record",
 //! says what each field is derived from.
 
+pub mod bounds;
 pub mod derive;
 mod failure;
 pub mod hist;

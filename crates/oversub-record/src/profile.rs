@@ -11,6 +11,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 mod from_json;
 mod to_json;
 
+pub use crate::bounds::{MAX_PROFILE_COUNT, MAX_PROFILE_NS, MAX_PROFILE_PEERS};
+
 /// Most threads a recording follows.
 pub const MAX_THREADS: usize = 4096;
 /// Most distinct futex words (per process) a recording keeps.
@@ -20,15 +22,6 @@ pub const MAX_FUTEXES: usize = 65536;
 pub const MAX_LISTED_THREADS: usize = 128;
 /// Most waiters/wakers listed per futex word.
 const MAX_LISTED: usize = 64;
-/// The largest count `oversub derive` reads from a profile.json (events,
-/// wakeups, syscalls of one kind): 2^36, far above what a recording of at
-/// most 600 s and its event cap hold, and low enough that the derivation's
-/// sums and products of counts cannot overflow.
-pub const MAX_PROFILE_COUNT: u64 = 1 << 36;
-/// The largest CPU time or blocked-time sum (ns) read: 2^50 ns (13 days).
-pub const MAX_PROFILE_NS: u64 = 1 << 50;
-/// Most `woken_by` and `wakes` entries of one thread read.
-pub const MAX_PROFILE_PEERS: usize = 8192;
 
 /// Who ended a wait.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -20,7 +20,7 @@ impl Profile {
         let derivable = by_cpu
             .iter()
             .filter(|t| {
-                t.cpu_ns > 0 && t.cpu_ns as f64 >= crate::derive::MIN_CPU_SHARE * total as f64
+                t.cpu_ns > 0 && t.cpu_ns as f64 >= crate::bounds::MIN_CPU_SHARE * total as f64
             })
             .count();
         let keep = MAX_LISTED_THREADS.max(derivable);
