@@ -1,11 +1,13 @@
-//! Reading a crate's imports from its sources, for the layout tests of the
-//! workspace's crates: which modules each file names through `crate::` and
-//! `super::` (comments and string literals stripped, `use crate::{a, b}`
-//! groups read whole).
+//! Reading a crate's imports from its sources, shared by the layout tests
+//! of the workspace's crates (the core's `integration/architecture.rs`,
+//! oversub-record's `tests/layout.rs`): which modules each file names
+//! through `crate::` and `super::` (comments and string literals stripped,
+//! `use crate::{a, b}` groups read whole), the module graph they make, and
+//! a circle in it.
 
 #![allow(dead_code)] // each crate's layout test uses its own subset
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The module path of a source file under `src/` (`sched/fair.rs` ->
@@ -193,4 +195,58 @@ pub fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(p);
         }
     }
+}
+
+/// The module graph of the crate whose sources are under `src`: each
+/// top-level module (`sched` for `sched/fair.rs`, `profile` for
+/// `profile/to_json.rs`) and the other top-level modules its files name.
+/// The crate root (`lib.rs`, `main.rs`) is left out: it declares the
+/// modules, and names them only to re-export.
+pub fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let module = |f: &PathBuf| module_of(f.strip_prefix(src).expect("under src"));
+    let modules: BTreeSet<String> = files
+        .iter()
+        .filter_map(|f| module(f).first().cloned())
+        .collect();
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &files {
+        let m = module(f);
+        let Some(from) = m.first() else { continue };
+        let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let to = arrows(&m, &text)
+            .into_iter()
+            .filter(|t| t != from && modules.contains(t));
+        g.entry(from.clone()).or_default().extend(to);
+    }
+    g
+}
+
+/// A circle through `from` in `g`, if there is one, as the modules along
+/// it (`[from, .., from]`).
+pub fn circle(g: &BTreeMap<String, BTreeSet<String>>, from: &str) -> Option<Vec<String>> {
+    fn walk(
+        g: &BTreeMap<String, BTreeSet<String>>,
+        start: &str,
+        at: &str,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        for next in g.get(at).into_iter().flatten() {
+            if next == start {
+                let mut c = path.clone();
+                c.push(start.to_string());
+                return Some(c);
+            }
+            if !path.contains(next) {
+                path.push(next.clone());
+                if let Some(c) = walk(g, start, next, path) {
+                    return Some(c);
+                }
+                path.pop();
+            }
+        }
+        None
+    }
+    walk(g, from, from, &mut vec![from.to_string()])
 }
