@@ -74,8 +74,7 @@ pub const MAX_PROGRAM_THREADS: usize = 256;
 pub const YIELDS_PER_SLOT: u64 = 64;
 /// The shortest guard period (us).
 pub const GUARD_MIN_US: u64 = 1000;
-/// A thread below this share of the program's CPU time is left out.
-pub const MIN_CPU_SHARE: f64 = 0.005;
+pub use crate::bounds::MIN_CPU_SHARE;
 /// The timer slack (us) of derived threads: 1 ns, the least there is
 /// (the rt-app `oversub` task extension, docs/workloads.md).
 pub const STAND_IN_TIMER_SLACK_US: f64 = 0.001;

@@ -135,7 +135,7 @@ impl Dist {
                 .ok_or_else(|| format!("{at}.{k}: expected an integer"))
         };
         let count = num("count")?;
-        if count > crate::profile::MAX_PROFILE_COUNT {
+        if count > crate::bounds::MAX_PROFILE_COUNT {
             return Err(format!("{at}.count: {count}: allowed a count 0 ..= 2^36"));
         }
         let mut d = Dist {

@@ -6,8 +6,12 @@
 
 use crate::hist::Dist;
 use crate::parse::{futex_args, Body, Line};
-use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+mod from_json;
+mod to_json;
+
+pub use crate::bounds::{MAX_PROFILE_COUNT, MAX_PROFILE_NS, MAX_PROFILE_PEERS};
 
 /// Most threads a recording follows.
 pub const MAX_THREADS: usize = 4096;
@@ -18,15 +22,6 @@ pub const MAX_FUTEXES: usize = 65536;
 pub const MAX_LISTED_THREADS: usize = 128;
 /// Most waiters/wakers listed per futex word.
 const MAX_LISTED: usize = 64;
-/// The largest count `oversub derive` reads from a profile.json (events,
-/// wakeups, syscalls of one kind): 2^36, far above what a recording of at
-/// most 600 s and its event cap hold, and low enough that the derivation's
-/// sums and products of counts cannot overflow.
-pub const MAX_PROFILE_COUNT: u64 = 1 << 36;
-/// The largest CPU time or blocked-time sum (ns) read: 2^50 ns (13 days).
-pub const MAX_PROFILE_NS: u64 = 1 << 50;
-/// Most `woken_by` and `wakes` entries of one thread read.
-pub const MAX_PROFILE_PEERS: usize = 8192;
 
 /// Who ended a wait.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -513,177 +508,6 @@ impl Profile {
         }
     }
 
-    /// The profile a profile.json describes, as far as the derivation
-    /// (derive.rs) reads it: per thread its identity, lifetime, CPU time,
-    /// run bursts, blocks by waker, wakeups done and syscall counts. So a
-    /// change to the derivation re-derives committed recordings without
-    /// re-recording them (`oversub derive`). Errors name the field.
-    pub fn from_json(v: &Value) -> Result<Profile, String> {
-        // Every number is bounded (so that the derivation's arithmetic
-        // cannot overflow): timestamps to u64, tids to u32, times to
-        // MAX_PROFILE_NS, counts to MAX_PROFILE_COUNT.
-        let within = |o: &Value, k: &str, at: &str, max: u64, what: &str| {
-            let v = o
-                .get(k)
-                .ok_or_else(|| format!("{at}.{k}: missing: allowed {what}"))?;
-            v.as_u64().filter(|&n| n <= max).ok_or_else(|| {
-                format!(
-                    "{at}.{k}: {}: allowed {what}",
-                    oversub::limits::echo(&v.to_string())
-                )
-            })
-        };
-        let ts =
-            |o: &Value, k: &str, at: &str| within(o, k, at, u64::MAX, "a non-negative integer");
-        let id = |o: &Value, k: &str, at: &str| {
-            within(o, k, at, u64::from(u32::MAX), "an id 0 ..= 4294967295").map(|n| n as u32)
-        };
-        let ns =
-            |o: &Value, k: &str, at: &str| within(o, k, at, MAX_PROFILE_NS, "a time 0 ..= 2^50 ns");
-        let u = |o: &Value, k: &str, at: &str| {
-            within(o, k, at, MAX_PROFILE_COUNT, "a count 0 ..= 2^36")
-        };
-        let threads = v
-            .get("threads")
-            .and_then(Value::as_array)
-            .ok_or("threads: expected an array")?;
-        if threads.len() > MAX_THREADS {
-            return Err(format!(
-                "threads: {} threads: allowed at most {MAX_THREADS}",
-                threads.len()
-            ));
-        }
-        let root = threads
-            .first()
-            .map_or(Ok(0), |t| id(t, "tid", "threads[0]"))?;
-        let mut p = Profile::new(root);
-        for (i, t) in threads.iter().enumerate() {
-            let at = format!("threads[{i}]");
-            let tid = id(t, "tid", &at)?;
-            let mut a = ThreadAcc {
-                tid,
-                tgid: id(t, "tgid", &at)?,
-                comm: t
-                    .get("comm")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| format!("{at}.comm: expected a string"))?
-                    .to_string(),
-                first_ns: ts(t, "first_ns", &at)?,
-                last_ns: ts(t, "last_ns", &at)?,
-                cpu_ns: ns(t, "cpu_ns", &at)?,
-                kernel_ns: ns(t, "kernel_ns", &at)?,
-                exited: t.get("exited").and_then(Value::as_bool).unwrap_or(false),
-                ..ThreadAcc::default()
-            };
-            let rb = t
-                .get("run_bursts_ns")
-                .ok_or(format!("{at}.run_bursts_ns: missing"))?;
-            a.bursts = Dist::from_json(rb, &format!("{at}.run_bursts_ns"))?;
-            let wb = t
-                .get("woken_by")
-                .and_then(Value::as_array)
-                .ok_or_else(|| format!("{at}.woken_by: expected an array"))?;
-            if wb.len() > MAX_PROFILE_PEERS {
-                return Err(format!(
-                    "{at}.woken_by: {} entries: allowed at most {MAX_PROFILE_PEERS}",
-                    wb.len()
-                ));
-            }
-            for (j, w) in wb.iter().enumerate() {
-                let wat = format!("{at}.woken_by[{j}]");
-                let label = w
-                    .get("waker")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| format!("{wat}.waker: expected a string"))?;
-                let waker = Waker::parse(label).ok_or_else(|| {
-                    format!("{wat}.waker: {label:?}: allowed thread:TID, task:COMM, irq")
-                })?;
-                let d = w
-                    .get("blocked_ns")
-                    .ok_or_else(|| format!("{wat}.blocked_ns: missing"))?;
-                a.woken_by
-                    .insert(waker, Dist::from_json(d, &format!("{wat}.blocked_ns"))?);
-            }
-            let wk = t
-                .get("wakes")
-                .and_then(Value::as_array)
-                .ok_or_else(|| format!("{at}.wakes: expected an array"))?;
-            if wk.len() > MAX_PROFILE_PEERS {
-                return Err(format!(
-                    "{at}.wakes: {} entries: allowed at most {MAX_PROFILE_PEERS}",
-                    wk.len()
-                ));
-            }
-            for (j, w) in wk.iter().enumerate() {
-                let wat = format!("{at}.wakes[{j}]");
-                let wakee = id(w, "wakee", &wat)?;
-                a.wakes.insert(wakee, u(w, "count", &wat)?);
-            }
-            if let Some(sc) = t.get("syscalls").and_then(Value::as_object) {
-                // The derivation reads their counts only (the summaries are
-                // brief: no buckets).
-                for (name, x) in sc {
-                    let n = u(x, "count", &format!("{at}.syscalls.{name}"))?;
-                    let mut kernel = Dist::default();
-                    kernel.add_zeros(n);
-                    a.syscalls.insert(
-                        name.clone(),
-                        Sys {
-                            kernel,
-                            wall: Dist::default(),
-                        },
-                    );
-                }
-            }
-            if let Some(sw) = t.get("switches") {
-                a.switches_blocked = u(sw, "blocked", &format!("{at}.switches"))?;
-                a.switches_preempted = u(sw, "preempted", &format!("{at}.switches"))?;
-            }
-            // The steady form's inputs (crate::steady): shootdowns started
-            // (reason TLB_REMOTE_SEND_IPI) and op markers.
-            if let Some(tl) = t.get("tlb_flush").and_then(Value::as_object) {
-                for (name, x) in tl {
-                    if let Some(r) = (0..=5).find(|&r| tlb_reason(r) == name) {
-                        let n = u(x, "events", &format!("{at}.tlb_flush.{name}"))?;
-                        a.tlb.insert(r, (n, 0));
-                    }
-                }
-            }
-            if let Some(x) = t.get("op_markers") {
-                a.op_marks = x
-                    .as_u64()
-                    .ok_or_else(|| format!("{at}.op_markers: expected a non-negative integer"))?;
-            }
-            if p.threads.insert(tid, a).is_some() {
-                return Err(format!("{at}.tid: {tid} appears twice"));
-            }
-        }
-        let first = p.threads.values().map(|t| t.first_ns).min();
-        p.last_ns = match v.get("last_ns") {
-            Some(x) => x.as_u64().ok_or("last_ns: expected an integer")?,
-            None => p.threads.values().map(|t| t.last_ns).max().unwrap_or(0),
-        };
-        // Profiles written before first_ns was: the trace's first event is
-        // wall_ns before its last (taken as the last thread event).
-        p.first_ns = match v.get("first_ns") {
-            Some(x) => Some(x.as_u64().ok_or("first_ns: expected an integer")?),
-            None => match v.get("wall_ns").and_then(Value::as_u64) {
-                Some(w) => Some(p.last_ns.saturating_sub(w)),
-                None => first,
-            },
-        };
-        p.events = v.get("events").and_then(Value::as_u64).unwrap_or(0);
-        if let Some(f) = v.get("threads_folded").and_then(Value::as_array) {
-            for (i, x) in f.iter().enumerate() {
-                p.folded_cpu_ns = p
-                    .folded_cpu_ns
-                    .saturating_add(ns(x, "cpu_ns", &format!("threads_folded[{i}]"))?)
-                    .min(MAX_PROFILE_NS);
-            }
-        }
-        Ok(p)
-    }
-
     pub fn wall_ns(&self) -> u64 {
         self.last_ns
             .saturating_sub(self.first_ns.unwrap_or(self.last_ns))
@@ -718,76 +542,6 @@ impl Profile {
         }
         s
     }
-
-    /// profile.json's `threads[]`, `threads_folded[]`, `futexes[]` and
-    /// `totals`. At most [`MAX_LISTED_THREADS`] threads are listed (the most
-    /// CPU first, and every one the derivation could use); the rest are
-    /// folded by comm into counts (`threads_folded`), so that a build's
-    /// hundreds of short-lived processes keep the file small. `totals` and
-    /// `per_op` cover every thread.
-    pub fn to_json(&self, ops: Option<u64>) -> Value {
-        let mut by_cpu: Vec<&ThreadAcc> = self.threads.values().collect();
-        by_cpu.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.tid.cmp(&b.tid)));
-        let total: u64 = by_cpu.iter().map(|t| t.cpu_ns).sum();
-        let derivable = by_cpu
-            .iter()
-            .filter(|t| {
-                t.cpu_ns > 0 && t.cpu_ns as f64 >= crate::derive::MIN_CPU_SHARE * total as f64
-            })
-            .count();
-        let keep = MAX_LISTED_THREADS.max(derivable);
-        let mut listed: Vec<&ThreadAcc> = by_cpu.iter().take(keep).copied().collect();
-        listed.sort_by_key(|t| t.tid);
-        let threads: Vec<Value> = listed.into_iter().map(thread_json).collect();
-        let mut folded: BTreeMap<&str, [u64; 7]> = BTreeMap::new();
-        for t in by_cpu.iter().skip(keep) {
-            let f = folded.entry(t.comm.as_str()).or_default();
-            f[0] += 1;
-            f[1] += t.cpu_ns;
-            f[2] += t.kernel_ns;
-            f[3] += t.switches_blocked;
-            f[4] += t.switches_preempted;
-            f[5] += t.woken_by.values().map(|d| d.count()).sum::<u64>();
-            f[6] += t.faults_user + t.faults_kernel;
-        }
-        let folded: Vec<Value> = folded
-            .iter()
-            .map(|(c, f)| {
-                json!({"comm": c, "threads": f[0], "cpu_ns": f[1], "kernel_ns": f[2],
-                       "switches": {"blocked": f[3], "preempted": f[4]}, "wakeups": f[5], "page_faults": f[6]})
-            })
-            .collect();
-        let futexes: Vec<Value> = self
-            .futexes
-            .iter()
-            .map(|((tgid, ua), f)| {
-                json!({
-                    "tgid": tgid,
-                    "uaddr": format!("{ua:#x}"),
-                    "waits": f.waits,
-                    "blocked_waits": f.blocked,
-                    "wakes": f.wakes,
-                    "waiters": f.waiters,
-                    "wakers": f.wakers,
-                    "wait_ns": f.wait_ns.summary(),
-                })
-            })
-            .collect();
-        let t = self.totals();
-        let mut o = Map::new();
-        o.insert("wall_ns".into(), json!(self.wall_ns()));
-        o.insert("first_ns".into(), json!(self.first_ns.unwrap_or(0)));
-        o.insert("last_ns".into(), json!(self.last_ns));
-        o.insert("events".into(), json!(self.events));
-        o.insert("totals".into(), t.to_json());
-        if let Some(n) = ops.filter(|&n| n > 0) {
-            o.insert("per_op".into(), t.per_op(n));
-        }
-        o.insert("threads".into(), Value::Array(threads));
-        o.insert("threads_folded".into(), Value::Array(folded));
-        o.insert("futexes".into(), Value::Array(futexes));
-        Value::Object(o)
-    }
 }
 
 /// Is this `getcpu` call the op marker (third argument 0x6f70)?
@@ -817,112 +571,6 @@ pub struct Totals {
     pub op_marks: u64,
     /// IPI targets by type.
     pub ipis: BTreeMap<String, u64>,
-}
-
-impl Totals {
-    fn to_json(&self) -> Value {
-        json!({
-            "cpu_ns": self.cpu_ns,
-            "kernel_ns": self.kernel_ns,
-            "user_ns": self.cpu_ns.saturating_sub(self.kernel_ns),
-            "switches": self.switches,
-            "voluntary_switches": self.voluntary,
-            "involuntary_switches": self.involuntary,
-            "wakeups": self.wakeups,
-            "wakeups_by_program": self.wakeups_by_program,
-            "futex_waits": self.futex_waits,
-            "futex_blocked_waits": self.futex_blocked,
-            "page_faults": self.faults,
-            "tlb_shootdowns": self.tlb_shootdowns,
-            "wakeups_of_polling_idle_without_ipi": self.idle_no_ipi,
-            "op_markers": self.op_marks,
-            "ipis": self.ipis,
-        })
-    }
-
-    fn per_op(&self, n: u64) -> Value {
-        let r = |v: u64| v as f64 / n as f64;
-        let ipis: BTreeMap<&String, f64> = self.ipis.iter().map(|(k, &v)| (k, r(v))).collect();
-        json!({
-            "ops": n,
-            "cpu_ns": r(self.cpu_ns),
-            "switches": r(self.switches),
-            "wakeups": r(self.wakeups),
-            "wakeups_by_program": r(self.wakeups_by_program),
-            "futex_waits": r(self.futex_waits),
-            "futex_blocked_waits": r(self.futex_blocked),
-            "page_faults": r(self.faults),
-            "tlb_shootdowns": r(self.tlb_shootdowns),
-            "wakeups_of_polling_idle_without_ipi": r(self.idle_no_ipi),
-            "ipis": ipis,
-        })
-    }
-}
-
-fn thread_json(t: &ThreadAcc) -> Value {
-    let blocks: Map<String, Value> = t
-        .blocks
-        .iter()
-        .map(|(c, d)| (c.to_string(), json!(d.summary())))
-        .collect();
-    let woken_by: Vec<Value> = t
-        .woken_by
-        .iter()
-        .map(|(w, d)| json!({"waker": w.label(), "count": d.count(), "blocked_ns": d.summary()}))
-        .collect();
-    let syscalls: Map<String, Value> = t
-        .syscalls
-        .iter()
-        .map(|(n, s)| {
-            (
-                n.clone(),
-                json!({"count": s.kernel.count(), "kernel_ns": s.kernel.summary().brief(), "wall_ns": s.wall.summary().brief()}),
-            )
-        })
-        .collect();
-    let tlb: Map<String, Value> = t
-        .tlb
-        .iter()
-        .map(|(r, (n, p))| (tlb_reason(*r).to_string(), json!({"events": n, "pages": p})))
-        .collect();
-    let ipis: Map<String, Value> = t
-        .ipis
-        .iter()
-        .map(|(k, (n, tg))| (k.clone(), json!({"events": n, "targets": tg})))
-        .collect();
-    let contention: Map<String, Value> = t
-        .contention
-        .iter()
-        .map(|(f, d)| (f.clone(), json!(d.summary())))
-        .collect();
-    json!({
-        "tid": t.tid,
-        "tgid": t.tgid,
-        "comm": t.comm,
-        "first_ns": t.first_ns,
-        "last_ns": t.last_ns,
-        "exited": t.exited,
-        "cpu_ns": t.cpu_ns,
-        "kernel_ns": t.kernel_ns,
-        "user_ns": t.cpu_ns.saturating_sub(t.kernel_ns),
-        "switches": {"blocked": t.switches_blocked, "preempted": t.switches_preempted},
-        "run_bursts_ns": t.bursts.summary(),
-        "blocked_by_cause_ns": blocks,
-        "woken_by": woken_by,
-        "wakes": t.wakes.iter().map(|(k, v)| json!({"wakee": k, "count": v})).collect::<Vec<_>>(),
-        "wakes_other": t.wakes_other,
-        "wakeup_latency_ns": t.wake_latency.summary(),
-        "syscalls": syscalls,
-        "page_faults": {"user": t.faults_user, "kernel": t.faults_kernel},
-        "tlb_flush": tlb,
-        "ipis_sent": ipis,
-        "wakeups_of_polling_idle_without_ipi": t.idle_no_ipi,
-        "op_markers": t.op_marks,
-        "op_interval_ns": t.op_interval.summary(),
-        "lock_contention_ns": contention,
-        "fsync_ns": t.fsync.summary(),
-        "futex": {"waits": t.futex_waits, "blocked": t.futex_blocked},
-    })
 }
 
 /// `tlb:tlb_flush` reasons (enum tlb_flush_reason, include/linux/mm_types.h).
@@ -982,58 +630,6 @@ mod tests {
         let t = p.totals();
         assert_eq!(t.wakeups_by_program, 1);
         assert_eq!(t.futex_waits, 1);
-    }
-
-    #[test]
-    fn a_profile_json_derives_the_program_its_recording_did() {
-        let mut p = Profile::new(10);
-        feed(
-            &mut p,
-            &[
-                "sh-10 (10) [000] ..... 1.000000: sched_process_fork: comm=sh pid=10 child_comm=w child_pid=11",
-                "sh-10 (10) [000] ..... 1.000010: sys_futex(uaddr: 1000, op: 80, val: 0, utime: 0, uaddr2: 0, val3: 0)",
-                "sh-10 (10) [000] d..2. 1.000020: sched_switch: prev_comm=sh prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=w next_pid=11 next_prio=120",
-                "w-11 (10) [000] ..... 1.000100: sys_futex(uaddr: 1000, op: 81, val: 1, utime: 0, uaddr2: 0, val3: 0)",
-                "w-11 (10) [000] d..3. 1.000110: sched_waking: comm=sh pid=10 prio=120 target_cpu=000",
-                "w-11 (10) [000] ..... 1.000120: sys_sched_yield()",
-                "w-11 (10) [000] ..... 1.000130: sys_sched_yield -> 0x0",
-                "w-11 (10) [000] d..2. 1.000200: sched_switch: prev_comm=w prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=sh next_pid=10 next_prio=120",
-                "sh-10 (10) [000] ..... 1.000210: sys_futex -> 0x0",
-                "sh-10 (10) [000] d.h2. 1.000900: sched_waking: comm=w pid=11 prio=120 target_cpu=000",
-                "sh-10 (10) [000] d..2. 1.001000: sched_switch: prev_comm=sh prev_pid=10 prev_prio=120 prev_state=R ==> next_comm=w next_pid=11 next_prio=120",
-            ],
-        );
-        let j = p.to_json(Some(4));
-        let q = Profile::from_json(&j).unwrap();
-        assert_eq!(q.first_ns, p.first_ns);
-        assert_eq!(q.threads[&11].syscall_count("sched_yield"), 1);
-        let a = crate::derive::derive(&p, Some(4), 3);
-        let b = crate::derive::derive(&q, Some(4), 3);
-        assert_eq!(
-            serde_json::to_value(&a.0).unwrap(),
-            serde_json::to_value(&b.0).unwrap()
-        );
-        assert_eq!(a.1, b.1);
-        // Every derived thread sleeps with 1 ns of slack (its sleeps replay
-        // measured blocked times), and the program parses as rt-app.
-        let text = serde_json::to_string(&a.0).unwrap();
-        let prog = oversub::workload::rtapp::parse(&text).unwrap().program;
-        assert!(!prog.threads.is_empty());
-        for t in prog
-            .threads
-            .iter()
-            .filter(|t| !t.name.starts_with("guard_"))
-        {
-            assert_eq!(t.timer_slack, Some(oversub::engine::Nanos(1)), "{}", t.name);
-        }
-        // A broken file names its field.
-        let mut bad = j.clone();
-        bad["threads"][1]["woken_by"][0]["waker"] = json!("cpu:3");
-        let e = Profile::from_json(&bad).err().unwrap();
-        assert!(
-            e.starts_with("threads[1].woken_by[0].waker: \"cpu:3\""),
-            "{e}"
-        );
     }
 
     #[test]

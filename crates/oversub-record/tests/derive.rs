@@ -168,3 +168,64 @@ fn the_steady_form_opens_each_pass_with_its_rare_signals() {
         "recorded: last: {first} / {last}"
     );
 }
+
+fn feed(p: &mut Profile, lines: &[&str]) {
+    for l in lines {
+        p.add(&line(l).unwrap_or_else(|| panic!("{l}"))).unwrap();
+    }
+    p.finish();
+}
+
+/// A profile.json read back derives the same program as the profile it was
+/// written from (Profile::to_json, then Profile::from_json).
+#[test]
+fn a_profile_json_derives_the_program_its_recording_did() {
+    let mut p = Profile::new(10);
+    feed(
+        &mut p,
+        &[
+            "sh-10 (10) [000] ..... 1.000000: sched_process_fork: comm=sh pid=10 child_comm=w child_pid=11",
+            "sh-10 (10) [000] ..... 1.000010: sys_futex(uaddr: 1000, op: 80, val: 0, utime: 0, uaddr2: 0, val3: 0)",
+            "sh-10 (10) [000] d..2. 1.000020: sched_switch: prev_comm=sh prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=w next_pid=11 next_prio=120",
+            "w-11 (10) [000] ..... 1.000100: sys_futex(uaddr: 1000, op: 81, val: 1, utime: 0, uaddr2: 0, val3: 0)",
+            "w-11 (10) [000] d..3. 1.000110: sched_waking: comm=sh pid=10 prio=120 target_cpu=000",
+            "w-11 (10) [000] ..... 1.000120: sys_sched_yield()",
+            "w-11 (10) [000] ..... 1.000130: sys_sched_yield -> 0x0",
+            "w-11 (10) [000] d..2. 1.000200: sched_switch: prev_comm=w prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=sh next_pid=10 next_prio=120",
+            "sh-10 (10) [000] ..... 1.000210: sys_futex -> 0x0",
+            "sh-10 (10) [000] d.h2. 1.000900: sched_waking: comm=w pid=11 prio=120 target_cpu=000",
+            "sh-10 (10) [000] d..2. 1.001000: sched_switch: prev_comm=sh prev_pid=10 prev_prio=120 prev_state=R ==> next_comm=w next_pid=11 next_prio=120",
+        ],
+    );
+    let j = p.to_json(Some(4));
+    let q = Profile::from_json(&j).unwrap();
+    assert_eq!(q.first_ns, p.first_ns);
+    assert_eq!(q.threads[&11].syscall_count("sched_yield"), 1);
+    let a = derive(&p, Some(4), 3);
+    let b = derive(&q, Some(4), 3);
+    assert_eq!(
+        serde_json::to_value(&a.0).unwrap(),
+        serde_json::to_value(&b.0).unwrap()
+    );
+    assert_eq!(a.1, b.1);
+    // Every derived thread sleeps with 1 ns of slack (its sleeps replay
+    // measured blocked times), and the program parses as rt-app.
+    let text = serde_json::to_string(&a.0).unwrap();
+    let prog = oversub::workload::rtapp::parse(&text).unwrap().program;
+    assert!(!prog.threads.is_empty());
+    for t in prog
+        .threads
+        .iter()
+        .filter(|t| !t.name.starts_with("guard_"))
+    {
+        assert_eq!(t.timer_slack, Some(oversub::engine::Nanos(1)), "{}", t.name);
+    }
+    // A broken file names its field.
+    let mut bad = j.clone();
+    bad["threads"][1]["woken_by"][0]["waker"] = serde_json::json!("cpu:3");
+    let e = Profile::from_json(&bad).err().unwrap();
+    assert!(
+        e.starts_with("threads[1].woken_by[0].waker: \"cpu:3\""),
+        "{e}"
+    );
+}
