@@ -4,12 +4,12 @@
 //! no progress and installs no signal handler (the CLI does both).
 //!
 //! * `engine`: virtual time, the event queue, seeded randomness;
-//! * `sched`: the host scheduler (Linux EEVDF fair class, cgroups, SMP, yield_to);
+//! * `sched`: the scheduler of every level (Linux EEVDF fair class, cgroups, SMP,
+//!   yield_to) and its self-checks (`sched::invariants`);
 //! * `task`: host task behaviours and the program interpreter;
 //! * `workload`: the program IR and its front ends (rt-app JSON);
 //! * `scenario`: the TOML scenario format;
 //! * `sim`: the simulation loop; `report`: the record of a run (tables, JSON);
-//!   `invariants`: self-checks;
 //! * `trace`: tracepoint-named events and sinks; `stats`: CIs, paired deltas;
 //!   `sweep`: parallel sweeps in memory, their metrics and summaries;
 //!   `interrupt`: the stop flag the runs poll (the CLI sets it on Ctrl-C);
@@ -23,7 +23,6 @@ pub mod engine;
 pub mod error;
 pub mod guest;
 pub mod interrupt;
-pub mod invariants;
 pub mod kvm;
 pub mod limits;
 pub mod report;

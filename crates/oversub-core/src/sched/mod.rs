@@ -29,6 +29,7 @@ pub mod flat;
 pub mod group;
 pub mod idle_balance;
 pub mod ids;
+pub mod invariants;
 pub mod load_avg;
 pub mod pelt;
 pub mod select;

@@ -1,6 +1,6 @@
 //! Self-checks of a run at every kernel level, after every event when
 //! enabled (debug builds, tests, `oversub run --check`): the host level's
-//! scheduler invariants (`KernelLevel::check`, src/invariants.rs), KVM's
+//! scheduler invariants (`KernelLevel::check`, src/sched/invariants.rs), KVM's
 //! vCPU state against the host's view of its task, and the same check of
 //! the guest level of every nested guest.
 

@@ -194,9 +194,9 @@ impl KernelLevel {
         true
     }
 
-    /// The scheduler invariants of this level (src/invariants.rs).
+    /// The scheduler invariants of this level (src/sched/invariants.rs).
     pub(crate) fn check(&self) -> Result<(), String> {
-        crate::invariants::check(&self.sched)
+        crate::sched::invariants::check(&self.sched)
     }
 }
 

@@ -299,3 +299,23 @@ fn a_forbidden_arrow_is_reported() {
     });
     assert!(hit, "{to:?}");
 }
+
+#[test]
+fn the_core_s_module_graph_has_no_circle() {
+    let g = imports::graph(&Path::new(CORE).join("src"));
+    // The scanner sees the core's known arrows.
+    assert!(
+        g["sim"].contains("sched") && g["kvm"].contains("sched"),
+        "{g:?}"
+    );
+    let circles: Vec<String> = g
+        .keys()
+        .filter_map(|m| imports::circle(&g, m))
+        .map(|c| c.join(" -> "))
+        .collect();
+    assert!(
+        circles.is_empty(),
+        "import circles between the core's modules (docs/architecture.md):\n{}",
+        circles.join("\n")
+    );
+}

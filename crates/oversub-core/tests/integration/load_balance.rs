@@ -218,7 +218,7 @@ fn active_balance_moves_the_running_task() {
     assert_eq!(s.rq(CpuId(1)).curr(), Some(b));
     assert_eq!(s.rq(CpuId(0)).curr(), Some(a));
     assert_eq!(s.task(b).stats().nr_migrations(), 1);
-    oversub::invariants::check(&s).unwrap();
+    oversub::sched::invariants::check(&s).unwrap();
 }
 
 /// Serves every pending reschedule.

@@ -37,7 +37,7 @@ fn run_ticks(s: &mut Scheduler, ticks: u32) {
         s.now += s.cfg.tick_nsec();
         s.sched_tick(CpuId(0));
         serve(s);
-        crate::invariants::check(s).unwrap();
+        crate::sched::invariants::check(s).unwrap();
     }
 }
 
@@ -60,7 +60,7 @@ fn flat_task_h_load_is_the_task_weight_times_each_group_fraction() {
     for &t in &ids {
         s.wake_up_new_task(t);
     }
-    crate::invariants::check(&s).unwrap();
+    crate::sched::invariants::check(&s).unwrap();
     // /b's load: b0 + b1 + /b/c's entity (2N) = 4N, its entity N.
     assert_eq!(s.flat_task_h_load(ids[0]), N);
     assert_eq!(s.flat_task_h_load(ids[1]), N / 4);
@@ -201,13 +201,13 @@ fn flat_yield_to_with_lead(lead: u64) -> (Option<TaskId>, TaskId, TaskId) {
     e.set_vruntime(v, crate::sched::entity::VruntimeStep::Place);
     e.deadline = v.wrapping_add(d);
     s.enqueue_into_timeline(f, sb);
-    crate::invariants::check(&s).unwrap();
+    crate::sched::invariants::check(&s).unwrap();
     let next = match s.yield_to(CpuId(0), b, true) {
         YieldTo::Yielded(Some(sw)) => sw.next,
         YieldTo::Yielded(None) => Some(a),
         other => panic!("yield_to refused: {other:?}"),
     };
-    crate::invariants::check(&s).unwrap();
+    crate::sched::invariants::check(&s).unwrap();
     (next, a, b)
 }
 
