@@ -444,12 +444,13 @@ fn check_sections(mf: &str, sections: &[RawSection], others: bool) -> Result<(),
 }
 
 /// All sections' rows: `section`, then the sweep columns over the union of
-/// the sections' axes.
+/// the sections' axes (a `key = "file"` axis's label included, beside the
+/// `file` column's path).
 fn combined_csv(sections: &[Section]) -> String {
     let mut axes: Vec<String> = Vec::new();
     for s in sections {
         for a in &s.spec.axes {
-            if a.name != "file" && !axes.contains(&a.name) {
+            if !axes.contains(&a.name) {
                 axes.push(a.name.clone());
             }
         }
