@@ -53,10 +53,48 @@ pub fn finish(code: ExitCode) -> ExitCode {
 
 pub use oversub_runs::atomic::{temp_name, write_atomic};
 
+/// Checks the paths a command will write (before its first run): each is
+/// new, a regular file (replaced whole) or a symbolic link (the link is
+/// replaced, never what it points to), and its directory, where it exists,
+/// is a directory. A directory, FIFO, socket or device there would fail
+/// the rename only after the work (a directory) or be replaced in silence
+/// (a FIFO another program reads). The one check of every output path:
+/// `--trace`, a sweep's and a reproduction's files ([`write_set`]).
+pub fn check_targets(paths: &[PathBuf]) -> Result<(), String> {
+    for path in paths {
+        let p = path.display();
+        let allowed = "allowed a new file or a regular file it replaces";
+        if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if d.exists() && !d.is_dir() {
+                return Err(format!(
+                    "{p}: cannot write: {} is not a directory: {allowed}",
+                    d.display()
+                ));
+            }
+        }
+        match std::fs::symlink_metadata(path) {
+            Err(_) => {}
+            Ok(m) if m.is_file() || m.file_type().is_symlink() => {}
+            Ok(m) if m.is_dir() => {
+                return Err(format!(
+                    "{p}: cannot write: exists and is a directory: {allowed}"
+                ))
+            }
+            Ok(_) => {
+                return Err(format!(
+                    "{p}: cannot write: exists and is not a regular file (a FIFO, socket or device): {allowed}"
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Writes a set of files whole or not at all: every one to its temporary
 /// name first; only when all are written are they renamed into place. On
 /// error the temporary files are removed and no file of the set is new.
 pub fn write_set(files: &[(PathBuf, String)]) -> Result<(), String> {
+    check_targets(&files.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>())?;
     let mut done: Vec<PathBuf> = Vec::new();
     let cleanup = |done: &[PathBuf]| {
         for t in done {
@@ -146,6 +184,7 @@ impl Streamed {
     /// Creates the temporary file now (so that an unwritable path fails
     /// before the run) and returns it for writing.
     pub fn create(path: &Path) -> Result<(Streamed, std::fs::File), String> {
+        check_targets(&[path.to_path_buf()])?;
         let tmp = temp_name(path);
         let f = std::fs::File::create(&tmp)
             .map_err(|e| format!("{}: cannot write: {e}", path.display()))?;

@@ -201,6 +201,16 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
         ));
     }
     crate::output::claim_out_dir(out, "--out", &mf)?;
+    let top = [
+        "results.csv",
+        "results.csv.meta.json",
+        "summary.md",
+        "report.html",
+    ];
+    crate::output::check_targets(&top.map(|f| out.join(f)))?;
+    for s in &m.section {
+        sweep_files::check_outputs(&out.join(&s.name))?;
+    }
     // Every section's runs in one batch: the cores stay busy to the end
     // instead of waiting at each section's last long run.
     let refs: Vec<&SweepSpec> = specs.iter().collect();

@@ -556,3 +556,85 @@ fn derive_refuses_what_is_not_a_profile() {
     assert!(!dir.join("workload.json").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Paths a command writes that are not a file it may replace: a directory
+/// where a file goes, a FIFO (another program's reader), a socket or a
+/// device. Each is refused before the first run (no run kept in the
+/// sweep's store, nothing on stdout), never replaced in silence (a FIFO
+/// was, exit 0) nor found only after the work (a directory was).
+#[test]
+fn output_files_that_are_not_files_are_refused_before_the_first_run() {
+    let sc = file(
+        "tgt.toml",
+        "[host]\nduration = \"1ms\"\n[[task]]\nname = \"h\"\nkind = \"hog\"\n",
+    );
+    let f = sweep_file(
+        "tgt-sweep.toml",
+        "[[axis]]\nkey = \"host.hz\"\nvalues = [250, 1000]\n",
+    );
+    let mkfifo = |p: &Path| {
+        let _ = std::fs::remove_file(p);
+        assert!(Command::new("mkfifo").arg(p).status().unwrap().success());
+    };
+    // --trace: a directory, a FIFO.
+    let d = dir().join("tgt-dir.json");
+    std::fs::create_dir_all(&d).unwrap();
+    refused(
+        &["run", s(&sc), "--trace", s(&d)],
+        &[s(&d), "exists and is a directory", "allowed a new file"],
+    );
+    let fifo = dir().join("tgt-fifo.json");
+    mkfifo(&fifo);
+    refused(
+        &["run", s(&sc), "--trace", s(&fifo)],
+        &[s(&fifo), "not a regular file (a FIFO, socket or device)"],
+    );
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    // A sweep's files: results.csv a directory, summary.md a FIFO.
+    for (tag, leaf, must) in [
+        ("d", "results.csv", "exists and is a directory"),
+        ("f", "summary.md", "not a regular file"),
+    ] {
+        let out = dir().join(format!("tgt-out-{tag}"));
+        let _ = std::fs::remove_dir_all(&out);
+        std::fs::create_dir_all(&out).unwrap();
+        if tag == "d" {
+            std::fs::create_dir(out.join(leaf)).unwrap();
+        } else {
+            mkfifo(&out.join(leaf));
+        }
+        refused(&["sweep", s(&f), "--out", s(&out)], &[leaf, must]);
+        assert!(!out.join(".oversub-runs.jsonl").exists(), "no run made");
+        assert!(!out.join("results.jsonl").exists());
+    }
+    // A reproduction's section directory holding a FIFO.
+    let sw = sweep_file("tgt-msw.toml", "");
+    let pubf = file("tgt-published.toml", "[v1]\nsource = \"s\"\npolicy = \"p\"\nbaseline = \"b\"\nmetric = \"m\"\nrow = []\n[s390]\n");
+    let m = file(
+        "tgt-manifest.toml",
+        &format!(
+            "published = \"{}\"\n[[section]]\nname = \"a\"\ntitle = \"t\"\nsweep = \"{}\"\nseeds = [1]\nduration = \"1ms\"\nquick_seeds = [1]\nquick_duration = \"1ms\"\n",
+            s(&pubf),
+            s(&sw)
+        ),
+    );
+    let out = dir().join("tgt-repro");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(out.join("a")).unwrap();
+    mkfifo(&out.join("a").join("results.jsonl"));
+    refused(
+        &[
+            "reproduce",
+            "--quick",
+            "--manifest",
+            s(&m),
+            "--out",
+            s(&out),
+        ],
+        &["a/results.jsonl", "not a regular file"],
+    );
+}
