@@ -240,6 +240,7 @@ fn sweep_local(
     resume: Option<PathBuf>,
 ) -> PyResult<Vec<PyRow>> {
     use std::sync::atomic::AtomicUsize;
+    oversub::limits::check_threads_env().map_err(refuse)?;
     let s = spec(spec_json, dir)?;
     let (batch, raised) = interruptible(py, || sweep::Batch::new(&[&s]));
     if let Some(e) = raised {

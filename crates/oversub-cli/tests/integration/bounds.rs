@@ -638,3 +638,70 @@ fn output_files_that_are_not_files_are_refused_before_the_first_run() {
         &["a/results.jsonl", "not a regular file"],
     );
 }
+
+/// The environment the tool honours is checked before any work, like a
+/// flag: `RAYON_NUM_THREADS` (a huge value made the thread pool's start
+/// wait, then panic; a malformed one was taken as unset) and
+/// `SOURCE_DATE_EPOCH` (a malformed one was replaced by the clock, a huge
+/// one gave a year beyond 9999). Empty is unset.
+#[test]
+fn environment_variables_are_checked_like_flags() {
+    let sc = file(
+        "env.toml",
+        "[host]\nduration = \"1ms\"\n[[task]]\nname = \"h\"\nkind = \"hog\"\n",
+    );
+    let f = sweep_file("env-sweep.toml", "");
+    let out = dir().join("env-out");
+    let _ = std::fs::remove_dir_all(&out);
+    let with = |var: &str, val: &str, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_oversub"))
+            .args(args)
+            .env(var, val)
+            .output()
+            .unwrap()
+    };
+    let sweep = ["sweep", s(&f), "--out", s(&out)];
+    let run = ["run", s(&sc)];
+    for (var, val, allowed) in [
+        ("RAYON_NUM_THREADS", "100000", "0 ..= 1024"),
+        ("RAYON_NUM_THREADS", "four", "0 ..= 1024"),
+        ("RAYON_NUM_THREADS", " 4", "0 ..= 1024"),
+        ("RAYON_NUM_THREADS", "-1", "0 ..= 1024"),
+        (
+            "SOURCE_DATE_EPOCH",
+            "9223372036854775807",
+            "0 ..= 253402300799",
+        ),
+        ("SOURCE_DATE_EPOCH", "1e9", "0 ..= 253402300799"),
+        ("SOURCE_DATE_EPOCH", "-1", "0 ..= 253402300799"),
+    ] {
+        for args in [&sweep[..], &run[..]] {
+            let o = with(var, val, args);
+            assert_refused(
+                args,
+                &o,
+                &[&format!("environment variable {var}={val:?}"), allowed],
+            );
+        }
+        assert!(!out.exists(), "nothing made");
+    }
+    for (var, val) in [
+        ("RAYON_NUM_THREADS", ""),
+        ("RAYON_NUM_THREADS", "1"),
+        ("SOURCE_DATE_EPOCH", ""),
+    ] {
+        let o = with(var, val, &sweep);
+        assert!(
+            o.status.success(),
+            "{var}={val:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let o = with("SOURCE_DATE_EPOCH", "253402300799", &sweep);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let meta = std::fs::read_to_string(out.join("results.csv.meta.json")).unwrap();
+    assert!(
+        meta.contains("\"date\": \"9999-12-31T23:59:59Z\""),
+        "{meta}"
+    );
+}

@@ -400,3 +400,30 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(crate::common::proptest_config(256))]
+
+    /// An environment variable the tool honours (`limits::env_int`): any
+    /// value is unset, an integer in its range, or one line naming the
+    /// variable and what is allowed; never a default in silence.
+    #[test]
+    fn environment_values_are_in_range_or_refused(
+        v in prop_oneof![
+            "(\\PC){0,30}",
+            "-?[0-9]{1,25}",
+            Just(" 4".to_string()),
+            Just("1e9".to_string()),
+        ]
+    ) {
+        let r = oversub::limits::env_int_of("RAYON_NUM_THREADS", Some(std::ffi::OsStr::new(&v)), 0, 1024, "threads");
+        match r {
+            Ok(None) => prop_assert!(v.is_empty()),
+            Ok(Some(n)) => prop_assert!((0..=1024).contains(&n) && v.parse::<i64>() == Ok(n)),
+            Err(e) => {
+                prop_assert!(!e.contains('\n'), "{e}");
+                prop_assert!(e.starts_with("environment variable RAYON_NUM_THREADS=") && e.contains("allowed an integer 0 ..= 1024"), "{e}");
+            }
+        }
+    }
+}
