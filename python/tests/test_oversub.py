@@ -348,3 +348,13 @@ def test_a_frame_value_the_summary_cannot_read_is_a_scenario_error(local_frame):
         df.loc[df.index[0], col] = bad
         with pytest.raises(oversub.ScenarioError, match=match):
             oversub.summary(df)
+
+
+def test_a_bad_thread_count_is_refused_before_any_run(monkeypatch):
+    """RAYON_NUM_THREADS is checked as the CLI checks it (a huge value made
+    the thread pool spawn until the system refused, then panic)."""
+    for v in ("100000", "four", "-1"):
+        monkeypatch.setenv("RAYON_NUM_THREADS", v)
+        with pytest.raises(oversub.ScenarioError,
+                           match=rf'^environment variable RAYON_NUM_THREADS="{v}": allowed an integer 0 \.\.= 1024'):
+            oversub.sweep(**SWEEP, progress=False)
