@@ -109,7 +109,7 @@ pub fn sweep_to_dir(
     keep: Keep,
 ) -> Result<String, String> {
     use std::sync::atomic::{AtomicU64, Ordering};
-    crate::output::claim_out_dir(out, "--out", &spec.file)?;
+    let _lock = crate::output::claim_out_dir(out, "--out", &spec.file)?;
     check_outputs(out)?;
     let batch = sweep::Batch::new(&[spec])?;
     let runs = batch.runs(0);

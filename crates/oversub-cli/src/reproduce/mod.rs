@@ -200,7 +200,7 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
             oversub::limits::MAX_SWEEP_RUNS
         ));
     }
-    crate::output::claim_out_dir(out, "--out", &mf)?;
+    let _lock = crate::output::claim_out_dir(out, "--out", &mf)?;
     let top = [
         "results.csv",
         "results.csv.meta.json",

@@ -705,3 +705,37 @@ fn environment_variables_are_checked_like_flags() {
         "{meta}"
     );
 }
+
+/// One command per output directory: two sweeps into one `--out` at the
+/// same time both passed the check of its mark, shared the runs store and
+/// overwrote each other's files (one exit 0 over the other's results). A
+/// lock held by a live process (this test's) is refused; one whose process
+/// is gone is taken over and removed at the end. Deterministic: no race is
+/// staged, the lock file is.
+#[test]
+fn one_command_writes_an_output_directory_at_a_time() {
+    let f = sweep_file("lock-sweep.toml", "");
+    let out = dir().join("lock-out");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let lock = out.join(".oversub-lock");
+    std::fs::write(&lock, format!("{}\n", std::process::id())).unwrap();
+    refused(
+        &["sweep", s(&f), "--out", s(&out)],
+        &[
+            &format!("process {} is writing it", std::process::id()),
+            "allowed one command per directory at a time",
+        ],
+    );
+    assert!(lock.exists(), "another's lock is left alone");
+    assert!(!out.join(".oversub-sweep").exists() && !out.join("results.csv").exists());
+    // A lock whose process is gone (no such pid) is taken over.
+    std::fs::write(&lock, "4294967295\n").unwrap();
+    let ok = oversub(&["sweep", s(&f), "--out", s(&out)]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(out.join("results.csv").exists() && !lock.exists());
+}
