@@ -219,9 +219,8 @@ def _frame(rows: Sequence[Tuple[Any, ...]], axes: Sequence[str]) -> "pandas.Data
             if k not in seen:
                 seen.add(k)
                 metric_cols.append(k)
-    # Rows as lists, not dicts: a "file" axis (scenario files per point) has
-    # the name of the first column, as in results.csv, and each keeps its own
-    # value (the path there, the axis label here).
+    # The "file" axis (scenario files per point) is named FILE_AXIS here, as
+    # in results.csv: its label beside the first column's path.
     nan = float("nan")
     records = []
     for point, file, workload, vms, labels, seed, metrics in rows:
@@ -301,9 +300,11 @@ def sweep(
         base: the base scenario file (paths are resolved against the current
             directory; a ``"file"`` axis may replace it per point).
         axes: axis name -> values. A name is a dotted scenario key (each value
-            is a ``--set`` value), ``"file"`` (scenario files), or any name
-            whose values are bundles ``{"label": ..., "set": ["k=v", ...]}``.
-            The first axis is the outermost.
+            is a ``--set`` value), ``"file"`` (scenario files; its column
+            and its name in ``baseline`` are ``"scenario"``, the files'
+            stems, beside the ``file`` column's paths), or any name whose
+            values are bundles ``{"label": ..., "set": ["k=v", ...]}``. The
+            first axis is the outermost.
         seeds: one run per point and seed.
         set: overrides applied to every run.
         duration: overrides ``host.duration`` of every run, e.g. ``"1s"``.
@@ -331,7 +332,8 @@ def sweep(
     Returns:
         A DataFrame, one row per run in expansion order (points, then seeds),
         columns ``file, workload, vms, <axes...>, seed, <metrics...>`` as in
-        ``results.csv``. Both backends return identical frames.
+        ``results.csv``, each name once. Both backends return identical
+        frames.
 
     Raises:
         ScenarioError: a bad sweep or a point the model refuses, before any
@@ -353,7 +355,7 @@ def sweep(
     if resume_dir is not None and backend != "local":
         raise _refuse("resume", resume_dir, "None with backend='ray' (resume=DIR is the local backend's)")
     spec_json = _spec(base, axes, seeds, set, duration, baseline)
-    names = list(axes)
+    names = [_oversub.FILE_AXIS if k == "file" else k for k in axes]
     base_pairs = _baseline(baseline, names)
     cwd = os.getcwd()
     cb, close = _progress(progress)

@@ -5,6 +5,7 @@ from typing import Any, Callable, List, Optional, Tuple
 Row = Tuple[int, str, str, int, List[Tuple[str, str]], int, List[Tuple[str, float]]]
 
 __version__: str
+FILE_AXIS: str
 
 class ScenarioError(ValueError):
     """A scenario, override or sweep the model refuses (the CLI's one line)."""

@@ -221,28 +221,34 @@ def test_summary_vms_is_the_cli_summary_csv_across_vm_counts(tmp_path):
     """A sweep over scenario files of 1 and 2 VMs (a "file" axis, as
     sweeps/seeds-eval.toml varies the VM count): the frame's and the
     summary's vms are each point's VM count, equal to results.csv and
-    summary.csv; the frame's first column keeps the path beside the axis's
-    label, as results.csv does."""
+    summary.csv; the frame keeps the path (column ``file``) beside the
+    axis's label (column ``scenario``), each name once, as results.csv
+    does."""
     files = [ROOT / "scenarios" / "overcommit" / f"pingpong-{n}x16.toml" for n in (1, 2)]
     spec = tmp_path / "s.toml"
     spec.write_text(
-        'seeds = [1, 2]\nduration = "20ms"\nbaseline = { file = "pingpong-1x16" }\n'
+        'seeds = [1, 2]\nduration = "20ms"\nbaseline = { scenario = "pingpong-1x16" }\n'
         f'[[axis]]\nkey = "file"\nvalues = ["{files[0]}", "{files[1]}"]\n'
     )
     out = cli("sweep", spec, "--out", tmp_path / "out")
     assert out.returncode == 0, out.stderr
     df = oversub.sweep(axes={"file": files}, seeds=[1, 2], duration="20ms",
-                       baseline={"file": "pingpong-1x16"}, progress=False)
-    assert list(df.columns[:5]) == ["file", "workload", "vms", "file", "seed"]
+                       baseline={"scenario": "pingpong-1x16"}, progress=False)
+    assert list(df.columns[:5]) == ["file", "workload", "vms", "scenario", "seed"]
+    assert df.columns.is_unique
     assert list(df["vms"]) == [1, 1, 2, 2]
-    assert list(df.iloc[:, 0]) == [str(f) for f in files for _ in (1, 2)]
-    assert list(df.iloc[:, 3]) == ["pingpong-1x16"] * 2 + ["pingpong-2x16"] * 2
+    assert list(df["file"]) == [str(f) for f in files for _ in (1, 2)]
+    assert list(df["scenario"]) == ["pingpong-1x16"] * 2 + ["pingpong-2x16"] * 2
+    with pytest.raises(oversub.ScenarioError, match="baseline: axis 'file'.*allowed one of the axes: scenario"):
+        oversub.sweep(axes={"file": files}, seeds=[1], baseline={"file": "pingpong-1x16"})
     res = pd.read_csv(tmp_path / "out" / "results.csv", keep_default_na=False)
-    assert list(res["vms"]) == list(df["vms"]) and list(res["file"]) == list(df.iloc[:, 0])
+    assert list(res.columns) == list(df.columns)
+    assert list(res["file"]) == list(df["file"]) and list(res["scenario"]) == list(df["scenario"])
+    assert list(res["vms"]) == list(df["vms"])
     py = oversub.summary(df)
-    csv = pd.read_csv(tmp_path / "out" / "summary.csv", keep_default_na=False, na_values=[""], dtype={"file": str})
+    csv = pd.read_csv(tmp_path / "out" / "summary.csv", keep_default_na=False, na_values=[""], dtype={"scenario": str})
     pd.testing.assert_frame_equal(py, csv, check_exact=True)
-    assert sorted(set(zip(py["file"], py["vms"]))) == [("pingpong-1x16", 1), ("pingpong-2x16", 2)]
+    assert sorted(set(zip(py["scenario"], py["vms"]))) == [("pingpong-1x16", 1), ("pingpong-2x16", 2)]
     # The 2-VM point has deltas against the 1-VM baseline.
     assert py[py["vms"] == 2]["delta"].notna().any()
 
@@ -342,3 +348,13 @@ def test_a_frame_value_the_summary_cannot_read_is_a_scenario_error(local_frame):
         df.loc[df.index[0], col] = bad
         with pytest.raises(oversub.ScenarioError, match=match):
             oversub.summary(df)
+
+
+def test_a_bad_thread_count_is_refused_before_any_run(monkeypatch):
+    """RAYON_NUM_THREADS is checked as the CLI checks it (a huge value made
+    the thread pool spawn until the system refused, then panic)."""
+    for v in ("100000", "four", "-1"):
+        monkeypatch.setenv("RAYON_NUM_THREADS", v)
+        with pytest.raises(oversub.ScenarioError,
+                           match=rf'^environment variable RAYON_NUM_THREADS="{v}": allowed an integer 0 \.\.= 1024'):
+            oversub.sweep(**SWEEP, progress=False)

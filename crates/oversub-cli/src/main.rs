@@ -315,6 +315,12 @@ fn main() -> ExitCode {
             e.exit()
         }
     };
+    // The environment the tool honours, checked before any work.
+    if let Err(m) =
+        oversub::limits::check_threads_env().and_then(|()| provenance::source_date_epoch())
+    {
+        return output::finish(refuse(std::env::args().any(|a| a == "--json"), &m));
+    }
     let code = command(cli);
     output::finish(code)
 }

@@ -53,10 +53,48 @@ pub fn finish(code: ExitCode) -> ExitCode {
 
 pub use oversub_runs::atomic::{temp_name, write_atomic};
 
+/// Checks the paths a command will write (before its first run): each is
+/// new, a regular file (replaced whole) or a symbolic link (the link is
+/// replaced, never what it points to), and its directory, where it exists,
+/// is a directory. A directory, FIFO, socket or device there would fail
+/// the rename only after the work (a directory) or be replaced in silence
+/// (a FIFO another program reads). The one check of every output path:
+/// `--trace`, a sweep's and a reproduction's files ([`write_set`]).
+pub fn check_targets(paths: &[PathBuf]) -> Result<(), String> {
+    for path in paths {
+        let p = path.display();
+        let allowed = "allowed a new file or a regular file it replaces";
+        if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if d.exists() && !d.is_dir() {
+                return Err(format!(
+                    "{p}: cannot write: {} is not a directory: {allowed}",
+                    d.display()
+                ));
+            }
+        }
+        match std::fs::symlink_metadata(path) {
+            Err(_) => {}
+            Ok(m) if m.is_file() || m.file_type().is_symlink() => {}
+            Ok(m) if m.is_dir() => {
+                return Err(format!(
+                    "{p}: cannot write: exists and is a directory: {allowed}"
+                ))
+            }
+            Ok(_) => {
+                return Err(format!(
+                    "{p}: cannot write: exists and is not a regular file (a FIFO, socket or device): {allowed}"
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Writes a set of files whole or not at all: every one to its temporary
 /// name first; only when all are written are they renamed into place. On
 /// error the temporary files are removed and no file of the set is new.
 pub fn write_set(files: &[(PathBuf, String)]) -> Result<(), String> {
+    check_targets(&files.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>())?;
     let mut done: Vec<PathBuf> = Vec::new();
     let cleanup = |done: &[PathBuf]| {
         for t in done {
@@ -92,11 +130,81 @@ pub fn write_set(files: &[(PathBuf, String)]) -> Result<(), String> {
 /// so that a second sweep into the same directory is refused.
 pub const OWNER_FILE: &str = ".oversub-sweep";
 
+/// The file that holds an output directory for one command at a time: the
+/// writer's process id.
+pub const LOCK_FILE: &str = ".oversub-lock";
+
+/// One command's hold on an output directory ([`claim_out_dir`]): the
+/// lock file, created exclusively (`O_EXCL`) and removed when dropped.
+/// Two sweeps into one `--out` at the same time both passed the check of
+/// the directory's mark, shared the runs store and overwrote each other's
+/// files (one exit 0 over the other's results). A lock left by a process
+/// that is gone (killed) is taken over; one whose process still runs is
+/// refused.
+#[must_use = "the directory is held while the lock lives"]
+pub struct DirLock {
+    path: PathBuf,
+}
+
+impl DirLock {
+    fn take(dir: &Path, what: &str) -> Result<DirLock, String> {
+        let path = dir.join(LOCK_FILE);
+        let d = dir.display();
+        for _ in 0..2 {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    f.write_all(format!("{}\n", std::process::id()).as_bytes())
+                        .map_err(|e| format!("{what} {d}: cannot write: {e}"))?;
+                    return Ok(DirLock { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let pid = oversub::limits::read_text(&path, "the lock oversub writes")
+                        .ok()
+                        .and_then(|s| s.trim().parse::<u32>().ok());
+                    match pid {
+                        // Its writer is gone: a stale lock.
+                        Some(p) if !Path::new(&format!("/proc/{p}")).exists() => {
+                            let _ = std::fs::remove_file(&path);
+                        }
+                        _ => {
+                            let by = pid.map_or_else(
+                                || "another command (remove the lock if none runs)".into(),
+                                |p| format!("process {p}"),
+                            );
+                            return Err(format!(
+                                "{what} {d}: {by} is writing it ({}): allowed one command per directory at a time",
+                                path.display()
+                            ));
+                        }
+                    }
+                }
+                Err(e) => return Err(format!("{what} {d}: cannot write: {e}")),
+            }
+        }
+        Err(format!(
+            "{what} {d}: {} is taken again as it is freed: allowed one command per directory at a time",
+            path.display()
+        ))
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 /// Claims `dir` for the outputs of `owner` (a sweep or manifest file):
-/// [`check_out_dir`], then refuses a directory marked as holding the
-/// results of another one.
-pub fn claim_out_dir(dir: &Path, what: &str, owner: &str) -> Result<(), String> {
+/// [`check_out_dir`], holds it ([`DirLock`], for as long as the returned
+/// lock lives), then refuses a directory marked as holding the results of
+/// another one.
+pub fn claim_out_dir(dir: &Path, what: &str, owner: &str) -> Result<DirLock, String> {
     check_out_dir(dir, what)?;
+    let lock = DirLock::take(dir, what)?;
     let d = dir.display();
     let mark = dir.join(OWNER_FILE);
     if std::fs::symlink_metadata(&mark).is_ok() {
@@ -104,7 +212,7 @@ pub fn claim_out_dir(dir: &Path, what: &str, owner: &str) -> Result<(), String> 
         let o = oversub::limits::read_text(&mark, "the mark oversub writes")
             .map_err(|m| format!("{what} {d}: {}: {m}", mark.display()))?;
         return if o.trim_end() == owner {
-            Ok(())
+            Ok(lock)
         } else {
             Err(format!(
                 "{what} {d}: holds the results of {}: allowed a new or empty directory, or one written for {owner}",
@@ -112,7 +220,8 @@ pub fn claim_out_dir(dir: &Path, what: &str, owner: &str) -> Result<(), String> 
             ))
         };
     }
-    write_atomic(&mark, format!("{owner}\n").as_bytes()).map_err(|m| format!("{what} {m}"))
+    write_atomic(&mark, format!("{owner}\n").as_bytes()).map_err(|m| format!("{what} {m}"))?;
+    Ok(lock)
 }
 
 /// Checks an output directory before any run: it is created if missing,
@@ -126,10 +235,11 @@ pub fn check_out_dir(dir: &Path, what: &str) -> Result<(), String> {
         ));
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("{what} {d}: cannot create: {e}"))?;
-    write_atomic(&dir.join(".probe"), b"")
-        .and_then(|()| {
-            std::fs::remove_file(dir.join(".probe")).map_err(|e| format!("{d}: cannot write: {e}"))
-        })
+    // The probe's name is this process's (two commands probing one
+    // directory removed each other's).
+    let probe = dir.join(format!(".probe-{}", std::process::id()));
+    write_atomic(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe).map_err(|e| format!("{d}: cannot write: {e}")))
         .map_err(|m| format!("{what} {m}"))
 }
 
@@ -146,6 +256,7 @@ impl Streamed {
     /// Creates the temporary file now (so that an unwritable path fails
     /// before the run) and returns it for writing.
     pub fn create(path: &Path) -> Result<(Streamed, std::fs::File), String> {
+        check_targets(&[path.to_path_buf()])?;
         let tmp = temp_name(path);
         let f = std::fs::File::create(&tmp)
             .map_err(|e| format!("{}: cannot write: {e}", path.display()))?;

@@ -84,11 +84,24 @@ pub fn rfc3339(secs: i64) -> String {
     )
 }
 
+/// The last second RFC 3339's four-digit years can write
+/// (9999-12-31T23:59:59Z).
+const MAX_DATE_EPOCH: i64 = 253_402_300_799;
+
+/// `SOURCE_DATE_EPOCH`, checked (`oversub::limits::env_int`): seconds since
+/// 1970 that replace the clock, or None. A malformed value is refused (the
+/// reproducible-builds specification's rule), not replaced by the clock.
+pub fn source_date_epoch() -> Result<Option<i64>, String> {
+    oversub::limits::env_int(
+        "SOURCE_DATE_EPOCH",
+        0,
+        MAX_DATE_EPOCH,
+        "seconds since 1970-01-01 for the provenance's date",
+    )
+}
+
 fn now() -> i64 {
-    if let Some(e) = std::env::var("SOURCE_DATE_EPOCH")
-        .ok()
-        .and_then(|v| v.trim().parse::<i64>().ok())
-    {
+    if let Ok(Some(e)) = source_date_epoch() {
         return e;
     }
     std::time::SystemTime::now()

@@ -109,7 +109,8 @@ pub fn sweep_to_dir(
     keep: Keep,
 ) -> Result<String, String> {
     use std::sync::atomic::{AtomicU64, Ordering};
-    crate::output::claim_out_dir(out, "--out", &spec.file)?;
+    let _lock = crate::output::claim_out_dir(out, "--out", &spec.file)?;
+    check_outputs(out)?;
     let batch = sweep::Batch::new(&[spec])?;
     let runs = batch.runs(0);
     let fp = oversub_runs::fingerprint(
@@ -341,8 +342,25 @@ pub fn compact(spec: &SweepSpec, s: &[summary::PointSummary], runs: usize) -> St
     o
 }
 
+/// The names of a sweep's files in its directory ([`outputs`]).
+pub const FILES: [&str; 6] = [
+    "results.csv",
+    "results.csv.meta.json",
+    "results.jsonl",
+    "summary.csv",
+    "summary.csv.meta.json",
+    "summary.md",
+];
+
+/// Checks, before the first run, that a sweep's files can be written into
+/// `out` ([`crate::output::check_targets`]).
+pub fn check_outputs(out: &Path) -> Result<(), String> {
+    crate::output::check_targets(&FILES.map(|f| out.join(f)))
+}
+
 /// The files of a sweep in `out` (path, text): the four outputs and the
-/// CSVs' provenance sidecars; and the summary's Markdown as written.
+/// CSVs' provenance sidecars ([`FILES`]); and the summary's Markdown as
+/// written.
 pub fn outputs(
     spec: &SweepSpec,
     s: &[summary::PointSummary],
@@ -366,18 +384,18 @@ fn outputs_with(
     let axes: Vec<String> = spec.axes.iter().map(|a| a.name.clone()).collect();
     let md = with_provenance(&summary::to_markdown(spec, s), prov);
     let files = vec![
-        (out.join("results.csv"), sweep::to_csv(&axes, rows)),
+        (out.join(FILES[0]), sweep::to_csv(&axes, rows)),
         (
             out.join("results.csv.meta.json"),
             prov.sidecar("results.csv"),
         ),
-        (out.join("results.jsonl"), prov.jsonl_line() + &jsonl),
-        (out.join("summary.csv"), summary::to_csv(&axes, s)),
+        (out.join(FILES[2]), prov.jsonl_line() + &jsonl),
+        (out.join(FILES[3]), summary::to_csv(&axes, s)),
         (
             out.join("summary.csv.meta.json"),
             prov.sidecar("summary.csv"),
         ),
-        (out.join("summary.md"), md.clone()),
+        (out.join(FILES[5]), md.clone()),
     ];
     (files, md)
 }

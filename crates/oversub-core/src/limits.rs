@@ -43,6 +43,62 @@ pub const EVENT_ALLOWANCE: u64 = 1 << 20;
 /// `RunError::ZeroTimeLoop`.
 pub const MAX_ZERO_TIME_STEPS: u64 = 1 << 20;
 
+/// The most worker threads `RAYON_NUM_THREADS` may ask for (the parallel
+/// runs of a sweep): more would only contend for the cores, and a number
+/// the system cannot spawn made the thread pool's start fail after a long
+/// wait (a panic).
+pub const MAX_THREADS: u64 = 1024;
+
+/// An environment variable the tool honours, as an integer in `lo ..= hi`:
+/// `None` when unset or empty, else the value or one line naming the
+/// variable, the value and what is allowed (`meaning` says what it sets).
+/// Every variable the tool reads goes through here, checked before the
+/// first run, so that a malformed value is refused, not replaced by a
+/// default in silence.
+pub fn env_int(name: &str, lo: i64, hi: i64, meaning: &str) -> Result<Option<i64>, String> {
+    env_int_of(name, std::env::var_os(name).as_deref(), lo, hi, meaning)
+}
+
+/// [`env_int`] of the value `raw` (None: unset).
+pub fn env_int_of(
+    name: &str,
+    raw: Option<&std::ffi::OsStr>,
+    lo: i64,
+    hi: i64,
+    meaning: &str,
+) -> Result<Option<i64>, String> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    // Empty is unset (as rayon reads it); no blank is trimmed (rayon would
+    // take " 4" as unset).
+    let text = raw.to_string_lossy();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    match text.parse::<i64>() {
+        Ok(v) if (lo..=hi).contains(&v) => Ok(Some(v)),
+        _ => Err(format!(
+            "environment variable {name}={:?}: allowed an integer {lo} ..= {hi} ({meaning}), or unset",
+            echo(&text)
+        )),
+    }
+}
+
+/// `RAYON_NUM_THREADS` (the worker threads of a sweep's parallel runs,
+/// read by the rayon thread pool), checked before the pool starts: rayon
+/// itself takes a malformed value as unset and a huge one as a number of
+/// threads to spawn.
+pub fn check_threads_env() -> Result<(), String> {
+    env_int(
+        "RAYON_NUM_THREADS",
+        0,
+        MAX_THREADS as i64,
+        "worker threads of parallel runs; 0: one per core",
+    )
+    .map(|_| ())
+}
+
 /// The longest key or value echoed in an error message (characters); a
 /// longer one is cut with its length given.
 pub const MAX_ECHO_CHARS: usize = 80;

@@ -240,6 +240,7 @@ fn sweep_local(
     resume: Option<PathBuf>,
 ) -> PyResult<Vec<PyRow>> {
     use std::sync::atomic::AtomicUsize;
+    oversub::limits::check_threads_env().map_err(refuse)?;
     let s = spec(spec_json, dir)?;
     let (batch, raised) = interruptible(py, || sweep::Batch::new(&[&s]));
     if let Some(e) = raised {
@@ -435,6 +436,7 @@ fn sweep_one(
 fn _oversub(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("FILE_AXIS", oversub::sweep::spec::FILE_AXIS)?;
     m.add_function(wrap_pyfunction!(summary_csv, m)?)?;
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;

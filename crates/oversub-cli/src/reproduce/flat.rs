@@ -7,6 +7,7 @@
 
 use super::{cell, pct, Published, Section, COMPARE};
 use oversub::stats::paired_delta;
+use oversub::sweep::spec::FILE_AXIS;
 use std::fmt::Write as _;
 
 /// Per-seed values of `metric` at the point with these labels (and
@@ -137,7 +138,7 @@ pub fn topologies_table(sections: &[Section]) -> String {
         "{:<20} {:<10} {:>14} {:>14} {:>14}",
         "scenario", "policy", "A (yielder)", "B (target)", "C (bystander)"
     );
-    let Some(files) = f.spec.axes.iter().find(|a| a.name == "file") else {
+    let Some(files) = f.spec.axes.iter().find(|a| a.name == FILE_AXIS) else {
         return String::new();
     };
     let Some(pols) = f.spec.axes.iter().find(|a| a.name == "policy") else {
@@ -146,7 +147,7 @@ pub fn topologies_table(sections: &[Section]) -> String {
     for file in &files.values {
         for pol in &pols.values {
             let lab = [
-                ("file", file.label.as_str()),
+                (FILE_AXIS, file.label.as_str()),
                 ("policy", pol.label.as_str()),
             ];
             let share = |s: &Section, t: &str| {

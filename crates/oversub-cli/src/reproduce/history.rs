@@ -11,7 +11,7 @@
 
 use crate::provenance::Provenance;
 use crate::sweep_files;
-use oversub::sweep::spec::SweepSpec;
+use oversub::sweep::spec::{SweepSpec, FILE_AXIS};
 use oversub::sweep::summary::{Cell, PointSummary};
 use serde::Deserialize;
 use std::fmt::Write as _;
@@ -92,7 +92,8 @@ pub struct PublishedRow {
     pub published_pct: f64,
     pub metric: Metric,
     /// The sweep (file stem under `sweeps/history/`) and the scenario (file
-    /// stem, the sweep's `file` label) simulating this row.
+    /// stem, the label of the sweep's `key = "file"` axis) simulating this
+    /// row.
     pub sweep: String,
     pub scenario: String,
     pub source: String,
@@ -137,11 +138,12 @@ impl Line<'_> {
     }
 }
 
-/// The point of `scenario` (the `file` label; a sweep with a `base` file
-/// and no file axis has none) on the `side` of the change.
+/// The point of `scenario` (the label of the `key = "file"` axis,
+/// [`FILE_AXIS`]; a sweep with a `base` file and no file axis has none) on
+/// the `side` of the change.
 fn find<'a>(summary: &'a [PointSummary], scenario: &str, side: &str) -> Option<&'a PointSummary> {
     summary.iter().find(|p| {
-        let file = p.labels.iter().find(|(k, _)| k == "file");
+        let file = p.labels.iter().find(|(k, _)| k == FILE_AXIS);
         file.is_none_or(|(_, v)| v == scenario)
             && p.labels.iter().any(|(k, v)| k == "change" && v == side)
     })

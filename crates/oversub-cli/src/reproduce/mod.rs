@@ -200,7 +200,17 @@ pub fn run(manifest: &Path, out: &Path, quick: bool, progress: bool) -> Result<S
             oversub::limits::MAX_SWEEP_RUNS
         ));
     }
-    crate::output::claim_out_dir(out, "--out", &mf)?;
+    let _lock = crate::output::claim_out_dir(out, "--out", &mf)?;
+    let top = [
+        "results.csv",
+        "results.csv.meta.json",
+        "summary.md",
+        "report.html",
+    ];
+    crate::output::check_targets(&top.map(|f| out.join(f)))?;
+    for s in &m.section {
+        sweep_files::check_outputs(&out.join(&s.name))?;
+    }
     // Every section's runs in one batch: the cores stay busy to the end
     // instead of waiting at each section's last long run.
     let refs: Vec<&SweepSpec> = specs.iter().collect();
@@ -444,12 +454,13 @@ fn check_sections(mf: &str, sections: &[RawSection], others: bool) -> Result<(),
 }
 
 /// All sections' rows: `section`, then the sweep columns over the union of
-/// the sections' axes.
+/// the sections' axes (a `key = "file"` axis's label included, beside the
+/// `file` column's path).
 fn combined_csv(sections: &[Section]) -> String {
     let mut axes: Vec<String> = Vec::new();
     for s in sections {
         for a in &s.spec.axes {
-            if a.name != "file" && !axes.contains(&a.name) {
+            if !axes.contains(&a.name) {
                 axes.push(a.name.clone());
             }
         }

@@ -556,3 +556,186 @@ fn derive_refuses_what_is_not_a_profile() {
     assert!(!dir.join("workload.json").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Paths a command writes that are not a file it may replace: a directory
+/// where a file goes, a FIFO (another program's reader), a socket or a
+/// device. Each is refused before the first run (no run kept in the
+/// sweep's store, nothing on stdout), never replaced in silence (a FIFO
+/// was, exit 0) nor found only after the work (a directory was).
+#[test]
+fn output_files_that_are_not_files_are_refused_before_the_first_run() {
+    let sc = file(
+        "tgt.toml",
+        "[host]\nduration = \"1ms\"\n[[task]]\nname = \"h\"\nkind = \"hog\"\n",
+    );
+    let f = sweep_file(
+        "tgt-sweep.toml",
+        "[[axis]]\nkey = \"host.hz\"\nvalues = [250, 1000]\n",
+    );
+    let mkfifo = |p: &Path| {
+        let _ = std::fs::remove_file(p);
+        assert!(Command::new("mkfifo").arg(p).status().unwrap().success());
+    };
+    // --trace: a directory, a FIFO.
+    let d = dir().join("tgt-dir.json");
+    std::fs::create_dir_all(&d).unwrap();
+    refused(
+        &["run", s(&sc), "--trace", s(&d)],
+        &[s(&d), "exists and is a directory", "allowed a new file"],
+    );
+    let fifo = dir().join("tgt-fifo.json");
+    mkfifo(&fifo);
+    refused(
+        &["run", s(&sc), "--trace", s(&fifo)],
+        &[s(&fifo), "not a regular file (a FIFO, socket or device)"],
+    );
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    // A sweep's files: results.csv a directory, summary.md a FIFO.
+    for (tag, leaf, must) in [
+        ("d", "results.csv", "exists and is a directory"),
+        ("f", "summary.md", "not a regular file"),
+    ] {
+        let out = dir().join(format!("tgt-out-{tag}"));
+        let _ = std::fs::remove_dir_all(&out);
+        std::fs::create_dir_all(&out).unwrap();
+        if tag == "d" {
+            std::fs::create_dir(out.join(leaf)).unwrap();
+        } else {
+            mkfifo(&out.join(leaf));
+        }
+        refused(&["sweep", s(&f), "--out", s(&out)], &[leaf, must]);
+        assert!(!out.join(".oversub-runs.jsonl").exists(), "no run made");
+        assert!(!out.join("results.jsonl").exists());
+    }
+    // A reproduction's section directory holding a FIFO.
+    let sw = sweep_file("tgt-msw.toml", "");
+    let pubf = file("tgt-published.toml", "[v1]\nsource = \"s\"\npolicy = \"p\"\nbaseline = \"b\"\nmetric = \"m\"\nrow = []\n[s390]\n");
+    let m = file(
+        "tgt-manifest.toml",
+        &format!(
+            "published = \"{}\"\n[[section]]\nname = \"a\"\ntitle = \"t\"\nsweep = \"{}\"\nseeds = [1]\nduration = \"1ms\"\nquick_seeds = [1]\nquick_duration = \"1ms\"\n",
+            s(&pubf),
+            s(&sw)
+        ),
+    );
+    let out = dir().join("tgt-repro");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(out.join("a")).unwrap();
+    mkfifo(&out.join("a").join("results.jsonl"));
+    refused(
+        &[
+            "reproduce",
+            "--quick",
+            "--manifest",
+            s(&m),
+            "--out",
+            s(&out),
+        ],
+        &["a/results.jsonl", "not a regular file"],
+    );
+}
+
+/// The environment the tool honours is checked before any work, like a
+/// flag: `RAYON_NUM_THREADS` (a huge value made the thread pool's start
+/// wait, then panic; a malformed one was taken as unset) and
+/// `SOURCE_DATE_EPOCH` (a malformed one was replaced by the clock, a huge
+/// one gave a year beyond 9999). Empty is unset.
+#[test]
+fn environment_variables_are_checked_like_flags() {
+    let sc = file(
+        "env.toml",
+        "[host]\nduration = \"1ms\"\n[[task]]\nname = \"h\"\nkind = \"hog\"\n",
+    );
+    let f = sweep_file("env-sweep.toml", "");
+    let out = dir().join("env-out");
+    let _ = std::fs::remove_dir_all(&out);
+    let with = |var: &str, val: &str, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_oversub"))
+            .args(args)
+            .env(var, val)
+            .output()
+            .unwrap()
+    };
+    let sweep = ["sweep", s(&f), "--out", s(&out)];
+    let run = ["run", s(&sc)];
+    for (var, val, allowed) in [
+        ("RAYON_NUM_THREADS", "100000", "0 ..= 1024"),
+        ("RAYON_NUM_THREADS", "four", "0 ..= 1024"),
+        ("RAYON_NUM_THREADS", " 4", "0 ..= 1024"),
+        ("RAYON_NUM_THREADS", "-1", "0 ..= 1024"),
+        (
+            "SOURCE_DATE_EPOCH",
+            "9223372036854775807",
+            "0 ..= 253402300799",
+        ),
+        ("SOURCE_DATE_EPOCH", "1e9", "0 ..= 253402300799"),
+        ("SOURCE_DATE_EPOCH", "-1", "0 ..= 253402300799"),
+    ] {
+        for args in [&sweep[..], &run[..]] {
+            let o = with(var, val, args);
+            assert_refused(
+                args,
+                &o,
+                &[&format!("environment variable {var}={val:?}"), allowed],
+            );
+        }
+        assert!(!out.exists(), "nothing made");
+    }
+    for (var, val) in [
+        ("RAYON_NUM_THREADS", ""),
+        ("RAYON_NUM_THREADS", "1"),
+        ("SOURCE_DATE_EPOCH", ""),
+    ] {
+        let o = with(var, val, &sweep);
+        assert!(
+            o.status.success(),
+            "{var}={val:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let o = with("SOURCE_DATE_EPOCH", "253402300799", &sweep);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let meta = std::fs::read_to_string(out.join("results.csv.meta.json")).unwrap();
+    assert!(
+        meta.contains("\"date\": \"9999-12-31T23:59:59Z\""),
+        "{meta}"
+    );
+}
+
+/// One command per output directory: two sweeps into one `--out` at the
+/// same time both passed the check of its mark, shared the runs store and
+/// overwrote each other's files (one exit 0 over the other's results). A
+/// lock held by a live process (this test's) is refused; one whose process
+/// is gone is taken over and removed at the end. Deterministic: no race is
+/// staged, the lock file is.
+#[test]
+fn one_command_writes_an_output_directory_at_a_time() {
+    let f = sweep_file("lock-sweep.toml", "");
+    let out = dir().join("lock-out");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let lock = out.join(".oversub-lock");
+    std::fs::write(&lock, format!("{}\n", std::process::id())).unwrap();
+    refused(
+        &["sweep", s(&f), "--out", s(&out)],
+        &[
+            &format!("process {} is writing it", std::process::id()),
+            "allowed one command per directory at a time",
+        ],
+    );
+    assert!(lock.exists(), "another's lock is left alone");
+    assert!(!out.join(".oversub-sweep").exists() && !out.join("results.csv").exists());
+    // A lock whose process is gone (no such pid) is taken over.
+    std::fs::write(&lock, "4294967295\n").unwrap();
+    let ok = oversub(&["sweep", s(&f), "--out", s(&out)]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(out.join("results.csv").exists() && !lock.exists());
+}

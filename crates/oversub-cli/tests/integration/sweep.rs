@@ -2,7 +2,7 @@
 //! sweep over a fixed seed list (also across thread counts), the summary's
 //! paired deltas, the reproduce outputs, bad input.
 
-use crate::common::{oversub_cmd, ROOT};
+use crate::common::{oversub_cmd, s, ROOT};
 use oversub::sweep::spec::SweepSpec;
 use std::path::Path;
 
@@ -312,6 +312,19 @@ fn reproduce_writes_csv_summary_and_report() {
         assert!(head.contains(&c), "{c} in {head:?}");
     }
     assert_eq!(csv.lines().count(), 1 + 4, "2 policies x 2 seeds");
+    // The file axis's label beside the path, every column once, here and
+    // in the section's own results.csv.
+    assert_eq!(
+        &head[..6],
+        ["section", "file", "workload", "vms", "scenario", "policy"]
+    );
+    assert!(csv
+        .lines()
+        .nth(1)
+        .unwrap()
+        .contains("/vips-2x16.toml,vips,2,vips-2x16,upstream,"));
+    unique_header(&csv);
+    unique_header(&std::fs::read_to_string(dir.join("seeds/results.csv")).unwrap());
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("published v1"));
     // Phone width: the viewport is declared and plots scale down.
@@ -924,5 +937,109 @@ fn a_regime_axis_refuses_its_keys_set_elsewhere() {
         "{err}"
     );
     assert!(!dir.join("out").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The names of a CSV header, each asserted to appear once.
+fn unique_header(csv: &str) -> Vec<String> {
+    let head: Vec<String> = csv
+        .lines()
+        .next()
+        .unwrap()
+        .split(',')
+        .map(String::from)
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for h in &head {
+        assert!(seen.insert(h), "column {h:?} twice in {head:?}");
+    }
+    head
+}
+
+/// A `key = "file"` axis: every output keeps the scenario's path (the
+/// `file` column) and the axis's label (the file's stem, column
+/// `scenario`) under their own names, so that no name is a column twice
+/// (it was: `file` the path, then `file` the label, and pandas read the
+/// second as `file.1`); the label is what summary.csv, summary.md and the
+/// baseline name. An axis named `file` is refused, and a baseline on `file`
+/// says what the axis is called.
+#[test]
+fn a_file_axis_keeps_the_path_and_the_label_under_their_own_names() {
+    let dir = crate::common::scratch("file-axis");
+    let f = |n: u32| format!("{ROOT}/scenarios/overcommit/pingpong-{n}x16.toml");
+    let spec = dir.join("s.toml");
+    let axis = format!(
+        "[[axis]]\nkey = \"file\"\nvalues = [\"{}\", \"{}\"]\n",
+        f(1),
+        f(2)
+    );
+    std::fs::write(
+        &spec,
+        format!("seeds = [1]\nduration = \"5ms\"\nbaseline = {{ scenario = \"pingpong-1x16\" }}\n{axis}"),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let (code, err) = sweep_in(&out, &spec, &[]);
+    assert_eq!(code, 0, "{err}");
+    let read = |n: &str| std::fs::read_to_string(out.join(n)).unwrap();
+    let csv = read("results.csv");
+    let head = unique_header(&csv);
+    assert_eq!(&head[..5], ["file", "workload", "vms", "scenario", "seed"]);
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let cols: Vec<(&str, &str, &str)> = rows.iter().map(|r| (r[0], r[2], r[3])).collect();
+    let (p1, p2) = (f(1), f(2));
+    let want = [
+        (p1.as_str(), "1", "pingpong-1x16"),
+        (p2.as_str(), "2", "pingpong-2x16"),
+    ];
+    // The paths are cleaned lexically (`ROOT/../..` -> the workspace).
+    let clean = |p: &str| {
+        oversub::sweep::spec::clean(Path::new(p))
+            .display()
+            .to_string()
+    };
+    for ((file, vms, label), (wf, wv, wl)) in cols.iter().zip(want) {
+        assert_eq!((*file, *vms, *label), (clean(wf).as_str(), wv, wl));
+    }
+    let sum = read("summary.csv");
+    let shead = unique_header(&sum);
+    assert_eq!(&shead[..4], ["workload", "vms", "scenario", "metric"]);
+    assert!(
+        sum.lines()
+            .any(|l| l.starts_with("pingpong,2,pingpong-2x16,throughput,1,")),
+        "{sum}"
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(read("results.jsonl").lines().nth(1).unwrap()).unwrap();
+    assert_eq!(
+        j["axes"],
+        serde_json::json!({ "scenario": "pingpong-1x16" })
+    );
+    assert_eq!(j["file"].as_str().unwrap(), clean(&p1));
+    assert!(read("summary.md").contains("| scenario=pingpong-2x16 |"));
+    // An axis named like the path's column, by name or as the key's name.
+    for (tag, src, must) in [
+        (
+            "named",
+            format!("seeds = [1]\n{}", axis.replace("key = \"file\"", "key = \"file\"\nname = \"file\"")),
+            "axis[0].name: \"file\" is a column of the results already",
+        ),
+        (
+            "baseline",
+            format!("seeds = [1]\nbaseline = {{ file = \"pingpong-1x16\" }}\n{axis}"),
+            "baseline: \"file\" is not an axis: allowed scenario (the key = \"file\" axis is named \"scenario\")",
+        ),
+    ] {
+        let bad = dir.join(format!("{tag}.toml"));
+        std::fs::write(&bad, src).unwrap();
+        let o = dir.join(format!("out-{tag}"));
+        let args = ["sweep", s(&bad), "--out", s(&o)];
+        crate::common::assert_refused(&args, &crate::common::oversub(&args), &[must]);
+        assert!(!o.join("results.csv").exists());
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -23,7 +23,10 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// The columns every results file has besides the axes and metrics (and
-/// `section` in the reproduction's): an axis may not take their names.
+/// `section` in the reproduction's): an axis may not take their names. A
+/// `key = "file"` axis is named [`spec::FILE_AXIS`], so that its label (the
+/// file's stem) and the `file` column's path are both kept under their own
+/// names.
 pub const FIXED_COLUMNS: [&str; 5] = ["file", "workload", "vms", "seed", "section"];
 
 /// One point of the product: a value per axis.
@@ -440,7 +443,9 @@ pub fn num(v: Option<f64>) -> String {
     }
 }
 
-/// `results.csv`: `file, workload, vms, <axes>, seed, <metrics>`.
+/// `results.csv`: `file, workload, vms, <axes>, seed, <metrics>`; every
+/// name once (the axes' names are checked against the others by
+/// [`SweepSpec::parse`]).
 pub fn to_csv(spec_axes: &[String], rows: &[Row]) -> String {
     let cols = metric_columns(rows);
     let mut o = String::new();

@@ -13,9 +13,9 @@
 //! key = "host.yield.yield_to"
 //! values = ["upstream", "deboost", "borrow"]
 //!
-//! [[axis]]                           # the scenario file itself
-//! key = "file"
-//! values = ["../scenarios/overcommit/dbench-2x16.toml", "..."]
+//! [[axis]]                           # the scenario file itself: its
+//! key = "file"                       # column is FILE_AXIS ("scenario",
+//! values = ["../scenarios/overcommit/dbench-2x16.toml", "..."]  # the stem)
 //!
 //! [[axis]]                           # named bundles of overrides
 //! name = "pv"
@@ -64,9 +64,14 @@ pub struct AxisValue {
     pub file: Option<PathBuf>,
 }
 
+/// The name of a `key = "file"` axis without `name`: its column holds the
+/// file's stem (the label), beside the results' own `file` column, which
+/// holds the path of every run's scenario file.
+pub const FILE_AXIS: &str = "scenario";
+
 #[derive(Clone, Debug)]
 pub struct Axis {
-    /// Column name: `name`, else `key`.
+    /// Column name: `name`, else `key` ([`FILE_AXIS`] for `key = "file"`).
     pub name: String,
     pub values: Vec<AxisValue>,
 }
@@ -139,9 +144,10 @@ impl SweepSpec {
         let mut axes = Vec::new();
         for (i, a) in raw.axis.iter().enumerate() {
             let field = format!("axis[{i}]");
-            let name = match (&a.name, &a.key) {
+            let name = match (&a.name, a.key.as_deref()) {
                 (Some(n), _) => n.clone(),
-                (None, Some(k)) => k.clone(),
+                (None, Some("file")) => FILE_AXIS.to_string(),
+                (None, Some(k)) => k.to_string(),
                 (None, None) => {
                     return Err(err(
                         &field,
@@ -200,13 +206,16 @@ impl SweepSpec {
                 if values.iter().any(|x: &AxisValue| x.label == av.label) {
                     return Err(err(
                         &format!("{field}.values"),
-                        format!("\"{}\" appears twice", av.label),
+                        format!("\"{}\" appears twice", crate::limits::echo(&av.label)),
                     ));
                 }
                 values.push(av);
             }
             if axes.iter().any(|x: &Axis| x.name == name) {
-                return Err(err(&field, format!("axis \"{name}\" appears twice")));
+                return Err(err(
+                    &field,
+                    format!("axis \"{}\" appears twice", crate::limits::echo(&name)),
+                ));
             }
             axes.push(Axis { name, values });
         }
@@ -280,16 +289,14 @@ impl SweepSpec {
                     }
                 }
             }
-            // The `key = "file"` axis is the file column's own.
-            let file_axis = raw.axis[i].key.as_deref() == Some("file") && a.name == "file";
-            if !file_axis && super::FIXED_COLUMNS.contains(&a.name.as_str())
+            if super::FIXED_COLUMNS.contains(&a.name.as_str())
                 || super::metrics::GLOBAL_METRICS.contains(&a.name.as_str())
             {
                 return Err(err(
                     &format!("axis[{i}].name"),
                     format!(
                         "\"{}\" is a column of the results already: allowed a name other than {} and the metric names",
-                        a.name,
+                        crate::limits::echo(&a.name),
                         super::FIXED_COLUMNS.join(", ")
                     ),
                 ));
@@ -322,10 +329,17 @@ impl SweepSpec {
         let mut baseline = Vec::new();
         for (k, v) in raw.baseline.iter().flatten() {
             let Some(ax) = axes.iter().find(|a| &a.name == k) else {
+                // The `key = "file"` axis is named FILE_AXIS, not "file".
+                let hint = if k == "file" && axes.iter().any(|a| a.name == FILE_AXIS) {
+                    format!(" (the key = \"file\" axis is named \"{FILE_AXIS}\")")
+                } else {
+                    String::new()
+                };
                 return Err(err(
                     "baseline",
                     format!(
-                        "\"{k}\" is not an axis: allowed {}",
+                        "\"{}\" is not an axis: allowed {}{hint}",
+                        crate::limits::echo(k),
                         axes.iter()
                             .map(|a| a.name.as_str())
                             .collect::<Vec<_>>()

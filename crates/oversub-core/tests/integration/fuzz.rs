@@ -341,17 +341,24 @@ proptest! {
     }
 
     /// Sweep files: any axes, seeds and sets give a spec or one line naming
-    /// the file; the run count is capped before anything is built.
+    /// the file; the run count is capped before anything is built; the
+    /// results' columns (fixed, axes, metrics) are each one name.
     #[test]
     fn sweep_files_are_refused_or_parsed(
         seeds in pick(&["[1]", "[1, 1]", "[]", "[1, 2, 3]"]),
-        key in pick(&["host.seed", "host.duration", "host.hz", "kvm.apicv", "seed", "throughput"]),
+        key in pick(&["host.seed", "host.duration", "host.hz", "kvm.apicv", "seed", "throughput",
+                      "file", "scenario", "workload", "vms", "section"]),
         nvals in 1usize..40,
         naxes in 0usize..6,
         set in pick(&["", "set = [\"host.seed=4\"]", "set = [\"kvm.apicv=true\"]", "duration = \"1ms\""]),
+        file_axis in pick(&["", "key = \"file\"\n", "key = \"file\"\nname = \"file\"\n",
+                            "key = \"file\"\nname = \"scenario\"\n"]),
     ) {
         let vals: Vec<String> = (0..nvals).map(|j| format!("{{ label = \"l{j}\", set = [] }}")).collect();
         let mut src = format!("base = \"x.toml\"\nseeds = {seeds}\n{set}\n");
+        if !file_axis.is_empty() {
+            src += &format!("[[axis]]\n{file_axis}values = [\"a/x.toml\", \"b/y.toml\"]\n");
+        }
         for a in 0..naxes {
             let name = if a == 0 { key.to_string() } else { format!("a{a}") };
             src += &format!("[[axis]]\nname = \"{name}\"\nvalues = [{}]\n", vals.join(", "));
@@ -360,6 +367,13 @@ proptest! {
             Ok(spec) => {
                 let runs: usize = spec.axes.iter().map(|a| a.values.len()).product::<usize>() * spec.seeds.len();
                 prop_assert!(runs as u64 <= oversub::limits::MAX_SWEEP_RUNS);
+                let mut names = std::collections::BTreeSet::new();
+                for n in oversub::sweep::FIXED_COLUMNS.iter().copied()
+                    .chain(oversub::sweep::metrics::GLOBAL_METRICS.iter().copied())
+                    .chain(spec.axes.iter().map(|a| a.name.as_str()))
+                {
+                    prop_assert!(names.insert(n), "{n:?} is two columns: {src}");
+                }
             }
             Err(e) => prop_assert!(!e.contains('\n') && e.starts_with("fuzz-sweep.toml: "), "{e}"),
         }
@@ -383,6 +397,33 @@ proptest! {
                 }
             }
             Err(m) => prop_assert!(!m.contains('\n'), "{m}"),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(crate::common::proptest_config(256))]
+
+    /// An environment variable the tool honours (`limits::env_int`): any
+    /// value is unset, an integer in its range, or one line naming the
+    /// variable and what is allowed; never a default in silence.
+    #[test]
+    fn environment_values_are_in_range_or_refused(
+        v in prop_oneof![
+            "(\\PC){0,30}",
+            "-?[0-9]{1,25}",
+            Just(" 4".to_string()),
+            Just("1e9".to_string()),
+        ]
+    ) {
+        let r = oversub::limits::env_int_of("RAYON_NUM_THREADS", Some(std::ffi::OsStr::new(&v)), 0, 1024, "threads");
+        match r {
+            Ok(None) => prop_assert!(v.is_empty()),
+            Ok(Some(n)) => prop_assert!((0..=1024).contains(&n) && v.parse::<i64>() == Ok(n)),
+            Err(e) => {
+                prop_assert!(!e.contains('\n'), "{e}");
+                prop_assert!(e.starts_with("environment variable RAYON_NUM_THREADS=") && e.contains("allowed an integer 0 ..= 1024"), "{e}");
+            }
         }
     }
 }
