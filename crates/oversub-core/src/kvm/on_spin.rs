@@ -76,15 +76,21 @@ pub enum OnSpinVariant {
 pub enum HistoricForm {
     /// 2011, Linux 3.0-3.5: 217ece6129f2 "KVM: use yield_to instead of sleep
     /// in kvm_vcpu_on_spin" (Rik van Riel), the form the 2012 rework replaced:
-    /// the same two passes, but pass 0 starts *at* `last_boosted_vcpu`
-    /// (`i < last_boosted_vcpu` is skipped), no `in_spin_loop` /
+    /// the same two passes, but pass 0 skips with `i < last_boosted_vcpu`
+    /// (2012: `<=`). Both set `i = last_boosted_vcpu` and `continue`, and
+    /// `kvm_for_each_vcpu`'s `idx++` then moves past it, so the two differ
+    /// only when `last_boosted_vcpu == 0`: 2011's pass 0 visits vCPU 0 (and
+    /// pass 1 visits it again), 2012's does not. No `in_spin_loop` /
     /// `dy_eligible`; halted vCPUs and vCPUs running the guest (`PF_VCPU`)
-    /// skipped; `yield_to(task, 1)` as a bool, no budget.
+    /// skipped; `yield_to(task, 1)` as a bool, no budget. (The 3.0 loop as
+    /// quoted in kernel trees of that era, found with the search tool's
+    /// `find_string`; the id itself is not verified.)
     Y2011YieldTo,
     /// 2012, Linux 3.6: 4c088493c8d0 "KVM: Note down when cpu relax
     /// intercepted or pause loop exited" + "KVM: Choose better candidate for
-    /// directed yield"
-    /// (Raghavendra K T; `in_spin_loop` / `dy_eligible`). Candidates: any
+    /// directed yield" (Raghavendra K T; `in_spin_loop` / `dy_eligible`;
+    /// the second commit's id is not verified: the search tool finds only
+    /// its LKML postings, lkml.iu.edu/hypermail/linux/kernel/1207.1/02687.html). Candidates: any
     /// other vCPU that is not halted (`waitqueue_active(&vcpu->wq)`, whatever
     /// is pending) and not running in guest mode (`task->flags & PF_VCPU` in
     /// `kvm_vcpu_yield_to`), then the `dy_eligible` check. `yield_to()`
@@ -92,8 +98,10 @@ pub enum HistoricForm {
     /// is boosted (a host -ESRCH counts as a plain failure).
     Y2012DyEligible,
     /// 2013, Linux 3.9: "kvm: Handle yield_to failure return code for
-    /// potential undercommit case" (with the scheduler's -ESRCH when both
-    /// runqueues have one task): `try = 3`, decremented on `yielded < 0`.
+    /// potential undercommit case" (Raghavendra K T; its id is not verified:
+    /// the search tool finds neither the commit nor its posting), with the
+    /// scheduler's -ESRCH when both runqueues have one task: `try = 3`,
+    /// decremented on `yielded < 0`.
     Y2013TryBudget,
     /// 2014: only `vcpu->preempted` vCPUs (scheduled out while runnable, set
     /// by the `kvm_sched_out` preempt notifier; 3a08a8f9f093) are candidates, and a halted
@@ -424,13 +432,15 @@ impl<F: FnMut(VcpuIdx) -> i32> Ctx<'_, F> {
             Filter::Historic(form) => form.has_try_budget(),
             _ => true,
         };
-        // 2011: pass 0 starts at last_boosted_vcpu itself.
-        let from_last = filter == Filter::Historic(HistoricForm::Y2011YieldTo);
+        // 2011 skips `i < last` in pass 0, 2012 on `i <= last`; after the
+        // skip `i = last; continue` steps past `last` in both, so only a
+        // `last` of 0 is visited in 2011's pass 0.
+        let visit_zero = filter == Filter::Historic(HistoricForm::Y2011YieldTo) && last == 0;
         let mut pass = 0;
         while pass < 2 && yielded == 0 && self.tries != 0 {
             for i in 0..n {
                 let ii = i as i64;
-                if pass == 0 && (ii < last || (ii == last && !from_last)) {
+                if pass == 0 && ii <= last && !visit_zero {
                     continue;
                 } else if pass == 1 && ii > last {
                     break;

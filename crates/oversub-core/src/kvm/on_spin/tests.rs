@@ -381,7 +381,7 @@ fn historic_2012_skips_halted_and_running_without_a_scheduler_call() {
 }
 
 #[test]
-fn historic_2011_starts_at_last_boosted_and_ignores_dy_eligible() {
+fn historic_2011_ignores_dy_eligible_and_visits_vcpu_0_twice() {
     let mut v = vm(4);
     v[2].in_spin_loop = true; // a spinner: 2012 skips it on first look
     let mut s = SpinVm {
@@ -395,8 +395,32 @@ fn historic_2011_starts_at_last_boosted_and_ignores_dy_eligible() {
         None,
         |_| 0,
     );
-    // pass 0: 2, 3; pass 1: 1, 2 (me = 0 skipped).
-    assert_eq!(targets(&d), vec![2, 3, 1, 2]);
+    // `i < last`: i = 0 jumps to 2 and `continue` steps on to 3, so pass
+    // 0 is 3 alone; pass 1: 1, 2 (me = 0 skipped); the spinner is tried.
+    assert_eq!(targets(&d), vec![3, 1, 2]);
+    // last_boosted_vcpu = 0: `0 < 0` is false, so 2011's pass 0 visits
+    // vCPU 0, and pass 1 visits it again; 2012 (`<=`) skips it in pass 0.
+    let mut w = vm(4);
+    let mut s = SpinVm::default();
+    let d = run(
+        &mut s,
+        &mut w,
+        3,
+        hist(HistoricForm::Y2011YieldTo),
+        None,
+        |_| 0,
+    );
+    assert_eq!(targets(&d), vec![0, 1, 2, 0]);
+    let mut s = SpinVm::default();
+    let d = run(
+        &mut s,
+        &mut w,
+        3,
+        hist(HistoricForm::Y2012DyEligible),
+        None,
+        |_| 0,
+    );
+    assert_eq!(targets(&d), vec![1, 2, 0]);
     let mut s = SpinVm {
         last_boosted_vcpu: 2,
     };
