@@ -256,6 +256,31 @@ pub const KINDS: &str = "hog, periodic, yield_loop, pingpong, messaging";
 #[derive(Clone, Copy)]
 pub(crate) struct Ctx<'a> {
     file: &'a str,
+    /// Guest programs this scenario's load has parsed: VMs that name the
+    /// same file, and each `--set` re-validation, parse it once.
+    programs: &'a ProgramCache,
+}
+
+/// Parsed guest programs by source text (a file read again is compared, not
+/// trusted by name). Only successful parses are kept: a bad file fails the
+/// load at its first reader.
+#[derive(Default)]
+pub(crate) struct ProgramCache(std::cell::RefCell<Vec<(String, crate::workload::rtapp::RtApp)>>);
+
+impl ProgramCache {
+    /// The parse of `src`: the kept one, or `parse(src)` kept when it succeeds.
+    pub(crate) fn get_or_parse<E>(
+        &self,
+        src: &str,
+        parse: impl FnOnce(&str) -> Result<crate::workload::rtapp::RtApp, E>,
+    ) -> Result<crate::workload::rtapp::RtApp, E> {
+        if let Some((_, r)) = self.0.borrow().iter().find(|(s, _)| s == src) {
+            return Ok(r.clone());
+        }
+        let r = parse(src)?;
+        self.0.borrow_mut().push((src.to_string(), r.clone()));
+        Ok(r)
+    }
 }
 
 impl Ctx<'_> {
