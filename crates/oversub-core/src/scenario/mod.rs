@@ -324,3 +324,32 @@ impl Ctx<'_> {
         Ok(v)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ProgramCache;
+    use crate::workload::rtapp;
+
+    const A: &str = r#"{"global": {"duration": 1}, "tasks": {"t": {"loop": -1, "run": 100}}}"#;
+    const B: &str = r#"{"global": {"duration": 1}, "tasks": {"t": {"loop": -1, "run": 200}}}"#;
+
+    /// The second reader of the same text gets the first parse without
+    /// parsing; other text is parsed on its own; a failed parse is not kept.
+    #[test]
+    fn program_cache_parses_each_text_once() {
+        let cache = ProgramCache::default();
+        let mut parses = 0;
+        let mut parse = |src: &str| {
+            parses += 1;
+            rtapp::parse(src)
+        };
+        let a1 = cache.get_or_parse(A, &mut parse).expect("A parses");
+        let a2 = cache.get_or_parse(A, &mut parse).expect("A again");
+        assert_eq!(a1.program, a2.program);
+        let b = cache.get_or_parse(B, &mut parse).expect("B parses");
+        assert_ne!(a1.program, b.program);
+        assert!(cache.get_or_parse("{", &mut parse).is_err());
+        assert!(cache.get_or_parse("{", &mut parse).is_err());
+        assert_eq!(parses, 4, "A once, B once, the bad text at each reader");
+    }
+}
