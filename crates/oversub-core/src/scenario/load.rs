@@ -5,8 +5,8 @@
 use super::error::{humanize_serde, toml_error, toml_location};
 use super::{
     expanded_names, host_tasks_of, kvm, overrides, parent_path, pv, rtapp, validate_cgroup_path,
-    vm, CgroupSpec, Ctx, Layout, RawScenario, Scenario, ScenarioError, TaskKind, VmSpec,
-    MAX_GROUP_RQS, MAX_TASKS,
+    vm, CgroupSpec, Ctx, Layout, ProgramCache, RawScenario, Scenario, ScenarioError, TaskKind,
+    VmSpec, MAX_GROUP_RQS, MAX_TASKS,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -70,7 +70,11 @@ impl Scenario {
         src: &str,
         sets: &[overrides::Override],
     ) -> Result<Scenario, ScenarioError> {
-        let cx = Ctx { file };
+        let programs = ProgramCache::default();
+        let cx = Ctx {
+            file,
+            programs: &programs,
+        };
         let raw: RawScenario = serde_path_to_error::deserialize(toml::Deserializer::new(src))
             .map_err(|e| toml_error(&cx, src, e))?;
         let mut table: toml::Table = toml::from_str(src).map_err(|e| {

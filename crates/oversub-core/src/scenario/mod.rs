@@ -256,6 +256,31 @@ pub const KINDS: &str = "hog, periodic, yield_loop, pingpong, messaging";
 #[derive(Clone, Copy)]
 pub(crate) struct Ctx<'a> {
     file: &'a str,
+    /// Guest programs this scenario's load has parsed: VMs that name the
+    /// same file, and each `--set` re-validation, parse it once.
+    programs: &'a ProgramCache,
+}
+
+/// Parsed guest programs by source text (a file read again is compared, not
+/// trusted by name). Only successful parses are kept: a bad file fails the
+/// load at its first reader.
+#[derive(Default)]
+pub(crate) struct ProgramCache(std::cell::RefCell<Vec<(String, crate::workload::rtapp::RtApp)>>);
+
+impl ProgramCache {
+    /// The parse of `src`: the kept one, or `parse(src)` kept when it succeeds.
+    pub(crate) fn get_or_parse<E>(
+        &self,
+        src: &str,
+        parse: impl FnOnce(&str) -> Result<crate::workload::rtapp::RtApp, E>,
+    ) -> Result<crate::workload::rtapp::RtApp, E> {
+        if let Some((_, r)) = self.0.borrow().iter().find(|(s, _)| s == src) {
+            return Ok(r.clone());
+        }
+        let r = parse(src)?;
+        self.0.borrow_mut().push((src.to_string(), r.clone()));
+        Ok(r)
+    }
 }
 
 impl Ctx<'_> {
@@ -297,5 +322,34 @@ impl Ctx<'_> {
             return Err(self.err(field, format!("{v} is out of range: allowed {lo} ..= {hi}")));
         }
         Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProgramCache;
+    use crate::workload::rtapp;
+
+    const A: &str = r#"{"global": {"duration": 1}, "tasks": {"t": {"loop": -1, "run": 100}}}"#;
+    const B: &str = r#"{"global": {"duration": 1}, "tasks": {"t": {"loop": -1, "run": 200}}}"#;
+
+    /// The second reader of the same text gets the first parse without
+    /// parsing; other text is parsed on its own; a failed parse is not kept.
+    #[test]
+    fn program_cache_parses_each_text_once() {
+        let cache = ProgramCache::default();
+        let mut parses = 0;
+        let mut parse = |src: &str| {
+            parses += 1;
+            rtapp::parse(src)
+        };
+        let a1 = cache.get_or_parse(A, &mut parse).expect("A parses");
+        let a2 = cache.get_or_parse(A, &mut parse).expect("A again");
+        assert_eq!(a1.program, a2.program);
+        let b = cache.get_or_parse(B, &mut parse).expect("B parses");
+        assert_ne!(a1.program, b.program);
+        assert!(cache.get_or_parse("{", &mut parse).is_err());
+        assert!(cache.get_or_parse("{", &mut parse).is_err());
+        assert_eq!(parses, 4, "A once, B once, the bad text at each reader");
     }
 }

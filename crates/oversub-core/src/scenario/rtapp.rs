@@ -3,7 +3,7 @@
 //! extension object (`cpus`, `hz`, `kernel`, `seed`, `features`; the same
 //! defaults as `[host]`), the run length from `global.duration`.
 
-use super::{Ctx, RawHost, Scenario, ScenarioError, TaskKind, TaskSpec};
+use super::{Ctx, ProgramCache, RawHost, Scenario, ScenarioError, TaskKind, TaskSpec};
 use crate::workload::json::Json;
 use crate::workload::rtapp;
 
@@ -53,7 +53,11 @@ fn host(cx: &Ctx, o: Option<&Json>) -> Result<RawHost, ScenarioError> {
 
 /// Parses an rt-app file into a host-only scenario.
 pub fn scenario(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
-    let cx = Ctx { file };
+    let programs = ProgramCache::default();
+    let cx = Ctx {
+        file,
+        programs: &programs,
+    };
     let r = rtapp::parse(src).map_err(|e| cx.err(e.field, e.message))?;
     let mut raw = host(&cx, r.oversub.as_ref())?;
     let prog = r.program;

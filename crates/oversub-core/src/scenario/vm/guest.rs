@@ -101,7 +101,7 @@ pub(super) fn guest_program(
     let full = base.join(path);
     let src = crate::limits::read_text(&full, "an rt-app JSON program")
         .map_err(|m| cx.err(field, format!("{}: {m}", full.display())))?;
-    let r = crate::workload::rtapp::parse(&src).map_err(|e| {
+    let r = cx.programs.get_or_parse(&src, crate::workload::rtapp::parse).map_err(|e| {
         if e.field.is_empty() && !src.trim_start().starts_with('{') {
             return cx.err(
                 field,

@@ -55,6 +55,7 @@ pub(crate) enum GuestNext {
     /// The task interrupts these vCPUs to run a handler (`handler` of work
     /// each after the interrupt entry) and, with `wait`, spins in
     /// `csd_lock_wait` until all ran (`smp_call`, munmap's shootdown).
+    /// `targets` is the guest's kept `call_buf`: the taker gives it back.
     Call {
         targets: Vec<VcpuIdx>,
         handler: Nanos,
@@ -123,6 +124,9 @@ pub(crate) struct GuestLevel {
     /// nothing.
     pub(super) wake_buf: Vec<usize>,
     resched_buf: Vec<VcpuIdx>,
+    /// The targets of the last cross-CPU call (`GuestNext::Call`), given
+    /// back by its taker.
+    pub(super) call_buf: Vec<VcpuIdx>,
 }
 
 impl GuestLevel {
@@ -196,6 +200,7 @@ impl GuestLevel {
             tlb_shootdowns: 0,
             wake_buf: Vec::new(),
             resched_buf: Vec::new(),
+            call_buf: Vec::new(),
         }
     }
 
@@ -350,10 +355,10 @@ impl Simulator {
                 }) => {
                     let n = g.kernel.sched.rqs.len();
                     let k = (targets as usize).min(n - 1);
-                    let targets: Vec<VcpuIdx> = (1..=k)
-                        .map(|d| VcpuIdx(((i.idx() + d) % n) as u32))
-                        .collect();
-                    if !targets.is_empty() {
+                    if k > 0 {
+                        let mut targets = std::mem::take(&mut g.call_buf);
+                        targets.clear();
+                        targets.extend((1..=k).map(|d| VcpuIdx(((i.idx() + d) % n) as u32)));
                         return GuestNext::Call {
                             targets,
                             handler,
@@ -408,7 +413,8 @@ impl Simulator {
         let vm = &mut self.vms[vi];
         let g = vm.guest.as_mut().expect("a program VM");
         g.tlb_shootdowns += 1;
-        let mut targets = Vec::new();
+        let mut targets = std::mem::take(&mut g.call_buf);
+        targets.clear();
         for t in VcpuIdx::all(g.kernel.sched.rqs.len() as u32).filter(|&t| t != i) {
             if g.kernel.sched.rqs[t.idx()].curr.is_none() {
                 continue;
@@ -419,7 +425,11 @@ impl Simulator {
             }
             targets.push(t);
         }
-        (!targets.is_empty()).then_some(GuestNext::Call {
+        if targets.is_empty() {
+            g.call_buf = targets;
+            return None;
+        }
+        Some(GuestNext::Call {
             targets,
             handler: Nanos::ZERO,
             wait: true,

@@ -154,12 +154,11 @@ impl NestedGuest {
                     },
                     ple: false,
                 });
-                if let Some(sw) =
-                    sim.smp_call_function_many(cpu, vi, i, &targets, handler, then, &running)
-                {
-                    return Some(Act::Switched(sw));
+                let sw = sim.smp_call_function_many(cpu, vi, i, &targets, handler, then, &running);
+                if let Some(g) = sim.vms[vi].guest.as_mut() {
+                    g.call_buf = targets;
                 }
-                return None;
+                return sw.map(Act::Switched);
             }
             GuestNext::OwnerSpin => {
                 sim.vms[vi].g[i].phase = Phase::Spin {
