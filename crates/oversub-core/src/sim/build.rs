@@ -69,6 +69,8 @@ impl<'a> SimBuilder<'a> {
             },
             cpu_gen: vec![0; n],
             tick_armed: vec![false; n],
+            switch_end: vec![Time::ZERO; n],
+            resched_deferred: vec![false; n],
             hrtimers: hrtimer::HrtimerBases::new(n),
             due_timers: Vec::new(),
             tick,

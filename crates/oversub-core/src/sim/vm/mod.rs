@@ -237,13 +237,6 @@ enum Act {
 }
 
 impl VmRt {
-    /// Host CPU time vCPU `i` owes before its guest continues (the host's
-    /// context switch into it, a migration's refill): accounted as exit
-    /// overhead.
-    pub(super) fn g_owe(&mut self, i: VcpuIdx, d: Nanos) {
-        self.g[i].pending_exit += d;
-    }
-
     pub(super) fn new(
         v: &VmSpec,
         kvm: &KvmSpec,
