@@ -14,7 +14,7 @@
 use super::Simulator;
 use crate::engine::{Nanos, SimRng, Time};
 use crate::guest::machine::GuestLock;
-use crate::guest::spinlock::{kvm_spinlock_init, spin_lock_irqs_off};
+use crate::guest::spinlock::{kvm_spinlock_init, spin_lock_irqs_off, PvSlowpath};
 use crate::guest::workload::{LockPattern, WorkloadProfile};
 use crate::kvm::ipi_hint::IpiHint;
 use crate::kvm::lapic::{IpiTracker, IpiTrackingParams};
@@ -168,6 +168,15 @@ impl Vms {
     }
 }
 
+/// The PV qspinlock slow path of `[guest] pv_wait_early` and
+/// `pv_lock_stealing`.
+fn pv_slowpath(pv: &PvSpec) -> PvSlowpath {
+    PvSlowpath {
+        wait_early: pv.pv_wait_early,
+        steal: pv.pv_lock_stealing,
+    }
+}
+
 /// Whether a vCPU's phase is a spin on a sleeping lock's owner.
 fn spins_on_owner(phase: &Phase) -> bool {
     matches!(
@@ -277,7 +286,10 @@ impl VmRt {
         let nlocks = if pingpong { 1 } else { prof.locks as usize };
         // The guest's qspinlock as kvm_spinlock_init() leaves it.
         let kind = kvm_spinlock_init(prof.lock_kind, pv.spinlock, pv.nopvspin, v.vcpus);
-        let locks = (0..nlocks).map(|_| GuestLock::new(kind)).collect();
+        let slow = pv_slowpath(pv);
+        let locks = (0..nlocks)
+            .map(|_| GuestLock::with_pv_slowpath(kind, slow))
+            .collect();
         VmRt {
             name: v.name.clone(),
             tasks,
@@ -319,7 +331,10 @@ impl VmRt {
     /// `spin_lock_irqsave()` are waited for with IRQs off.
     pub(super) fn set_program_locks(&mut self, names: &[String], n: usize, pv: &PvSpec) {
         let kind = kvm_spinlock_init(self.prof.lock_kind, pv.spinlock, pv.nopvspin, self.n);
-        self.locks = (0..n).map(|_| GuestLock::new(kind)).collect();
+        let slow = pv_slowpath(pv);
+        self.locks = (0..n)
+            .map(|_| GuestLock::with_pv_slowpath(kind, slow))
+            .collect();
         self.lock_irqs_off = (0..n)
             .map(|k| names.get(k).is_some_and(|s| spin_lock_irqs_off(s)))
             .collect();
