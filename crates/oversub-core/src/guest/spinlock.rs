@@ -515,21 +515,6 @@ impl TasLock {
     }
 }
 
-/// Whether the guest kernel (Linux 6.12) takes the kernel spinlock a
-/// program names with interrupts disabled, so that its waiters spin and
-/// `pv_wait` with IRQs off: `zone` is `zone->lock`, taken with
-/// `spin_lock_irqsave()` at every site of mm/page_alloc.c. A waiter then
-/// takes no interrupt until it has taken and dropped the lock
-/// (`spin_unlock_irqrestore()`), and its `pv_wait` -> `kvm_wait()` halts
-/// with `halt()` (IF=0), which an interrupt does not end:
-/// `kvm_vcpu_has_events()` (arch/x86/kvm/x86.c) counts a pending interrupt
-/// only when `kvm_arch_interrupt_allowed()`; only the kick
-/// (`pv_unhalted`) does. Every other name is taken as a plain
-/// `spin_lock()` (IRQs on: `kvm_wait()`'s `safe_halt()`).
-pub fn spin_lock_irqs_off(name: &str) -> bool {
-    name == "zone"
-}
-
 /// `kvm_spinlock_init()` (arch/x86/kernel/kvm.c, Linux 6.12) after
 /// `native_pv_lock_init()` (arch/x86/kernel/paravirt.c): the lock a KVM
 /// guest's qspinlock becomes. `native_pv_lock_init()` enables
@@ -564,13 +549,6 @@ pub fn kvm_spinlock_init(
 mod tests {
 
     use super::*;
-
-    #[test]
-    fn only_the_zone_lock_is_taken_with_irqs_off() {
-        assert!(spin_lock_irqs_off("zone"));
-        assert!(!spin_lock_irqs_off("dcache"));
-        assert!(!spin_lock_irqs_off("mmap_lock"));
-    }
 
     #[test]
     fn kvm_spinlock_init_picks_the_lock_as_6_12_does() {

@@ -290,7 +290,7 @@ impl<'a> SimBuilder<'a> {
                     .wakeup_locks
                     .then(|| crate::guest::wakeup::WakeupLocks::new(p));
                 let extra = wakeup.map_or(0, |w| w.count());
-                rt.set_program_locks(&p.klocks, p.klocks.len() + extra, &sc.pv);
+                rt.set_program_locks(&p.klock_irqsave, p.klocks.len() + extra, &sc.pv);
                 if sc.pv.cpuidle_haltpoll {
                     rt.cpuidle_haltpoll_init();
                 }

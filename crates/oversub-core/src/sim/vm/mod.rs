@@ -14,7 +14,7 @@
 use super::Simulator;
 use crate::engine::{Nanos, SimRng, Time};
 use crate::guest::machine::GuestLock;
-use crate::guest::spinlock::{kvm_spinlock_init, spin_lock_irqs_off, PvSlowpath};
+use crate::guest::spinlock::{kvm_spinlock_init, PvSlowpath};
 use crate::guest::workload::{LockPattern, WorkloadProfile};
 use crate::kvm::ipi_hint::IpiHint;
 use crate::kvm::lapic::{IpiTracker, IpiTrackingParams};
@@ -202,8 +202,8 @@ pub(super) struct VmRt {
     /// The sender-side IPI hint (on_spin = "ipi_hint" only).
     hint: Option<IpiHint>,
     locks: Vec<GuestLock>,
-    /// Per lock: its waiters wait with IRQs off (`spin_lock_irqsave`;
-    /// `guest::spinlock::spin_lock_irqs_off`).
+    /// Per lock: its waiters wait with IRQs off (`spin_lock_irqsave`,
+    /// the program's `irqsave` lock attribute).
     lock_irqs_off: Vec<bool>,
     prof: WorkloadProfile,
     rng: SimRng,
@@ -325,18 +325,19 @@ impl VmRt {
     }
 
     /// A program VM's guest kernel spinlocks (the program's `syscall`
-    /// locks, named by `names`, then `n - names.len()` wakeup-path locks):
-    /// the profile's lock kind (PV qspinlock by default) as
-    /// `kvm_spinlock_init()` leaves it; those the guest kernel takes with
-    /// `spin_lock_irqsave()` are waited for with IRQs off.
-    pub(super) fn set_program_locks(&mut self, names: &[String], n: usize, pv: &PvSpec) {
+    /// locks, with their `irqsave` attributes in `irqsave`, then
+    /// `n - irqsave.len()` wakeup-path locks): the profile's lock kind (PV
+    /// qspinlock by default) as `kvm_spinlock_init()` leaves it; those the
+    /// guest kernel takes with `spin_lock_irqsave()` are waited for with
+    /// IRQs off.
+    pub(super) fn set_program_locks(&mut self, irqsave: &[bool], n: usize, pv: &PvSpec) {
         let kind = kvm_spinlock_init(self.prof.lock_kind, pv.spinlock, pv.nopvspin, self.n);
         let slow = pv_slowpath(pv);
         self.locks = (0..n)
             .map(|_| GuestLock::with_pv_slowpath(kind, slow))
             .collect();
         self.lock_irqs_off = (0..n)
-            .map(|k| names.get(k).is_some_and(|s| spin_lock_irqs_off(s)))
+            .map(|k| irqsave.get(k).copied().unwrap_or(false))
             .collect();
     }
 
