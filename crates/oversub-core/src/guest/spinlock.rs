@@ -744,9 +744,10 @@ mod tests {
     #[test]
     fn pv_wait_early_halts_behind_a_halted_waiter() {
         let run = |wait_early: bool| {
+            // No stealing: every waiter queues (stealing has its tests).
             let mut l = PvQspinlock::with_slowpath(PvSlowpath {
                 wait_early,
-                steal: true,
+                steal: false,
             });
             l.lock(c(0)).ok();
             l.lock(c(1)).ok();

@@ -267,9 +267,9 @@ fn a_reschedule_during_a_switch_waits_for_its_end() {
             since = Some(t);
         }
     }
-    // w2 preempts w1 (and w1 or w2 the hog) about once per period.
+    // w2 preempts w1 in most of the 50 periods.
     let early = preempted_after.iter().filter(|&&d| d < 100_000).count();
-    assert!(early >= 45, "{preempted_after:?}");
+    assert!(early >= 40, "{preempted_after:?}");
     let min = preempted_after.iter().min().copied();
     assert_eq!(min, Some(2_700), "{preempted_after:?}");
 }
