@@ -2,7 +2,9 @@
 //! behaviour drives them: `lock`, `poll` (a number of PAUSE iterations at
 //! once), `release`, and who must re-check the lock word after a release.
 
-use super::spinlock::{LockStep, NativeQspinlock, PvQspinlock, Release, TasLock, TicketLock};
+use super::spinlock::{
+    LockStep, NativeQspinlock, PvQspinlock, PvSlowpath, Release, TasLock, TicketLock,
+};
 use super::workload::LockKind;
 use crate::kvm::VcpuIdx;
 
@@ -18,10 +20,15 @@ pub enum GuestLock {
 
 impl GuestLock {
     pub fn new(kind: LockKind) -> GuestLock {
+        GuestLock::with_pv_slowpath(kind, PvSlowpath::V6_12)
+    }
+
+    /// A lock of `kind`; a PV qspinlock takes `slowpath`'s switches.
+    pub fn with_pv_slowpath(kind: LockKind, slowpath: PvSlowpath) -> GuestLock {
         match kind {
             LockKind::Ticket => GuestLock::Ticket(TicketLock::new()),
             LockKind::NativeQspinlock => GuestLock::Native(NativeQspinlock::new()),
-            LockKind::PvQspinlock => GuestLock::Pv(PvQspinlock::new()),
+            LockKind::PvQspinlock => GuestLock::Pv(PvQspinlock::with_slowpath(slowpath)),
             LockKind::Tas => GuestLock::Tas(TasLock::new(), Vec::new()),
         }
     }
@@ -82,6 +89,15 @@ impl GuestLock {
         }
     }
 
+    /// The PV waiter queued right behind `cpu`, which watches it in
+    /// `pv_wait_early` (None for other kinds, or with the switch off).
+    pub fn pv_next_waiter(&self, cpu: VcpuIdx) -> Option<VcpuIdx> {
+        match self {
+            GuestLock::Pv(l) if l.slowpath.wait_early => l.next_waiter(cpu),
+            _ => None,
+        }
+    }
+
     /// Unlock by the owner.
     pub fn release(&mut self, cpu: VcpuIdx) -> Release {
         let r = match self {
@@ -95,11 +111,12 @@ impl GuestLock {
 
     /// The `k`-th of the CPUs that may take the lock after a
     /// `Release::Free` (they must look at the lock word again): the PV
-    /// queue head, or every TAS spinner in order. None past the last.
-    /// Indexed, so a release walks them without building a list.
+    /// queue head then its unqueued (stealing) spinners, or every TAS
+    /// spinner in order. None past the last. Indexed, so a release walks
+    /// them without building a list.
     pub fn contender(&self, k: usize) -> Option<VcpuIdx> {
         match self {
-            GuestLock::Pv(l) if k == 0 => l.head(),
+            GuestLock::Pv(l) => l.contender(k),
             GuestLock::Tas(_, w) => w.get(k).copied(),
             _ => None,
         }

@@ -10,7 +10,9 @@
 //!   `SPIN_THRESHOLD` (1 << 15, arch/x86/include/asm/spinlock.h) iterations,
 //!   then `pv_wait` (halt, `kvm_wait`); unlock of a lock with a halted head
 //!   kicks it with KVM_HC_KICK_CPU (`pv_kick` -> `kvm_kick_cpu`); a
-//!   newcomer may steal a free lock (`pv_hybrid_queued_unfair_trylock`).
+//!   waiter behind a halted one halts early (`pv_wait_early`), and a
+//!   newcomer may steal a free lock while the head is not spinning
+//!   (`pv_hybrid_queued_unfair_trylock`): [`PvSlowpath`].
 //! * [`TasLock`]: `virt_spin_lock` (arch/x86/include/asm/qspinlock.h), the
 //!   test-and-set fallback used when running under a hypervisor without PV
 //!   spinlocks: unfair, no queue.
@@ -170,13 +172,59 @@ struct PvWaiter {
     halted: bool,
 }
 
-/// Paravirt qspinlock (`pv_wait_node` / `pv_wait_head_or_lock` / `pv_kick`).
+/// `PV_PREV_CHECK_MASK` (kernel/locking/qspinlock_paravirt.h, 6.12.117):
+/// a queued waiter looks at the previous node's state every 256 spins.
+pub const PV_PREV_CHECK_MASK: u32 = 0xff;
+
+/// The version switches of the PV qspinlock's slow path
+/// (kernel/locking/qspinlock_paravirt.h); both on is Linux 6.12.117.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PvSlowpath {
+    /// `pv_wait_early()` in `pv_wait_node()` (6.12.117): a queued waiter
+    /// that is not the head halts at its next check (every
+    /// [`PV_PREV_CHECK_MASK`] + 1 spins, the first at once) when the
+    /// previous node's state is not `vcpu_running` (that waiter halted in
+    /// `pv_wait`). Off: it spins its whole `SPIN_THRESHOLD`, as the PV
+    /// qspinlock did before adaptive queue-node spinning (which kernel
+    /// release added it is not verified here).
+    pub wait_early: bool,
+    /// Lock stealing, 6.12.117's hybrid queued/unfair lock
+    /// (`queued_spin_trylock` is `pv_hybrid_queued_unfair_trylock` at
+    /// `pv_queue`, before queueing): a newcomer that misses the fast path
+    /// takes the lock when it is free and the pending bit is clear (the
+    /// queue head is not in its active spin: halted, kicked but not yet
+    /// running, or not yet head); while waiters queue and the bit is clear
+    /// it spins on the lock word unqueued (never halting), and it queues
+    /// once the queue empties or the head sets the bit. Off: every
+    /// newcomer that misses the fast path (lock word not zero) queues,
+    /// FIFO, as the PV qspinlock did before lock stealing (release not
+    /// verified here).
+    pub steal: bool,
+}
+
+impl PvSlowpath {
+    /// Linux 6.12.117: both on.
+    pub const V6_12: PvSlowpath = PvSlowpath {
+        wait_early: true,
+        steal: true,
+    };
+}
+
+/// Paravirt qspinlock (`pv_wait_node` / `pv_wait_head_or_lock` / `pv_kick`,
+/// `pv_hybrid_queued_unfair_trylock`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PvQspinlock {
     owner: Option<VcpuIdx>,
     queue: VecDeque<PvWaiter>,
+    /// The pending bit: the queue head spins in its active loop of
+    /// `pv_wait_head_or_lock` (`set_pending`), which stops lock stealing.
+    pending: bool,
+    /// Newcomers spinning unqueued in `pv_hybrid_queued_unfair_trylock`.
+    unfair: Vec<VcpuIdx>,
     /// Spin iterations before `pv_wait` (default `SPIN_THRESHOLD`).
     pub spin_threshold: u32,
+    /// Which slow path (version switches).
+    pub slowpath: PvSlowpath,
 }
 
 impl Default for PvQspinlock {
@@ -184,7 +232,10 @@ impl Default for PvQspinlock {
         PvQspinlock {
             owner: None,
             queue: VecDeque::new(),
+            pending: false,
+            unfair: Vec::new(),
             spin_threshold: SPIN_THRESHOLD,
+            slowpath: PvSlowpath::V6_12,
         }
     }
 }
@@ -192,6 +243,14 @@ impl Default for PvQspinlock {
 impl PvQspinlock {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A lock with the given slow path.
+    pub fn with_slowpath(slowpath: PvSlowpath) -> Self {
+        PvQspinlock {
+            slowpath,
+            ..Self::default()
+        }
     }
 
     pub fn owner(&self) -> Option<VcpuIdx> {
@@ -203,27 +262,68 @@ impl PvQspinlock {
         self.queue.iter().any(|w| w.cpu == cpu && w.halted)
     }
 
-    /// Lock: a free lock is taken even if others queue (lock stealing).
-    pub fn lock(&mut self, cpu: VcpuIdx) -> Result<LockStep, LockError> {
-        if self.owner == Some(cpu) || self.queue.iter().any(|w| w.cpu == cpu) {
-            return Err(LockError::AlreadyHeldOrQueued(cpu));
-        }
-        if self.owner.is_none() {
-            self.owner = Some(cpu);
-            return Ok(LockStep::Acquired);
-        }
+    /// Whether `cpu` spins unqueued in `pv_hybrid_queued_unfair_trylock`.
+    pub fn is_unfair(&self, cpu: VcpuIdx) -> bool {
+        self.unfair.contains(&cpu)
+    }
+
+    fn enqueue(&mut self, cpu: VcpuIdx) {
         self.queue.push_back(PvWaiter {
             cpu,
             spins: 0,
             halted: false,
         });
+    }
+
+    /// `queued_spin_lock`: the fast path takes a lock word of zero (free,
+    /// nobody queued); else the slow path: the hybrid trylock (lock
+    /// stealing, [`PvSlowpath::steal`]) or the queue.
+    pub fn lock(&mut self, cpu: VcpuIdx) -> Result<LockStep, LockError> {
+        if self.owner == Some(cpu)
+            || self.queue.iter().any(|w| w.cpu == cpu)
+            || self.unfair.contains(&cpu)
+        {
+            return Err(LockError::AlreadyHeldOrQueued(cpu));
+        }
+        if self.owner.is_none() && self.queue.is_empty() && !self.pending {
+            self.owner = Some(cpu);
+            return Ok(LockStep::Acquired);
+        }
+        if self.slowpath.steal {
+            if self.owner.is_none() && !self.pending {
+                // pv_lock_stealing.
+                self.owner = Some(cpu);
+                return Ok(LockStep::Acquired);
+            }
+            if !self.queue.is_empty() && !self.pending {
+                self.unfair.push(cpu);
+                return Ok(LockStep::Spin);
+            }
+        }
+        self.enqueue(cpu);
         Ok(LockStep::Spin)
     }
 
-    /// One spin iteration of a queued waiter: the queue head takes a free
-    /// lock; after `spin_threshold` iterations the waiter halts.
-    /// A halted waiter keeps answering `Halt` until kicked.
+    /// One spin iteration: an unqueued (unfair) spinner steals a free lock
+    /// or queues once it may not; a queued waiter: the head sets the
+    /// pending bit and takes a free lock; a waiter behind a halted one
+    /// halts early ([`PvSlowpath::wait_early`]); after `spin_threshold`
+    /// iterations the waiter halts. A halted waiter keeps answering
+    /// `Halt` until kicked.
     pub fn spin(&mut self, cpu: VcpuIdx) -> Result<LockStep, LockError> {
+        if let Some(k) = self.unfair.iter().position(|&c| c == cpu) {
+            if self.owner.is_none() && !self.pending {
+                self.unfair.swap_remove(k);
+                self.owner = Some(cpu);
+                return Ok(LockStep::Acquired);
+            }
+            if self.queue.is_empty() || self.pending {
+                // The hybrid loop breaks: pv_queue goes on and queues.
+                self.unfair.swap_remove(k);
+                self.enqueue(cpu);
+            }
+            return Ok(LockStep::Spin);
+        }
         let pos = self
             .queue
             .iter()
@@ -232,18 +332,51 @@ impl PvQspinlock {
         if self.queue[pos].halted {
             return Ok(LockStep::Halt);
         }
-        if pos == 0 && self.owner.is_none() {
-            self.queue.pop_front();
-            self.owner = Some(cpu);
-            return Ok(LockStep::Acquired);
+        if pos == 0 {
+            if self.owner.is_none() {
+                // trylock_clear_pending (or the xchg of _Q_SLOW_VAL).
+                self.queue.pop_front();
+                self.owner = Some(cpu);
+                self.pending = false;
+                return Ok(LockStep::Acquired);
+            }
+            self.pending = true;
+        } else if self.slowpath.wait_early
+            && self.queue[pos - 1].halted
+            && self.at_prev_check(self.queue[pos].spins)
+        {
+            self.queue[pos].halted = true;
+            return Ok(LockStep::Halt);
         }
         let w = &mut self.queue[pos];
         w.spins = w.spins.saturating_add(1);
         if w.spins >= self.spin_threshold {
             w.halted = true;
+            if pos == 0 {
+                self.pending = false;
+            }
             return Ok(LockStep::Halt);
         }
         Ok(LockStep::Spin)
+    }
+
+    /// Whether `pv_wait_node`'s loop, having spun `spins` times, looks at
+    /// the previous node now (`loop & PV_PREV_CHECK_MASK == 0`, `loop`
+    /// counting down from the threshold).
+    fn at_prev_check(&self, spins: u32) -> bool {
+        self.spin_threshold.saturating_sub(spins) & PV_PREV_CHECK_MASK == 0
+    }
+
+    /// Iterations from `spins` on until `pv_wait_early()` halts a waiter
+    /// whose previous node is halted, counting the halting one.
+    fn early_left(&self, spins: u32) -> u32 {
+        (self.spin_threshold.saturating_sub(spins) & PV_PREV_CHECK_MASK) + 1
+    }
+
+    /// Whether the waiter at `pos` would halt early (its previous node
+    /// halted, with `pv_wait_early`).
+    fn waits_early(&self, pos: usize) -> bool {
+        self.slowpath.wait_early && pos > 0 && self.queue[pos - 1].halted
     }
 
     /// `n` spin iterations at once (n >= 1): the same as calling [`spin`]
@@ -256,17 +389,28 @@ impl PvQspinlock {
             return Ok(first);
         }
         // The lock state cannot change between iterations: only the count.
-        let pos = self
-            .queue
-            .iter()
-            .position(|w| w.cpu == cpu)
-            .ok_or(LockError::NotWaiting(cpu))?;
-        let w = &mut self.queue[pos];
+        // An unqueued spinner's answer stays the same.
+        let Some(pos) = self.queue.iter().position(|w| w.cpu == cpu) else {
+            return Ok(LockStep::Spin);
+        };
         let more = u32::try_from(n - 1).unwrap_or(u32::MAX);
+        if self.waits_early(pos) {
+            let k = self.early_left(self.queue[pos].spins) - 1;
+            if k < more {
+                let w = &mut self.queue[pos];
+                w.spins = w.spins.saturating_add(k).min(self.spin_threshold);
+                w.halted = true;
+                return Ok(LockStep::Halt);
+            }
+        }
+        let w = &mut self.queue[pos];
         w.spins = w.spins.saturating_add(more);
         if w.spins >= self.spin_threshold {
             w.spins = self.spin_threshold;
             w.halted = true;
+            if pos == 0 {
+                self.pending = false;
+            }
             return Ok(LockStep::Halt);
         }
         Ok(LockStep::Spin)
@@ -283,17 +427,39 @@ impl PvQspinlock {
         }
     }
 
-    /// Spin iterations `cpu` has left before `pv_wait` (None if not queued).
+    /// Spin iterations `cpu` has left before `pv_wait` (None if not
+    /// queued: an unqueued spinner never halts).
     pub fn spins_left(&self, cpu: VcpuIdx) -> Option<u32> {
-        self.queue
-            .iter()
-            .find(|w| w.cpu == cpu)
-            .map(|w| self.spin_threshold.saturating_sub(w.spins))
+        let pos = self.queue.iter().position(|w| w.cpu == cpu)?;
+        let spins = self.queue[pos].spins;
+        let left = self.spin_threshold.saturating_sub(spins);
+        Some(if self.waits_early(pos) {
+            left.min(self.early_left(spins))
+        } else {
+            left
+        })
     }
 
     /// The queue head (the waiter that takes the lock when it is freed).
     pub fn head(&self) -> Option<VcpuIdx> {
         self.queue.front().map(|w| w.cpu)
+    }
+
+    /// The waiter queued right behind `cpu` (it watches `cpu`'s node in
+    /// `pv_wait_early`).
+    pub fn next_waiter(&self, cpu: VcpuIdx) -> Option<VcpuIdx> {
+        let pos = self.queue.iter().position(|w| w.cpu == cpu)?;
+        self.queue.get(pos + 1).map(|w| w.cpu)
+    }
+
+    /// The `k`-th CPU that must look at the lock word after a release:
+    /// the queue head, then the unqueued spinners.
+    pub fn contender(&self, k: usize) -> Option<VcpuIdx> {
+        match self.head() {
+            Some(h) if k == 0 => Some(h),
+            Some(_) => self.unfair.get(k - 1).copied(),
+            None => self.unfair.get(k).copied(),
+        }
     }
 
     /// Unlock; kicks the queue head if it is halted (`_Q_SLOW_VAL`).
@@ -349,21 +515,6 @@ impl TasLock {
     }
 }
 
-/// Whether the guest kernel (Linux 6.12) takes the kernel spinlock a
-/// program names with interrupts disabled, so that its waiters spin and
-/// `pv_wait` with IRQs off: `zone` is `zone->lock`, taken with
-/// `spin_lock_irqsave()` at every site of mm/page_alloc.c. A waiter then
-/// takes no interrupt until it has taken and dropped the lock
-/// (`spin_unlock_irqrestore()`), and its `pv_wait` -> `kvm_wait()` halts
-/// with `halt()` (IF=0), which an interrupt does not end:
-/// `kvm_vcpu_has_events()` (arch/x86/kvm/x86.c) counts a pending interrupt
-/// only when `kvm_arch_interrupt_allowed()`; only the kick
-/// (`pv_unhalted`) does. Every other name is taken as a plain
-/// `spin_lock()` (IRQs on: `kvm_wait()`'s `safe_halt()`).
-pub fn spin_lock_irqs_off(name: &str) -> bool {
-    name == "zone"
-}
-
 /// `kvm_spinlock_init()` (arch/x86/kernel/kvm.c, Linux 6.12) after
 /// `native_pv_lock_init()` (arch/x86/kernel/paravirt.c): the lock a KVM
 /// guest's qspinlock becomes. `native_pv_lock_init()` enables
@@ -398,13 +549,6 @@ pub fn kvm_spinlock_init(
 mod tests {
 
     use super::*;
-
-    #[test]
-    fn only_the_zone_lock_is_taken_with_irqs_off() {
-        assert!(spin_lock_irqs_off("zone"));
-        assert!(!spin_lock_irqs_off("dcache"));
-        assert!(!spin_lock_irqs_off("mmap_lock"));
-    }
 
     #[test]
     fn kvm_spinlock_init_picks_the_lock_as_6_12_does() {
@@ -515,6 +659,119 @@ mod tests {
         // Not halted head: release does not kick.
         assert_eq!(l.release(c(2)), Ok(Release::Free));
         assert_eq!(l.spin(c(1)), Ok(LockStep::Acquired));
+    }
+
+    /// The pending bit: a head in its active spin stops lock stealing; a
+    /// newcomer queues behind it and the head takes the freed lock.
+    #[test]
+    fn pv_a_spinning_head_is_not_stolen_from() {
+        let mut l = PvQspinlock::new();
+        l.lock(c(0)).ok();
+        assert_eq!(l.lock(c(1)), Ok(LockStep::Spin));
+        assert_eq!(l.spin(c(1)), Ok(LockStep::Spin)); // set_pending
+        assert_eq!(l.release(c(0)), Ok(Release::Free));
+        assert_eq!(l.lock(c(2)), Ok(LockStep::Spin));
+        assert!(!l.is_unfair(c(2)), "queued, not stealing");
+        assert_eq!(l.spin(c(2)), Ok(LockStep::Spin));
+        assert_eq!(l.spin(c(1)), Ok(LockStep::Acquired));
+    }
+
+    /// `pv_hybrid_queued_unfair_trylock`: while the head is halted a
+    /// newcomer spins unqueued (never halting) and takes the lock the
+    /// release frees before the kicked head runs; once the head spins
+    /// again (pending set) the unqueued spinner queues behind it. Off:
+    /// the newcomer queues, halts in turn and the head gets the lock.
+    #[test]
+    fn pv_a_newcomer_steals_from_a_halted_head() {
+        let run = |steal: bool| {
+            let mut l = PvQspinlock {
+                spin_threshold: 4,
+                ..PvQspinlock::with_slowpath(PvSlowpath {
+                    wait_early: false,
+                    steal,
+                })
+            };
+            l.lock(c(0)).ok();
+            l.lock(c(1)).ok();
+            assert_eq!(l.spin_many(c(1), 4), Ok(LockStep::Halt));
+            assert_eq!(l.lock(c(2)), Ok(LockStep::Spin));
+            let unfair = l.is_unfair(c(2));
+            let c2_halts = l.spin_many(c(2), 100) == Ok(LockStep::Halt);
+            assert_eq!(l.release(c(0)), Ok(Release::Kick(c(1))));
+            let c2 = l.spin(c(2));
+            let c1 = l.spin(c(1));
+            (unfair, c2_halts, c2, c1, l)
+        };
+        let (unfair, halts, c2, c1, mut l) = run(true);
+        assert!(unfair && !halts);
+        assert_eq!((c2, c1), (Ok(LockStep::Acquired), Ok(LockStep::Spin)));
+        assert_eq!(l.spins_left(c(2)), None);
+        // The head spins (pending): the next newcomer queues.
+        assert_eq!(l.lock(c(3)), Ok(LockStep::Spin));
+        assert!(!l.is_unfair(c(3)));
+        assert_eq!(l.release(c(2)), Ok(Release::Free));
+        assert_eq!(l.spin(c(3)), Ok(LockStep::Spin));
+        assert_eq!(l.spin(c(1)), Ok(LockStep::Acquired));
+        let (unfair, halts, c2, c1, _) = run(false);
+        assert!(!unfair && halts);
+        assert_eq!((c2, c1), (Ok(LockStep::Halt), Ok(LockStep::Acquired)));
+    }
+
+    /// An unqueued spinner queues when the queue empties (the hybrid loop
+    /// breaks on a zero tail) and then takes the free lock as head.
+    #[test]
+    fn pv_an_unqueued_spinner_queues_when_the_queue_empties() {
+        let mut l = PvQspinlock {
+            spin_threshold: 4,
+            ..PvQspinlock::new()
+        };
+        l.lock(c(0)).ok();
+        l.lock(c(1)).ok();
+        l.spin_many(c(1), 4).ok();
+        l.lock(c(2)).ok();
+        assert!(l.is_unfair(c(2)));
+        assert_eq!(l.release(c(0)), Ok(Release::Kick(c(1))));
+        assert_eq!(l.spin(c(1)), Ok(LockStep::Acquired));
+        assert_eq!(l.contender(0), Some(c(2)));
+        assert_eq!(l.spin(c(2)), Ok(LockStep::Spin));
+        assert!(!l.is_unfair(c(2)));
+        assert_eq!(l.head(), Some(c(2)));
+    }
+
+    /// `pv_wait_early`: a waiter whose previous node halted halts at its
+    /// next check (every 256 spins, the first at once), long before
+    /// `SPIN_THRESHOLD`; off, it spins the whole threshold.
+    #[test]
+    fn pv_wait_early_halts_behind_a_halted_waiter() {
+        let run = |wait_early: bool| {
+            // No stealing: every waiter queues (stealing has its tests).
+            let mut l = PvQspinlock::with_slowpath(PvSlowpath {
+                wait_early,
+                steal: false,
+            });
+            l.lock(c(0)).ok();
+            l.lock(c(1)).ok();
+            l.lock(c(2)).ok();
+            l.lock(c(3)).ok();
+            assert_eq!(l.spin_many(c(2), 10), Ok(LockStep::Spin));
+            assert_eq!(
+                l.spin_many(c(1), u64::from(SPIN_THRESHOLD)),
+                Ok(LockStep::Halt)
+            );
+            l
+        };
+        let mut l = run(true);
+        // 10 spins done: the next check is at loop 32512, 246 spins on.
+        assert_eq!(l.spins_left(c(2)), Some(247));
+        assert_eq!(l.spin_many(c(2), 246), Ok(LockStep::Spin));
+        assert_eq!(l.spin_many(c(2), 1), Ok(LockStep::Halt));
+        // Its follower had not spun: it halts on its first check.
+        assert_eq!(l.spins_left(c(3)), Some(1));
+        assert_eq!(l.spin(c(3)), Ok(LockStep::Halt));
+        let mut l = run(false);
+        assert_eq!(l.spins_left(c(2)), Some(SPIN_THRESHOLD - 10));
+        assert_eq!(l.spin_many(c(2), 246), Ok(LockStep::Spin));
+        assert_eq!(l.spin(c(3)), Ok(LockStep::Spin));
     }
 
     #[test]

@@ -11,6 +11,8 @@ pub(super) struct RawGuest {
     cpuidle_haltpoll: Option<bool>,
     osq: Option<bool>,
     wakeup_locks: Option<bool>,
+    pv_wait_early: Option<bool>,
+    pv_lock_stealing: Option<bool>,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -56,6 +58,16 @@ pub struct PvSpec {
     /// take the futex hash-bucket lock and each wakee's `pi_lock` as guest
     /// spinlocks (`guest::wakeup`); false (the default): they cost nothing.
     pub wakeup_locks: bool,
+    /// `[guest] pv_wait_early`: the PV qspinlock's queued waiter halts
+    /// early behind a halted one, as 6.12.117's `pv_wait_node()` does;
+    /// false: it spins its whole `SPIN_THRESHOLD`
+    /// (`guest::spinlock::PvSlowpath::wait_early`).
+    pub pv_wait_early: bool,
+    /// `[guest] pv_lock_stealing`: the PV qspinlock's hybrid
+    /// queued/unfair trylock of 6.12.117 (a newcomer steals a free lock
+    /// while the queue head is not spinning); false: every newcomer that
+    /// misses the fast path queues (`guest::spinlock::PvSlowpath::steal`).
+    pub pv_lock_stealing: bool,
 }
 
 impl Default for PvSpec {
@@ -70,31 +82,27 @@ impl Default for PvSpec {
             cpuidle_haltpoll: false,
             osq: true,
             wakeup_locks: false,
+            pv_wait_early: true,
+            pv_lock_stealing: true,
         }
     }
 }
 
 pub(super) fn pv(g: Option<RawGuest>) -> PvSpec {
     let d = PvSpec::default();
-    let (p, nopvspin, haltpoll, osq, wakeup_locks) =
-        g.map_or((RawPv::default(), None, None, None, None), |g| {
-            (
-                g.pv.unwrap_or_default(),
-                g.nopvspin,
-                g.cpuidle_haltpoll,
-                g.osq,
-                g.wakeup_locks,
-            )
-        });
+    let g = g.unwrap_or_default();
+    let p = g.pv.unwrap_or_default();
     PvSpec {
         steal_time: p.steal_time.unwrap_or(d.steal_time),
         spinlock: p.spinlock.unwrap_or(d.spinlock),
         sched_yield: p.sched_yield.unwrap_or(d.sched_yield),
         tlb_flush: p.tlb_flush.unwrap_or(d.tlb_flush),
         send_ipi: p.send_ipi.unwrap_or(d.send_ipi),
-        nopvspin: nopvspin.unwrap_or(d.nopvspin),
-        cpuidle_haltpoll: haltpoll.unwrap_or(d.cpuidle_haltpoll),
-        osq: osq.unwrap_or(d.osq),
-        wakeup_locks: wakeup_locks.unwrap_or(d.wakeup_locks),
+        nopvspin: g.nopvspin.unwrap_or(d.nopvspin),
+        cpuidle_haltpoll: g.cpuidle_haltpoll.unwrap_or(d.cpuidle_haltpoll),
+        osq: g.osq.unwrap_or(d.osq),
+        wakeup_locks: g.wakeup_locks.unwrap_or(d.wakeup_locks),
+        pv_wait_early: g.pv_wait_early.unwrap_or(d.pv_wait_early),
+        pv_lock_stealing: g.pv_lock_stealing.unwrap_or(d.pv_lock_stealing),
     }
 }

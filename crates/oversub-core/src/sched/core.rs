@@ -6,7 +6,8 @@
 //! None`). Preemption takes effect at once: a reschedule request is served by
 //! the simulator right after the event that raised it (a user-space task or
 //! a vCPU in guest mode is preempted on the next interrupt return, which the
-//! model takes as immediate).
+//! model takes as immediate), or, on a CPU still paying for its last switch,
+//! when that switch is done (the simulator's `Ev::SwitchDone`).
 
 use super::fair::{
     DEQUEUE_DELAYED, DEQUEUE_SLEEP, ENQUEUE_INITIAL, ENQUEUE_MIGRATED, ENQUEUE_WAKEUP, WF_FORK,
@@ -59,7 +60,6 @@ impl Scheduler {
     /// `__schedule()`: block prev if it went to sleep, pick next (newidle
     /// balance when nothing is runnable) and account the switch.
     pub fn schedule(&mut self, cpu: CpuId) -> Option<Switch> {
-        self.rqs[cpu.idx()].need_resched = false;
         let prev = self.rqs[cpu.idx()].curr;
         if let Some(p) = prev {
             let t = &self.tasks[p.idx()];
@@ -92,6 +92,10 @@ impl Scheduler {
                 self.put_prev_task_fair(p);
             }
         }
+        // clear_tsk_need_resched(prev) after the pick, as 6.12's
+        // __schedule(): a reschedule raised by the pick itself (prev's
+        // update_curr() ending its slice, the newidle balance) is dropped.
+        self.rqs[cpu.idx()].need_resched = false;
         if next == prev {
             if let Some(p) = prev {
                 self.tasks[p.idx()].on_cpu = true;

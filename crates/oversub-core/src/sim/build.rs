@@ -69,6 +69,8 @@ impl<'a> SimBuilder<'a> {
             },
             cpu_gen: vec![0; n],
             tick_armed: vec![false; n],
+            switch_end: vec![Time::ZERO; n],
+            resched_deferred: vec![false; n],
             hrtimers: hrtimer::HrtimerBases::new(n),
             due_timers: Vec::new(),
             tick,
@@ -288,7 +290,7 @@ impl<'a> SimBuilder<'a> {
                     .wakeup_locks
                     .then(|| crate::guest::wakeup::WakeupLocks::new(p));
                 let extra = wakeup.map_or(0, |w| w.count());
-                rt.set_program_locks(&p.klocks, p.klocks.len() + extra, &sc.pv);
+                rt.set_program_locks(&p.klock_irqsave, p.klocks.len() + extra, &sc.pv);
                 if sc.pv.cpuidle_haltpoll {
                     rt.cpuidle_haltpoll_init();
                 }

@@ -8,8 +8,11 @@
 //! that wake sleeping tasks, HRTICK expiries, and the host's wake-path
 //! delays (`[host.costs]`: the timer interrupt's wakeup, remote wakelist and
 //! reschedule IPIs). After each event every pending reschedule request is
-//! served, in the order it was raised. A switch's cost and a migration's are
-//! CPU time of the incoming task, paid before its burst continues.
+//! served, in the order it was raised, except on a CPU still paying for its
+//! last switch: `__schedule()` runs with IRQs and preemption off, so the
+//! reschedule waits for the switch's end (`Ev::SwitchDone`). A switch's cost
+//! and a migration's are CPU time of the incoming task, paid before its
+//! burst continues.
 //! Invalidation of a burst-end event when its task is switched out uses a
 //! per-CPU generation number.
 
@@ -39,6 +42,9 @@ enum Ev {
     TtwuPending(TaskId, u32),
     /// An event of the VM runtime (its timers; sim/vm/events.rs).
     Vm(VmEv),
+    /// The switch into a CPU's task is done (its cost paid): a reschedule
+    /// requested meanwhile takes effect now.
+    SwitchDone(CpuId),
 }
 
 /// What runs a host task's bursts.
@@ -75,6 +81,13 @@ pub struct Simulator {
     world: World,
     cpu_gen: Vec<u64>,
     tick_armed: Vec<bool>,
+    /// Per CPU, when the last switch's cost is paid: until then
+    /// `__schedule()` is still running there (IRQs and preemption off),
+    /// so a reschedule waits for it (`resched_deferred`).
+    switch_end: Vec<Time>,
+    /// Per CPU, a reschedule waits for `switch_end` (`Ev::SwitchDone`
+    /// queued).
+    resched_deferred: Vec<bool>,
     /// The host tasks' sleep timers, per CPU (sim/hrtimer.rs).
     hrtimers: hrtimer::HrtimerBases,
     /// Scratch of `__hrtimer_run_queues` (no allocation per interrupt).
@@ -240,7 +253,11 @@ impl Simulator {
     /// The CPU an event runs on (`smp_processor_id()` of its handler).
     fn event_cpu(&self, ev: Ev) -> Option<CpuId> {
         match ev {
-            Ev::Tick(c) | Ev::BurstEnd(c, _) | Ev::HrTick(c, _) | Ev::ReschedIpi(c) => Some(c),
+            Ev::Tick(c)
+            | Ev::BurstEnd(c, _)
+            | Ev::HrTick(c, _)
+            | Ev::ReschedIpi(c)
+            | Ev::SwitchDone(c) => Some(c),
             Ev::Timer(p) | Ev::TimerWake(p, _) | Ev::TtwuPending(p, _) => {
                 Some(self.host.sched.tasks[p.idx()].cpu)
             }
@@ -300,27 +317,20 @@ impl Simulator {
                 let ts = &mut self.tasks[p.idx()];
                 // A burst ended early (a vCPU poked) leaves some unused.
                 self.host.set_remaining(p, None);
+                // The switch and migration cost owed is paid first.
+                let ran = ts.running_since.map_or(Nanos::ZERO, |since| now - since);
+                let paid = ran.min(ts.overhead);
+                ts.overhead = ts.overhead - paid;
                 let left = match (remaining, ts.running_since) {
-                    (Some(r), Some(since)) => {
-                        let ran = now - since;
-                        let paid = ran.min(ts.overhead);
-                        ts.overhead = ts.overhead - paid;
-                        r - (ran - paid)
-                    }
+                    (Some(r), Some(_)) => r - (ran - paid),
                     _ => Nanos::ZERO,
                 };
-                if remaining.is_none() {
-                    if let Some(since) = ts.running_since {
-                        let paid = (now - since).min(ts.overhead);
-                        ts.overhead = ts.overhead - paid;
-                    }
-                }
                 ts.running_since = None;
                 match ts.body {
                     Body::Steps(_) => self.step(cpu, p),
                     Body::Notified(n) => {
                         ts.started = true;
-                        self.notified_burst_end(cpu, p, n, left);
+                        self.notified_burst_end(cpu, p, n, left, paid);
                     }
                 }
             }
@@ -341,6 +351,14 @@ impl Simulator {
                 self.trace_wakeup_pending(p);
             }
             Ev::Vm(e) => self.vm_event(e),
+            Ev::SwitchDone(cpu) => {
+                // `schedule()` loops `while (need_resched())` after
+                // `__schedule()` returns (kernel/sched/core.c): a
+                // reschedule requested during the switch is acted on now,
+                // as the reschedule IPI's handler would.
+                self.resched_deferred[cpu.idx()] = false;
+                self.host.sched.scheduler_ipi(cpu);
+            }
         }
     }
 
@@ -464,6 +482,7 @@ impl Simulator {
             }
             self.fire_sched_out_preempt_notifiers(prev, sw.prev_runnable);
         }
+        self.switch_end[c] = now;
         if let Some(next) = sw.next {
             // context_switch() and, after a migration, the cache refill:
             // CPU time of the incoming task, paid before its burst goes on.
@@ -473,6 +492,9 @@ impl Simulator {
                 cost += costs.migration;
             }
             self.tasks[next.idx()].overhead += Nanos(cost);
+            // __schedule() runs with IRQs and preemption off until the
+            // switch is done: no reschedule takes effect before.
+            self.switch_end[c] = now + Nanos(cost);
             // A task whose notifier starts its burst (a vCPU's VM entry)
             // needs no burst end queued here: it would only pop stale.
             if !self.fire_sched_in_preempt_notifiers(next, sw.cpu) {
@@ -487,9 +509,15 @@ impl Simulator {
     /// Ends the current burst of `cpu`'s task now (its unused part is kept
     /// as `remaining` until the step reads it).
     fn kick_burst(&mut self, cpu: CpuId) {
+        self.kick_burst_at(cpu, self.now);
+    }
+
+    /// Ends the current burst of `cpu`'s task at `at` (superseding its
+    /// queued end).
+    fn kick_burst_at(&mut self, cpu: CpuId, at: Time) {
         self.cpu_gen[cpu.idx()] += 1;
         let gen = self.cpu_gen[cpu.idx()];
-        self.queue.push(self.now, Ev::BurstEnd(cpu, gen));
+        self.queue.push(at, Ev::BurstEnd(cpu, gen));
     }
 
     /// Next tick on the jiffy grid, strictly after now; like every timer
@@ -566,6 +594,15 @@ impl Simulator {
             if !self.host.sched.rqs[cpu.idx()].need_resched {
                 continue;
             }
+            if self.switch_end[cpu.idx()] > self.now {
+                // Mid-switch: TIF_NEED_RESCHED stays set and is acted on
+                // when the switch is done (`Ev::SwitchDone`).
+                if !std::mem::replace(&mut self.resched_deferred[cpu.idx()], true) {
+                    let at = self.switch_end[cpu.idx()];
+                    self.queue.push(at, Ev::SwitchDone(cpu));
+                }
+                continue;
+            }
             let this = self.host.sched.this_cpu.replace(cpu);
             if let Some(sw) = self.host.sched.schedule(cpu) {
                 self.apply_switch(sw);
@@ -584,7 +621,11 @@ impl Simulator {
 /// The CPU an event happens on (None for a sleeping task's timer).
 fn ev_cpu(ev: Ev) -> Option<CpuId> {
     match ev {
-        Ev::Tick(c) | Ev::BurstEnd(c, _) | Ev::HrTick(c, _) | Ev::ReschedIpi(c) => Some(c),
+        Ev::Tick(c)
+        | Ev::BurstEnd(c, _)
+        | Ev::HrTick(c, _)
+        | Ev::ReschedIpi(c)
+        | Ev::SwitchDone(c) => Some(c),
         Ev::Timer(_) | Ev::TimerWake(..) | Ev::TtwuPending(..) | Ev::Vm(_) => None,
     }
 }

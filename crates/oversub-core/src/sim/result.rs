@@ -112,6 +112,8 @@ impl Simulator {
                 let mut cpu_ns = 0;
                 let mut steal = 0;
                 let mut lefts = Vec::new();
+                // Host switch cost paid by bursts in progress (exit overhead).
+                let mut switch_paid = Nanos::ZERO;
                 for k in 0..v.n {
                     let id = v.tasks.task(VcpuIdx(k)).idx();
                     let t = &self.host.sched.tasks[id];
@@ -119,15 +121,18 @@ impl Simulator {
                     steal += t.stats.wait_ns;
                     // The unused part of each vCPU's current burst.
                     let ts = &self.tasks[id];
-                    lefts.push(
-                        match (self.host.remaining(TaskId(id as u32)), ts.running_since) {
-                            (Some(r), Some(since)) => r - (self.now - since),
-                            (Some(r), None) => r,
-                            (None, _) => Nanos::ZERO,
-                        },
-                    );
+                    let ran = ts
+                        .running_since
+                        .map_or(Nanos::ZERO, |since| self.now - since);
+                    let paid = ran.min(ts.overhead);
+                    switch_paid += paid;
+                    lefts.push(match self.host.remaining(TaskId(id as u32)) {
+                        Some(r) => r - (ran - paid),
+                        None => Nanos::ZERO,
+                    });
                 }
                 let mut r = v.report(duration, cpu_ns, steal, &lefts);
+                r.exit_overhead_ns += switch_paid.0;
                 r.threads = self.guest_threads(vi);
                 if self.vms[vi].guest.is_some() {
                     r.program = Some(crate::report::ProgramSummary::of(&r.threads));

@@ -224,6 +224,9 @@ pub struct Program {
     pub barriers: Vec<(String, u32)>,
     pub timers: Vec<String>,
     pub klocks: Vec<String>,
+    /// Per kernel lock: taken with `spin_lock_irqsave()` (its waiters
+    /// wait with IRQs off), the `syscall` attribute `irqsave`.
+    pub klock_irqsave: Vec<bool>,
     /// Queue names with their capacity in items (the `put`/`get`
     /// extension).
     pub queues: Vec<(String, u64)>,

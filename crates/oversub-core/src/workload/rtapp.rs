@@ -30,7 +30,7 @@
 //! `rtapp/task.rs` lowers a task and its phases, `rtapp/event.rs` one event,
 //! `rtapp/value.rs` reads typed, bounded JSON values.
 
-use super::ir::{Fidelity, FidelityNote, Program};
+use super::ir::{Event, Fidelity, FidelityNote, KlockId, Program};
 use super::json::{self, Json};
 use super::InputError;
 use crate::engine::Nanos;
@@ -112,6 +112,9 @@ struct Builder {
     barriers: Vec<(String, u32)>,
     timers: Vec<String>,
     klocks: Vec<String>,
+    /// Per kernel lock: its `irqsave` attribute once an event gave it
+    /// (with that event's path), else the path of its first reference.
+    klock_irqsave: Vec<(Option<bool>, String)>,
     queues: Vec<QueueRef>,
     fidelity: Vec<FidelityNote>,
 }
@@ -126,7 +129,55 @@ fn intern(v: &mut Vec<String>, name: &str) -> u32 {
     }
 }
 
+/// The kernel spinlock a program names that 6.12 takes with
+/// `spin_lock_irqsave()` and that files written before the `irqsave`
+/// attribute relied on by name: `zone` (`zone->lock`, every site of
+/// mm/page_alloc.c). Such a file must now say so.
+const IRQSAVE_BY_NAME: &str = "zone";
+
 impl Builder {
+    /// Sets kernel lock `lock`'s `irqsave` attribute from the event at
+    /// `at`: one lock is taken one way.
+    fn klock_irqsave_set(&mut self, lock: KlockId, irq: bool, at: &str) -> Result<(), InputError> {
+        let slot = &mut self.klock_irqsave[lock.idx()];
+        match &slot.0 {
+            Some(old) if *old != irq => Err(InputError::new(
+                at,
+                format!(
+                    "{irq}: kernel lock \"{}\" has irqsave {old} at {}; one lock is taken one way (spin_lock_irqsave or spin_lock)",
+                    self.klocks[lock.idx()],
+                    slot.1
+                ),
+            )),
+            Some(_) => Ok(()),
+            None => {
+                *slot = (Some(irq), at.to_string());
+                Ok(())
+            }
+        }
+    }
+
+    /// Every kernel lock's `irqsave` (false when no event gives it);
+    /// refused: a `zone` spinlock without it (its meaning before the
+    /// attribute was irqsave, by name).
+    fn klock_irqsave(&self, spin: &[bool]) -> Result<Vec<bool>, InputError> {
+        self.klock_irqsave
+            .iter()
+            .zip(&self.klocks)
+            .zip(spin)
+            .map(|(((v, at), name), &spin)| match v {
+                Some(v) => Ok(*v),
+                None if spin && name == IRQSAVE_BY_NAME => Err(InputError::new(
+                    at,
+                    format!(
+                        "\"{name}\": zone->lock is taken with spin_lock_irqsave() in Linux 6.12: give \"irqsave\": true (or false) on its syscall events"
+                    ),
+                )),
+                None => Ok(false),
+            })
+            .collect()
+    }
+
     fn note(&mut self, at: &str, fidelity: Fidelity, why: &str) {
         // Instances of a task repeat its notes: keep one per place.
         if self.fidelity.iter().any(|n| n.at == at) {
@@ -239,6 +290,7 @@ pub fn parse(src: &str) -> Result<RtApp, InputError> {
         barriers: Vec::new(),
         timers: Vec::new(),
         klocks: Vec::new(),
+        klock_irqsave: Vec::new(),
         queues: Vec::new(),
         fidelity: Vec::new(),
     };
@@ -298,6 +350,18 @@ pub fn parse(src: &str) -> Result<RtApp, InputError> {
         b.task(name, v, &mut threads)?;
     }
     let mut queues = Vec::new();
+    // Spinlocks (`syscall` without a sleeping kind) of the file.
+    let mut spin = vec![false; b.klocks.len()];
+    for e in threads
+        .iter()
+        .flat_map(|t| &t.phases)
+        .flat_map(|p| &p.events)
+    {
+        if let Event::Syscall { lock, .. } = e {
+            spin[lock.idx()] = true;
+        }
+    }
+    let klock_irqsave = b.klock_irqsave(&spin)?;
     for (name, cap, first) in b.queues {
         let Some((cap, _)) = cap else {
             return Err(InputError::new(
@@ -314,6 +378,7 @@ pub fn parse(src: &str) -> Result<RtApp, InputError> {
         barriers: b.barriers,
         timers: b.timers,
         klocks: b.klocks,
+        klock_irqsave,
         queues,
         duration,
         fidelity: b.fidelity,

@@ -221,3 +221,55 @@ fn an_rtapp_threads_timer_slack_sets_how_late_its_sleeps_end() {
     let coarse = lat(r#""oversub": {"timer_slack": 300}, "#);
     assert_eq!((coarse.p50, coarse.max), (300_000, 300_000), "{coarse:?}");
 }
+
+/// `__schedule()` runs with IRQs and preemption off until the switch is
+/// done: a reschedule raised while a CPU pays for its switch-in waits for
+/// the switch's end (`schedule()`'s `need_resched()` loop). Two short-slice
+/// sleepers wake 300 ns apart on a CPU that runs a hog; the second wakes
+/// while the CPU is switching into the first and preempts it
+/// (PREEMPT_SHORT), 2.7 us after that switch began, never earlier.
+#[test]
+fn a_reschedule_during_a_switch_waits_for_its_end() {
+    let w = |name: &str, slice: &str, phase: &str| {
+        format!(
+            "[[task]]\nname = \"{name}\"\nkind = \"periodic\"\nperiod = \"1ms\"\nrun = \"50us\"\n\
+             cpus = [0]\ntimer_slack = \"1ns\"\nslice = \"{slice}\"\nphase = \"{phase}\"\n"
+        )
+    };
+    let src = format!(
+        "[host]\ncpus = 1\nduration = \"50ms\"\n{}{HOG}{}{}",
+        costs("0ns", "0ns", "2700ns", "0ns"),
+        w("w1", "200us", "100us"),
+        w("w2", "100us", "100300ns"),
+    );
+    let sc = Scenario::parse("costs.toml", &src).unwrap();
+    let mut sim = oversub::sim::Simulator::new(&sc);
+    sim.set_check_invariants(true);
+    let sink = std::sync::Arc::new(std::sync::Mutex::new(oversub::trace::VecSink::window(
+        0,
+        u64::MAX,
+    )));
+    sim.set_trace(Box::new(oversub::trace::Shared(sink.clone())));
+    sim.run_polled(sc.host.duration, &mut |_| true)
+        .expect("the run finishes");
+    let events = std::mem::take(&mut sink.lock().unwrap().events);
+    // Each preemption (prev left runnable): how long after prev's switch-in.
+    let mut since = None;
+    let mut preempted_after = Vec::new();
+    for ev in events {
+        if let oversub::trace::TraceEvent::SchedSwitch {
+            t, prev_runnable, ..
+        } = ev
+        {
+            if let (true, Some(s)) = (prev_runnable, since) {
+                preempted_after.push(t - s);
+            }
+            since = Some(t);
+        }
+    }
+    // w2 preempts w1 in most of the 50 periods.
+    let early = preempted_after.iter().filter(|&&d| d < 100_000).count();
+    assert!(early >= 40, "{preempted_after:?}");
+    let min = preempted_after.iter().min().copied();
+    assert_eq!(min, Some(2_700), "{preempted_after:?}");
+}

@@ -172,12 +172,11 @@ impl Simulator {
             from: i,
         });
         vm.stats.guest_ticks += 1;
-        let st = &self.host.sched.tasks[task.idx()];
-        if st.on_cpu && self.host.sched.rqs[st.cpu.idx()].curr == Some(task) {
-            vm.g[i].pending_exit += exit;
+        if self.vcpu_in_guest_mode(task) {
+            self.vms[vi].g[i].pending_exit += exit;
             self.poke(vi, i);
         } else {
-            vm.vcpus[i].pending_request = true;
+            self.vms[vi].vcpus[i].pending_request = true;
         }
     }
 
@@ -215,8 +214,8 @@ impl Simulator {
             }
             return;
         }
-        let st = &self.host.sched.tasks[task.idx()];
-        let running = st.on_cpu && self.host.sched.rqs[st.cpu.idx()].curr == Some(task);
+        let running = self.vcpu_in_guest_mode(task);
+        let vm = &mut self.vms[vi];
         if running {
             // In guest mode: a posted interrupt (APICv) needs no exit; without
             // it the kick IPI forces an exit and the injection on re-entry.

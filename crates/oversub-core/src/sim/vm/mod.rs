@@ -14,7 +14,7 @@
 use super::Simulator;
 use crate::engine::{Nanos, SimRng, Time};
 use crate::guest::machine::GuestLock;
-use crate::guest::spinlock::{kvm_spinlock_init, spin_lock_irqs_off};
+use crate::guest::spinlock::{kvm_spinlock_init, PvSlowpath};
 use crate::guest::workload::{LockPattern, WorkloadProfile};
 use crate::kvm::ipi_hint::IpiHint;
 use crate::kvm::lapic::{IpiTracker, IpiTrackingParams};
@@ -168,6 +168,15 @@ impl Vms {
     }
 }
 
+/// The PV qspinlock slow path of `[guest] pv_wait_early` and
+/// `pv_lock_stealing`.
+fn pv_slowpath(pv: &PvSpec) -> PvSlowpath {
+    PvSlowpath {
+        wait_early: pv.pv_wait_early,
+        steal: pv.pv_lock_stealing,
+    }
+}
+
 /// Whether a vCPU's phase is a spin on a sleeping lock's owner.
 fn spins_on_owner(phase: &Phase) -> bool {
     matches!(
@@ -193,8 +202,8 @@ pub(super) struct VmRt {
     /// The sender-side IPI hint (on_spin = "ipi_hint" only).
     hint: Option<IpiHint>,
     locks: Vec<GuestLock>,
-    /// Per lock: its waiters wait with IRQs off (`spin_lock_irqsave`;
-    /// `guest::spinlock::spin_lock_irqs_off`).
+    /// Per lock: its waiters wait with IRQs off (`spin_lock_irqsave`,
+    /// the program's `irqsave` lock attribute).
     lock_irqs_off: Vec<bool>,
     prof: WorkloadProfile,
     rng: SimRng,
@@ -237,13 +246,6 @@ enum Act {
 }
 
 impl VmRt {
-    /// Host CPU time vCPU `i` owes before its guest continues (the host's
-    /// context switch into it, a migration's refill): accounted as exit
-    /// overhead.
-    pub(super) fn g_owe(&mut self, i: VcpuIdx, d: Nanos) {
-        self.g[i].pending_exit += d;
-    }
-
     pub(super) fn new(
         v: &VmSpec,
         kvm: &KvmSpec,
@@ -284,7 +286,10 @@ impl VmRt {
         let nlocks = if pingpong { 1 } else { prof.locks as usize };
         // The guest's qspinlock as kvm_spinlock_init() leaves it.
         let kind = kvm_spinlock_init(prof.lock_kind, pv.spinlock, pv.nopvspin, v.vcpus);
-        let locks = (0..nlocks).map(|_| GuestLock::new(kind)).collect();
+        let slow = pv_slowpath(pv);
+        let locks = (0..nlocks)
+            .map(|_| GuestLock::with_pv_slowpath(kind, slow))
+            .collect();
         VmRt {
             name: v.name.clone(),
             tasks,
@@ -320,15 +325,19 @@ impl VmRt {
     }
 
     /// A program VM's guest kernel spinlocks (the program's `syscall`
-    /// locks, named by `names`, then `n - names.len()` wakeup-path locks):
-    /// the profile's lock kind (PV qspinlock by default) as
-    /// `kvm_spinlock_init()` leaves it; those the guest kernel takes with
-    /// `spin_lock_irqsave()` are waited for with IRQs off.
-    pub(super) fn set_program_locks(&mut self, names: &[String], n: usize, pv: &PvSpec) {
+    /// locks, with their `irqsave` attributes in `irqsave`, then
+    /// `n - irqsave.len()` wakeup-path locks): the profile's lock kind (PV
+    /// qspinlock by default) as `kvm_spinlock_init()` leaves it; those the
+    /// guest kernel takes with `spin_lock_irqsave()` are waited for with
+    /// IRQs off.
+    pub(super) fn set_program_locks(&mut self, irqsave: &[bool], n: usize, pv: &PvSpec) {
         let kind = kvm_spinlock_init(self.prof.lock_kind, pv.spinlock, pv.nopvspin, self.n);
-        self.locks = (0..n).map(|_| GuestLock::new(kind)).collect();
+        let slow = pv_slowpath(pv);
+        self.locks = (0..n)
+            .map(|_| GuestLock::with_pv_slowpath(kind, slow))
+            .collect();
         self.lock_irqs_off = (0..n)
-            .map(|k| names.get(k).is_some_and(|s| spin_lock_irqs_off(s)))
+            .map(|k| irqsave.get(k).copied().unwrap_or(false))
             .collect();
     }
 

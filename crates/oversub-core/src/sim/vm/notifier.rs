@@ -105,10 +105,14 @@ impl Simulator {
 
     /// Linux 6.12: `fire_sched_in_preempt_notifiers()` (kernel/sched/core.c), from
     /// `finish_task_switch()`: `next` now runs on `cpu`. For a vCPU this is
-    /// `kvm_sched_in`, and the vCPU thread, back in `vcpu_run()`, enters the
-    /// guest at once: the CPU time the switch cost it (owed by the host
-    /// task) becomes exit overhead paid at that entry, and the burst the
-    /// entry starts supersedes any other. Returns whether a notifier
+    /// `kvm_sched_in` (at the switch's start in the model: the cost stands
+    /// for all of `__schedule()`), and the vCPU thread, back in
+    /// `vcpu_run()`, enters the guest once the switch is paid for: the CPU
+    /// time the switch costs (owed by the host task, accounted as exit
+    /// overhead) is its burst until then, and the burst the entry starts
+    /// supersedes any other. Until that entry the vCPU is not in guest
+    /// mode: an interrupt for it waits for the entry
+    /// ([`Simulator::vcpu_in_guest_mode`]). Returns whether a notifier
     /// started `next`'s burst so (else the host level starts it).
     pub(in crate::sim) fn fire_sched_in_preempt_notifiers(
         &mut self,
@@ -119,26 +123,28 @@ impl Simulator {
             return false;
         };
         let ts = &mut self.tasks[next.idx()];
-        let owed = std::mem::replace(&mut ts.overhead, Nanos::ZERO);
+        let owed = ts.overhead;
         ts.running_since = Some(self.now);
-        self.vms[n.vm.idx()].g_owe(n.idx, owed);
         self.kvm_sched_in(n.vm, n.idx);
-        // VM entry: the guest looks at its state again (pending
-        // interrupts, a lock granted while it was away, a new PAUSE loop
-        // with the current window).
-        self.kick_burst(cpu);
+        // VM entry after the switch: the guest looks at its state again
+        // (pending interrupts, a lock granted while it was away, a new
+        // PAUSE loop with the current window).
+        self.kick_burst_at(cpu, self.now + owed);
         true
     }
 
     /// The burst of vCPU task `p` (notifier `n`) on `cpu` ended, or was cut
-    /// short with `left` unused: KVM's run loop goes on (`vcpu_step`).
+    /// short with `left` unused, after `switch` of host switch cost was
+    /// paid: KVM's run loop goes on (`vcpu_step`).
     pub(in crate::sim) fn notified_burst_end(
         &mut self,
         cpu: CpuId,
         p: TaskId,
         n: PreemptNotifier,
         left: Nanos,
+        switch: Nanos,
     ) {
+        self.vms[n.vm.idx()].stats.exit += switch.0;
         self.vcpu_step(cpu, p, n.vm, n.idx, left);
     }
 
@@ -235,14 +241,24 @@ impl Simulator {
         }
     }
 
+    /// Whether host task `task` (a vCPU) is current on its CPU and done
+    /// switching in: in guest mode or KVM's run loop, where a kick reaches
+    /// it. A vCPU still being switched in (`__schedule()` with IRQs off)
+    /// looks at its guest state at the entry that ends the switch.
+    pub(super) fn vcpu_in_guest_mode(&self, task: TaskId) -> bool {
+        let t = &self.host.sched.tasks[task.idx()];
+        t.on_cpu
+            && self.host.sched.rqs[t.cpu.idx()].curr == Some(task)
+            && self.switch_end[t.cpu.idx()] <= self.now
+    }
+
     /// Makes a running vCPU look at its state now (a lock it waits for was
-    /// released, an interrupt arrived); a vCPU that is not running sees the
-    /// change when it next enters the guest.
+    /// released, an interrupt arrived); a vCPU that is not running, or still
+    /// being switched in, sees the change when it next enters the guest.
     pub(super) fn poke(&mut self, vi: VmId, i: VcpuIdx) {
         let task = self.vms[vi].task(i);
-        let t = &self.host.sched.tasks[task.idx()];
-        if t.on_cpu && self.host.sched.rqs[t.cpu.idx()].curr == Some(task) {
-            let cpu = t.cpu;
+        if self.vcpu_in_guest_mode(task) {
+            let cpu = self.host.sched.tasks[task.idx()].cpu;
             self.kick_burst(cpu);
         }
     }

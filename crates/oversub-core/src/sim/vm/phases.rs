@@ -283,6 +283,12 @@ impl Simulator {
                     self.poke(vi, c);
                 }
                 kicked = Some(c);
+                // The unqueued spinners may steal the lock meanwhile.
+                let mut k = 1;
+                while let Some(c) = self.vms[vi].locks[l].contender(k) {
+                    self.poke(vi, c);
+                    k += 1;
+                }
             }
         }
         let vm = &mut self.vms[vi];

@@ -269,6 +269,11 @@ impl Simulator {
                         // pv_wait -> kvm_wait -> HLT.
                         vm.stats.halts += 1;
                         vm.g[i].pending_exit += self.kvm.round_trip();
+                        // The waiter behind sees this node's state change
+                        // at its next pv_wait_early() check.
+                        if let Some(n) = vm.locks[l].pv_next_waiter(me) {
+                            self.poke(vi, n);
+                        }
                         return Some(self.halt(cpu, vi, i, Some(l)));
                     }
                     LockStep::Spin => {}

@@ -140,15 +140,27 @@ impl Builder {
                 "mem and iorun are not modelled (no memory-bandwidth or I/O device model): use run",
             )),
             "syscall" => {
-                let f = fields(v, at, &["lock", "run", "hold", "kind"], &["lock", "hold"])?;
+                let f = fields(
+                    v,
+                    at,
+                    &["lock", "run", "hold", "kind", "irqsave"],
+                    &["lock", "hold"],
+                )?;
                 let mut lock = KlockId(0);
                 let (mut run, mut hold) = (Nanos::ZERO, Nanos::ZERO);
                 let mut mode = None;
+                let mut irqsave = None;
                 for (k, x) in f {
                     let a = format!("{at}.{k}");
                     match k {
-                        "lock" => lock = KlockId(intern(&mut self.klocks, string(x, &a)?)),
+                        "lock" => {
+                            lock = KlockId(intern(&mut self.klocks, string(x, &a)?));
+                            if self.klock_irqsave.len() < self.klocks.len() {
+                                self.klock_irqsave.push((None, a));
+                            }
+                        }
                         "run" => run = micros(x, &a)?,
+                        "irqsave" => irqsave = Some((boolean(x, &a)?, a)),
                         "kind" => {
                             mode = match string(x, &a)? {
                                 "spin" => None,
@@ -167,6 +179,15 @@ impl Builder {
                         }
                         _ => hold = micros(x, &a)?,
                     }
+                }
+                if let Some((irq, a)) = irqsave {
+                    if mode.is_some() {
+                        return Err(InputError::new(
+                            &a,
+                            "irqsave is a spinlock's attribute: allowed only with kind \"spin\" (or no kind)",
+                        ));
+                    }
+                    self.klock_irqsave_set(lock, irq, &a)?;
                 }
                 out.push(match mode {
                     None => Event::Syscall { lock, run, hold },

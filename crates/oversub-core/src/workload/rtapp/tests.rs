@@ -310,3 +310,42 @@ fn prefix_rule_matches_rtapp() {
         assert!(!EVENTS.iter().any(|r| e.starts_with(r)), "{e}");
     }
 }
+
+/// `irqsave` is a kernel spinlock's attribute: given once, it holds for
+/// every event naming the lock; absent, the lock is a `spin_lock()`.
+#[test]
+fn irqsave_is_an_attribute_of_the_lock() {
+    let p = prog(
+        r#"{"global": {"duration": 1}, "tasks": {"t": {
+            "syscall": {"lock": "zone", "run": 2, "hold": 1, "irqsave": true},
+            "syscall1": {"lock": "dcache", "run": 2, "hold": 1},
+            "syscall2": {"irqsave": true, "lock": "zone", "run": 2, "hold": 1}}}}"#,
+    );
+    assert_eq!(p.klocks, ["zone", "dcache"]);
+    assert_eq!(p.klock_irqsave, [true, false]);
+}
+
+/// Refused with one line naming the field: two ways for one lock, irqsave
+/// on a sleeping lock, and a `zone` spinlock that does not say (files from
+/// before the attribute meant irqsave by that name).
+#[test]
+fn irqsave_conflicts_and_the_old_zone_rule_are_refused() {
+    let e = parse(
+        r#"{"global": {"duration": 1}, "tasks": {"t": {
+            "syscall": {"lock": "pi", "run": 2, "hold": 1, "irqsave": true},
+            "syscall1": {"lock": "pi", "run": 2, "hold": 1, "irqsave": false}}}}"#,
+    )
+    .unwrap_err();
+    assert!(e.field.ends_with("syscall1.irqsave"), "{e}");
+    assert!(e.to_string().contains("one lock is taken one way"), "{e}");
+    let e = parse(
+        r#"{"global": {"duration": 1}, "tasks": {"t": {
+            "syscall": {"lock": "m", "kind": "mutex", "run": 2, "hold": 1, "irqsave": true}}}}"#,
+    )
+    .unwrap_err();
+    assert!(e.field.ends_with("syscall.irqsave"), "{e}");
+    let e = err(r#"{"global": {"duration": 1}, "tasks": {"t": {
+            "syscall": {"lock": "zone", "run": 2, "hold": 1}}}}"#);
+    assert!(e.contains("\"irqsave\": true (or false)"), "{e}");
+    assert!(!e.contains('\n'), "{e}");
+}
