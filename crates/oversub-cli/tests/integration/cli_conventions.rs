@@ -194,7 +194,7 @@ fn the_default_ops_of_a_program_vm_is_printed() {
     // workloads have none).
     let prog = write(
         "sections.json",
-        r#"{"tasks": {"w": {"instance": 2, "run": 20,
+        r#"{"global": {"duration": 1}, "tasks": {"w": {"instance": 2, "run": 20,
             "syscall": {"lock": "pagecache", "run": 4, "hold": 0.5}}}}"#,
     );
     let base = format!(
