@@ -23,10 +23,10 @@ B. a condition the recording did not see: HOGS busy-loop processes on the
 
 --guest: A and B for the named workloads that are derived programs
 (workloads/NAME.json written by scripts/named-workloads.py from
-recordings/REC/guest.json, the steady-state form) and for the queue
-programs (recordings/REC/queues.json, scripts/derive-queues.py): A, the
-recording's per-op figures against the workload as the guest of a VM of
-this machine's size (GUEST_SECONDS simulated, longer for many threads:
+recordings/REC/guest.json, the steady-state form, or for dedup from
+recordings/REC/queues.json, the queue program of scripts/derive-queues.py)
+and the other queue programs (vips): A, the recording's per-op figures
+against the workload as the guest of a VM of this machine's size (GUEST_SECONDS simulated, longer for many threads:
 guest_seconds), TLB shootdowns/op judged too (a munmap that sent IPIs: the
 VM's csd_waits); B, the real program re-run now with and without
 HOGS hog processes (scripts/measure-real.sh --run REC under oversub record)
@@ -181,16 +181,21 @@ def sim_guest(oversub, workload, cpus, hogs, tmp):
 
 def named_guest_list():
     """(name, recording, program file, known gaps) of every checked guest
-    program: the named workloads (scripts/named-workloads.py, from
-    recordings/REC/guest.json) and the queue programs
-    (scripts/derive-queues.py, recordings/REC/queues.json)."""
+    program: the named workloads (scripts/named-workloads.py), each from the
+    recording's program it is written from (recordings/REC/guest.json, or
+    recordings/REC/queues.json for the queue programs of
+    scripts/derive-queues.py, with its KNOWN_GAPS), and the queue programs
+    no named workload is written from."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import importlib
-    out = [(name, rec, f"recordings/{rec}/guest.json", {})
-           for name, (rec, _op, _counted) in importlib.import_module("named-workloads").NAMED.items()]
+    nw = importlib.import_module("named-workloads")
     dq = importlib.import_module("derive-queues")
+    out = [(name, rec, nw.source(name), dq.KNOWN_GAPS.get(rec, {}) if name in nw.SOURCE else {})
+           for name, (rec, _op, _counted) in nw.NAMED.items()]
+    # The queue programs no named workload is written from (vips).
+    named = {nw.source(name) for name in nw.NAMED}
     out += [(f"{rec} (queues)", rec, f"recordings/{rec}/queues.json", dq.KNOWN_GAPS.get(rec, {}))
-            for rec in dq.DERIVE]
+            for rec in dq.DERIVE if f"recordings/{rec}/queues.json" not in named]
     return out
 
 

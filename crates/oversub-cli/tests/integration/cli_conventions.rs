@@ -190,9 +190,13 @@ fn phase_profiles_cannot_pass_for_the_recorded_programs() {
 /// `ops = "lock-sections"` is the same model, without the note.
 #[test]
 fn the_default_ops_of_a_program_vm_is_printed() {
-    // dedup.json (hand-written) has kernel lock sections; the derived
-    // workloads have none.
-    let prog = std::path::Path::new(ROOT).join("workloads/dedup.json");
+    // A program with a kernel lock section per loop (the derived named
+    // workloads have none).
+    let prog = write(
+        "sections.json",
+        r#"{"global": {"duration": 1}, "tasks": {"w": {"instance": 2, "run": 20,
+            "syscall": {"lock": "pagecache", "run": 4, "hold": 0.5}}}}"#,
+    );
     let base = format!(
         "[host]\ncpus = 2\n[[vm]]\nname = \"v\"\nvcpus = 2\nprogram = \"{}\"\n",
         prog.display()
