@@ -104,6 +104,10 @@ pub struct ChromeWriter<W: Write> {
     /// value) per track; and the last value written per track.
     counters: BTreeMap<super::CounterTrack, (u64, i64)>,
     counters_written: BTreeMap<super::CounterTrack, i64>,
+    /// Each track's last value before the window opened, written at the
+    /// window's first event (a counter that does not change inside the
+    /// window still has its track, as a running task still has its slice).
+    counters_before: BTreeMap<super::CounterTrack, i64>,
 }
 
 impl<W: Write> ChromeWriter<W> {
@@ -131,6 +135,7 @@ impl<W: Write> ChromeWriter<W> {
             instant_flows: Vec::new(),
             counters: BTreeMap::new(),
             counters_written: BTreeMap::new(),
+            counters_before: BTreeMap::new(),
         };
         c.raw("{\"traceEvents\":[\n");
         c.item(json!({"ph": "M", "name": "process_name", "pid": PID_CPUS, "args": {"name": "pCPUs (which task ran)"}}));
@@ -323,10 +328,25 @@ impl<W: Write> ChromeWriter<W> {
     /// Writes one event (in the window).
     pub fn event(&mut self, e: &TraceEvent) {
         let t0 = e.time();
-        if t0 < self.from || t0 >= self.to || self.error.is_some() {
+        if t0 < self.from {
+            if let TraceEvent::Counter { track, value, .. } = e {
+                self.counters_before.insert(*track, *value);
+            }
             return;
         }
-        let first = *self.first.get_or_insert(t0);
+        if t0 >= self.to || self.error.is_some() {
+            return;
+        }
+        let first = match self.first {
+            Some(f) => f,
+            None => {
+                self.first = Some(t0);
+                for (track, value) in std::mem::take(&mut self.counters_before) {
+                    self.counters.insert(track, (t0, value));
+                }
+                t0
+            }
+        };
         if t0 > self.instant {
             self.flush_instant();
             self.instant = t0;
