@@ -445,6 +445,34 @@ mod tests {
     use oversub::sched::HostCosts;
 
     #[test]
+    fn a_probe_s_spread_widens_latency_tolerances() {
+        // Probe batch means 20, 16 and 30 us: a spread of 14 us.
+        let p = crate::probe::ProbeSummary::of(
+            vec![0, 1],
+            vec![
+                vec![18_000, 22_000],
+                vec![16_000, 16_000],
+                vec![30_000, 30_000],
+            ],
+        )
+        .unwrap();
+        assert_eq!(p.spread_ns, 14_000);
+        // 30 us real against 20 us simulated fails at max(25%, 5 us) and
+        // passes once the probe's measured spread is added; p99 stays
+        // informational.
+        let mut rows = vec![
+            lat_row("w", "lat_p50", &[30_000.0, 30_000.0], &[20_000.0], true),
+            lat_row("w", "lat_p99", &[90_000.0], &[20_000.0], false),
+        ];
+        assert_eq!(rows[0].pass, Some(false));
+        widen_latency(&mut rows, p.spread_ns as f64);
+        assert_eq!(rows[0].pass, Some(true));
+        assert_eq!(rows[0].tolerance, 7_500.0 + 14_000.0);
+        assert_eq!(rows[1].pass, None);
+        assert_eq!(rows[0].real, vec![30_000.0, 30_000.0]);
+    }
+
+    #[test]
     fn real_threads_follow_the_simulated_order_by_name() {
         let s = |v: &[&str]| -> Vec<String> { v.iter().map(|x| x.to_string()).collect() };
         let runs = vec![vec![25, 75], vec![24, 76]];

@@ -169,10 +169,9 @@ pub fn probe_samples(shape: calibrate::ProbeShape) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::{lat_row, widen_latency};
 
     #[test]
-    fn probe_batches_give_the_wake_cost_and_widen_latency_tolerances() {
+    fn probe_batches_give_the_wake_cost_and_their_spread() {
         // Three batches on CPUs 0 and 1: per-batch means 20, 16 and 30 us.
         let p = ProbeSummary::of(
             vec![0, 1],
@@ -203,19 +202,6 @@ mod tests {
         assert_eq!(ProbeSummary::of(vec![0], vec![]), None);
         let even = ProbeSummary::of(vec![0], vec![vec![14], vec![15], vec![23], vec![28]]);
         assert_eq!(even.unwrap().timer_hog_ns, 19);
-        // 30 us real against 20 us simulated fails at max(25%, 5 us) and
-        // passes once the probe's measured spread is added; p99 stays
-        // informational.
-        let mut rows = vec![
-            lat_row("w", "lat_p50", &[30_000.0, 30_000.0], &[20_000.0], true),
-            lat_row("w", "lat_p99", &[90_000.0], &[20_000.0], false),
-        ];
-        assert_eq!(rows[0].pass, Some(false));
-        widen_latency(&mut rows, p.spread_ns as f64);
-        assert_eq!(rows[0].pass, Some(true));
-        assert_eq!(rows[0].tolerance, 7_500.0 + 14_000.0);
-        assert_eq!(rows[1].pass, None);
-        assert_eq!(rows[0].real, vec![30_000.0, 30_000.0]);
     }
 
     #[test]

@@ -2,51 +2,17 @@
 //! (directly or through others), and no file is over 800 lines. Reads the
 //! sources, so a new circle fails here, naming it.
 
-// Only `circle` is used here: conform's own graph (below) leaves test code
-// out, which the shared scanner does not.
 #[path = "../../oversub-core/tests/common/imports.rs"]
 mod imports;
 
 use imports::circle;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Each module (file stem) and the crate modules its non-test code names
-/// (`crate::NAME` or `crate::{NAME, ...}`).
-fn graph() -> BTreeMap<String, BTreeSet<String>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-        .collect();
-    let names: Vec<String> = files
-        .iter()
-        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
-        .collect();
-    let mut g = BTreeMap::new();
-    for (p, name) in files.iter().zip(&names) {
-        let text = std::fs::read_to_string(p).unwrap();
-        let code = text.split("#[cfg(test)]").next().unwrap_or("");
-        let mut uses: Vec<String> = Vec::new();
-        for piece in code.split("crate::").skip(1) {
-            let head = piece.trim_start_matches('{');
-            let group = if piece.starts_with('{') {
-                head.split('}').next().unwrap_or("")
-            } else {
-                head.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .next()
-                    .unwrap_or("")
-            };
-            for w in group.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-                if names.iter().any(|n| n == w) && w != name && !uses.iter().any(|u| u == w) {
-                    uses.push(w.to_string());
-                }
-            }
-        }
-        g.insert(name.clone(), uses.into_iter().collect());
-    }
-    g
+/// Each module and the crate modules it names (test code included), read
+/// by the scanner the core's architecture test uses.
+fn graph() -> BTreeMap<String, std::collections::BTreeSet<String>> {
+    imports::graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
 }
 
 #[test]
