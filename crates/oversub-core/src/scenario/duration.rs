@@ -4,6 +4,10 @@
 
 use crate::engine::Nanos;
 
+/// What a duration may be at most, as the refusal of a larger one says it
+/// (the field's own bound, if lower, is checked where the field is read).
+const TOO_LARGE: &str = "duration too large: allowed at most 18446744073s (2^64 - 1 ns)";
+
 /// Parses "<number><unit>" with unit ns, us, ms or s.
 pub fn parse_duration(s: &str) -> Result<Nanos, String> {
     let t = s.trim();
@@ -39,12 +43,10 @@ pub fn parse_duration(s: &str) -> Result<Nanos, String> {
         Some((i, f)) => (i, f),
         None => (num, ""),
     };
-    let int: u64 = int
-        .parse()
-        .map_err(|_| format!("\"{s}\": number too large"))?;
+    let int: u64 = int.parse().map_err(|_| format!("\"{s}\": {TOO_LARGE}"))?;
     let mut ns = int
         .checked_mul(scale)
-        .ok_or_else(|| format!("\"{s}\": duration too large"))?;
+        .ok_or_else(|| format!("\"{s}\": {TOO_LARGE}"))?;
     if !frac.is_empty() {
         if frac.len() > 9 {
             return Err(format!("\"{s}\": at most 9 decimal places"));
@@ -59,7 +61,7 @@ pub fn parse_duration(s: &str) -> Result<Nanos, String> {
         }
         ns = ns
             .checked_add((part / denom as u128) as u64)
-            .ok_or_else(|| format!("\"{s}\": duration too large"))?;
+            .ok_or_else(|| format!("\"{s}\": {TOO_LARGE}"))?;
     }
     Ok(Nanos(ns))
 }
@@ -67,6 +69,22 @@ pub fn parse_duration(s: &str) -> Result<Nanos, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_duration_beyond_u64_nanoseconds_names_the_bound() {
+        for s in [
+            "18446744073709551616ns",
+            "99999999999999999s",
+            "18446744073.8s",
+        ] {
+            let e = parse_duration(s).unwrap_err();
+            assert!(e.contains("allowed at most 18446744073s"), "{s}: {e}");
+        }
+        assert_eq!(
+            parse_duration("18446744073s"),
+            Ok(Nanos(18_446_744_073_000_000_000))
+        );
+    }
 
     #[test]
     fn units_and_fractions() {
