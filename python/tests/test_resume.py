@@ -218,3 +218,23 @@ def test_resume_is_the_local_backends():
         oversub.sweep(**SWEEP, backend="ray", resume="/tmp/x")
     with pytest.raises(oversub.ScenarioError, match=r"^resume: 5 is not allowed: allowed a file path"):
         oversub.sweep(**SWEEP, resume=5)
+
+
+def test_a_directory_another_process_writes_is_refused(tmp_path):
+    """One writer per directory, as `oversub sweep --out DIR`: a lock held
+    by a running process refuses the sweep (and leaves the lock); a lock
+    whose process is gone is taken over, and freed when the sweep returns."""
+    d = tmp_path / "runs"
+    d.mkdir()
+    lock = d / ".oversub-lock"
+    lock.write_text(f"{os.getpid()}\n")
+    with pytest.raises(oversub.ScenarioError, match=r"one command per directory"):
+        oversub.sweep(**SWEEP, resume=d, progress=False)
+    assert lock.read_text() == f"{os.getpid()}\n"
+    assert not (d / STORE).exists()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    lock.write_text(f"{gone}\n")
+    df = oversub.sweep(**SWEEP, resume=d, progress=False)
+    assert len(df) == RUNS
+    assert not lock.exists()

@@ -130,73 +130,7 @@ pub fn write_set(files: &[(PathBuf, String)]) -> Result<(), String> {
 /// so that a second sweep into the same directory is refused.
 pub const OWNER_FILE: &str = ".oversub-sweep";
 
-/// The file that holds an output directory for one command at a time: the
-/// writer's process id.
-pub const LOCK_FILE: &str = ".oversub-lock";
-
-/// One command's hold on an output directory ([`claim_out_dir`]): the
-/// lock file, created exclusively (`O_EXCL`) and removed when dropped.
-/// Two sweeps into one `--out` at the same time both passed the check of
-/// the directory's mark, shared the runs store and overwrote each other's
-/// files (one exit 0 over the other's results). A lock left by a process
-/// that is gone (killed) is taken over; one whose process still runs is
-/// refused.
-#[must_use = "the directory is held while the lock lives"]
-pub struct DirLock {
-    path: PathBuf,
-}
-
-impl DirLock {
-    fn take(dir: &Path, what: &str) -> Result<DirLock, String> {
-        let path = dir.join(LOCK_FILE);
-        let d = dir.display();
-        for _ in 0..2 {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(mut f) => {
-                    f.write_all(format!("{}\n", std::process::id()).as_bytes())
-                        .map_err(|e| format!("{what} {d}: cannot write: {e}"))?;
-                    return Ok(DirLock { path });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let pid = oversub::limits::read_text(&path, "the lock oversub writes")
-                        .ok()
-                        .and_then(|s| s.trim().parse::<u32>().ok());
-                    match pid {
-                        // Its writer is gone: a stale lock.
-                        Some(p) if !Path::new(&format!("/proc/{p}")).exists() => {
-                            let _ = std::fs::remove_file(&path);
-                        }
-                        _ => {
-                            let by = pid.map_or_else(
-                                || "another command (remove the lock if none runs)".into(),
-                                |p| format!("process {p}"),
-                            );
-                            return Err(format!(
-                                "{what} {d}: {by} is writing it ({}): allowed one command per directory at a time",
-                                path.display()
-                            ));
-                        }
-                    }
-                }
-                Err(e) => return Err(format!("{what} {d}: cannot write: {e}")),
-            }
-        }
-        Err(format!(
-            "{what} {d}: {} is taken again as it is freed: allowed one command per directory at a time",
-            path.display()
-        ))
-    }
-}
-
-impl Drop for DirLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
+pub use oversub_runs::lock::DirLock;
 
 /// Claims `dir` for the outputs of `owner` (a sweep or manifest file):
 /// [`check_out_dir`], holds it ([`DirLock`], for as long as the returned

@@ -248,10 +248,13 @@ fn sweep_local(
     }
     let batch = batch.map_err(refuse)?;
     let runs = batch.runs(0);
-    let (store, kept) = match &resume {
-        None => (None, Vec::new()),
+    // The lock is held until the sweep returns: one writer per directory,
+    // as `oversub sweep --out DIR` holds it.
+    let (store, kept, _lock) = match &resume {
+        None => (None, Vec::new(), None),
         Some(d) => {
             oversub_runs::prepare_dir(d, "resume").map_err(refuse)?;
+            let lock = oversub_runs::lock::DirLock::take(d, "resume").map_err(refuse)?;
             let fp = oversub_runs::fingerprint(
                 module_file(py),
                 env!("CARGO_PKG_VERSION"),
@@ -259,7 +262,7 @@ fn sweep_local(
             );
             let (store, kept) = oversub_runs::open(d, SWEEP_NAME, &fp, &runs, true, "resume=DIR")
                 .map_err(refuse)?;
-            (Some(store), kept.rows)
+            (Some(store), kept.rows, Some(lock))
         }
     };
     let before = kept.iter().filter(|r| r.is_some()).count();

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 pub mod atomic;
+pub mod lock;
 use atomic::write_atomic;
 
 /// The file of finished runs in `--out`.
