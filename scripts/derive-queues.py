@@ -27,6 +27,8 @@ import json
 import re
 import sys
 
+from generated_files import write_or_check
+
 # dedup.c's queue capacity (QUEUE_CAP, 2^20 items): a constant of the
 # program, read from its source (it never binds: see derive_dedup).
 DEDUP_QUEUE_CAP = 1 << 20
@@ -477,18 +479,7 @@ def main():
             die(f"{rec}: no queue derivation (known: {', '.join(DERIVE)})")
         text = build(rec)
         path = f"recordings/{rec}/queues.json"
-        if check:
-            try:
-                with open(path) as f:
-                    if f.read() != text:
-                        stale.append(path)
-            except OSError:
-                stale.append(path)
-        else:
-            with open(path + ".tmp", "w") as f:
-                f.write(text)
-            import os
-            os.replace(path + ".tmp", path)
+        write_or_check(path, text, check, stale)
     if stale:
         print("stale (run python3 scripts/derive-queues.py): " + ", ".join(stale))
         return 1

@@ -16,6 +16,8 @@ import collections
 import json
 import sys
 
+from generated_files import write_or_check
+
 # NAME: (recording, what one op is, how the recording counted it)
 NAMED = collections.OrderedDict([
     ("dbench", ("dbench-tmpfs", "a dbench client operation",
@@ -97,15 +99,7 @@ def main():
     for name in NAMED:
         text = build(name)
         path = f"workloads/{name}.json"
-        if check:
-            with open(path) as f:
-                if f.read() != text:
-                    stale.append(path)
-        else:
-            with open(path + ".tmp", "w") as f:
-                f.write(text)
-            import os
-            os.replace(path + ".tmp", path)
+        write_or_check(path, text, check, stale)
     if stale:
         print("stale (run python3 scripts/named-workloads.py): " + ", ".join(stale))
         return 1
