@@ -447,15 +447,7 @@ mod tests {
     #[test]
     fn a_probe_s_spread_widens_latency_tolerances() {
         // Probe batch means 20, 16 and 30 us: a spread of 14 us.
-        let p = crate::probe::ProbeSummary::of(
-            vec![0, 1],
-            vec![
-                vec![18_000, 22_000],
-                vec![16_000, 16_000],
-                vec![30_000, 30_000],
-            ],
-        )
-        .unwrap();
+        let p = crate::probe::three_batches();
         assert_eq!(p.spread_ns, 14_000);
         // 30 us real against 20 us simulated fails at max(25%, 5 us) and
         // passes once the probe's measured spread is added; p99 stays
