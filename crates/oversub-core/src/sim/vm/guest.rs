@@ -28,7 +28,6 @@ use super::wakeup::GuestStep;
 use super::VmEv;
 use crate::engine::{Nanos, Time};
 use crate::kvm::irq_vectors::{LOCAL_TIMER_VECTOR, RESCHEDULE_VECTOR};
-use crate::kvm::lapic::LapicIrq;
 use crate::kvm::{VcpuIdx, VmId};
 use crate::sched::features::KernelPreset;
 use crate::sched::{CpuId, SchedConfig, SchedFeatures, TaskId, ROOT_GROUP};
@@ -477,8 +476,6 @@ impl Simulator {
 
     /// [`Self::guest_send_resched`] once a CPU (`first`) was marked.
     fn guest_send_resched_to(&mut self, cpu: CpuId, vi: VmId, from: VcpuIdx, first: CpuId) {
-        let now = self.now;
-        let exit = self.kvm.round_trip();
         let g = self.guest(vi);
         let mut targets = std::mem::take(&mut g.resched_buf);
         targets.clear();
@@ -509,17 +506,7 @@ impl Simulator {
             }
             vm.stats.ipis_sent += 1;
             vm.guest.as_mut().expect("program VM").resched_ipis += 1;
-            let w = vm.icr_write(
-                from,
-                &LapicIrq::unicast(t, RESCHEDULE_VECTOR),
-                now,
-                &running,
-                exit,
-            );
-            self.trace_icr(cpu, vi, from, t, RESCHEDULE_VECTOR.0, w.tracked);
-            for tg in w.targets {
-                self.deliver(vi, from, tg, RESCHEDULE_VECTOR, cpu);
-            }
+            self.send_unicast_ipi(vi, from, t, RESCHEDULE_VECTOR, &running, cpu);
         }
         self.vms[vi].guest.as_mut().expect("program VM").resched_buf = targets;
     }

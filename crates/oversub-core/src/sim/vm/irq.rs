@@ -180,6 +180,27 @@ impl Simulator {
         }
     }
 
+    /// A unicast fixed-mode IPI from `from` to `to`: the ICR write
+    /// ([`VmRt::icr_write`]: `kvm_apic_send_ipi`'s exit, the tracker and the
+    /// IPI hint, with the vCPUs `running` as AVIC sees them), its trace line
+    /// and the delivery to each destination.
+    pub(super) fn send_unicast_ipi(
+        &mut self,
+        vi: VmId,
+        from: VcpuIdx,
+        to: VcpuIdx,
+        vector: Vector,
+        running: &[bool],
+        cpu: CpuId,
+    ) {
+        let (now, exit) = (self.now, self.kvm.round_trip());
+        let w = self.vms[vi].icr_write(from, &LapicIrq::unicast(to, vector), now, running, exit);
+        self.trace_icr(cpu, vi, from, to, vector.0, w.tracked);
+        for tg in w.targets {
+            self.deliver(vi, from, tg, vector, cpu);
+        }
+    }
+
     /// Interrupt delivery to vCPU `t` (`__apic_accept_irq` + `kvm_vcpu_kick`).
     /// A call-function vector's calls are on `t`'s `call_single_queue`
     /// already (`smp_call_single_queue`).

@@ -10,7 +10,6 @@ use super::Act;
 use crate::engine::Nanos;
 use crate::guest::spinlock::{LockStep, Release};
 use crate::kvm::irq_vectors::{CALL_FUNCTION_SINGLE_VECTOR, RESCHEDULE_VECTOR};
-use crate::kvm::lapic::LapicIrq;
 use crate::kvm::pv::kvm_pv_kick_cpu_op;
 use crate::kvm::{VcpuIdx, VmId};
 use crate::sched::CpuId;
@@ -113,17 +112,7 @@ impl Simulator {
                     if send {
                         vm.stats.ipis_sent += 1;
                         let running = self.vcpus_running_if(avic, vi);
-                        let w = self.vms[vi].icr_write(
-                            me,
-                            &LapicIrq::unicast(t, vector),
-                            now,
-                            &running,
-                            exit,
-                        );
-                        self.trace_icr(cpu, vi, i, t, vector.0, w.tracked);
-                        for tg in w.targets {
-                            self.deliver(vi, i, tg, vector, cpu);
-                        }
+                        self.send_unicast_ipi(vi, me, t, vector, &running, cpu);
                     }
                 }
                 None
