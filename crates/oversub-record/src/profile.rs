@@ -508,6 +508,24 @@ impl Profile {
         }
     }
 
+    /// A finished profile of the process `root` folded from saved trace text,
+    /// one event line each, as the recorder reads them from `trace_pipe`
+    /// (tests and offline folding). A line that is not an event line, or a
+    /// recording past the profile's bounds, is refused with the reason.
+    pub fn from_trace_lines<'a>(
+        root: u32,
+        lines: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Profile, String> {
+        let mut p = Profile::new(root);
+        for text in lines {
+            let l = crate::parse::line(text)
+                .ok_or_else(|| format!("not a trace event line: {text}"))?;
+            p.add(&l).map_err(|e| format!("{e:?} at: {text}"))?;
+        }
+        p.finish();
+        Ok(p)
+    }
+
     pub fn wall_ns(&self) -> u64 {
         self.last_ns
             .saturating_sub(self.first_ns.unwrap_or(self.last_ns))
@@ -589,20 +607,16 @@ pub fn tlb_reason(r: u32) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::line;
 
-    fn feed(p: &mut Profile, lines: &[&str]) {
-        for l in lines {
-            p.add(&line(l).unwrap_or_else(|| panic!("{l}"))).unwrap();
-        }
-        p.finish();
+    /// The finished profile of process `root` folded from `lines`.
+    fn feed(root: u32, lines: &[&str]) -> Profile {
+        Profile::from_trace_lines(root, lines.iter().copied()).unwrap()
     }
 
     #[test]
     fn a_futex_wait_is_attributed_to_the_thread_that_ends_it() {
-        let mut p = Profile::new(10);
-        feed(
-            &mut p,
+        let p = feed(
+            10,
             &[
                 "sh-10 (10) [000] ..... 1.000000: sched_process_fork: comm=sh pid=10 child_comm=w child_pid=11",
                 "sh-10 (10) [000] ..... 1.000010: sys_futex(uaddr: 1000, op: 80, val: 0, utime: 0, uaddr2: 0, val3: 0)",
@@ -640,9 +654,8 @@ mod tests {
         assert!(!is_op_mark(
             "cpup: 0x7ffd0000, nodep: 0x00000000, unused: 0x00000000"
         ));
-        let mut p = Profile::new(3);
-        feed(
-            &mut p,
+        let p = feed(
+            3,
             &[
                 "w-3 (3) [000] ..... 1.000000: sys_getcpu(cpup: 0x00000000, nodep: 0x00000000, unused: 0x00006f70)",
                 "w-3 (3) [000] ..... 1.000040: sys_getcpu(cpup: 0x00000000, nodep: 0x00000000, unused: 0x00000000)",

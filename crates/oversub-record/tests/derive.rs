@@ -4,7 +4,6 @@
 //! timer ended is a sleep of the measured length.
 
 use oversub_record::derive::derive;
-use oversub_record::parse::line;
 use oversub_record::profile::Profile;
 
 /// Thread 10 forks 11; 11 waits in futex and 10 wakes it, 50 times; 10
@@ -47,12 +46,8 @@ fn trace() -> Vec<String> {
 
 #[test]
 fn a_derived_program_loads_and_keeps_who_waits_for_whom() {
-    let mut p = Profile::new(10);
-    for l in trace() {
-        let ev = line(&l).unwrap_or_else(|| panic!("unparsed: {l}"));
-        p.add(&ev).expect("within bounds");
-    }
-    p.finish();
+    let lines = trace();
+    let p = feed(10, &lines.iter().map(String::as_str).collect::<Vec<_>>());
     let a = &p.threads[&10];
     let b = &p.threads[&11];
     assert_eq!(b.switches_blocked, 50);
@@ -143,12 +138,8 @@ fn rare_waker_trace() -> Vec<String> {
 #[test]
 fn the_steady_form_opens_each_pass_with_its_rare_signals() {
     use oversub_record::derive::{derive_form, Form};
-    let mut p = Profile::new(10);
-    for l in rare_waker_trace() {
-        let ev = line(&l).unwrap_or_else(|| panic!("unparsed: {l}"));
-        p.add(&ev).expect("within bounds");
-    }
-    p.finish();
+    let lines = rare_waker_trace();
+    let p = feed(10, &lines.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(p.threads[&10].wakes[&11], 4);
     let first_phase = |form| {
         let (prog, _) = derive_form(&p, Some(64), 1, form);
@@ -169,20 +160,17 @@ fn the_steady_form_opens_each_pass_with_its_rare_signals() {
     );
 }
 
-fn feed(p: &mut Profile, lines: &[&str]) {
-    for l in lines {
-        p.add(&line(l).unwrap_or_else(|| panic!("{l}"))).unwrap();
-    }
-    p.finish();
+/// The finished profile of process `root` folded from `lines`.
+fn feed(root: u32, lines: &[&str]) -> Profile {
+    Profile::from_trace_lines(root, lines.iter().copied()).unwrap()
 }
 
 /// A profile.json read back derives the same program as the profile it was
 /// written from (Profile::to_json, then Profile::from_json).
 #[test]
 fn a_profile_json_derives_the_program_its_recording_did() {
-    let mut p = Profile::new(10);
-    feed(
-        &mut p,
+    let p = feed(
+        10,
         &[
             "sh-10 (10) [000] ..... 1.000000: sched_process_fork: comm=sh pid=10 child_comm=w child_pid=11",
             "sh-10 (10) [000] ..... 1.000010: sys_futex(uaddr: 1000, op: 80, val: 0, utime: 0, uaddr2: 0, val3: 0)",
