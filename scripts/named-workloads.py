@@ -61,13 +61,22 @@ NAMED = collections.OrderedDict([
 # guest kernel's mmap_lock sections (mm-guest.json, scripts/derive-mm.py:
 # mmap_sem era for the history rows, per-VMA faults for ebizzy-M's 6.12
 # guest).
-SOURCE = {"dedup": "queues.json", "ebizzy-M": "mm-guest.json", "ebizzy-M-64": "mm-guest.json",
-          "ebizzy-M-80": "mm-guest.json", "ebizzy-64": "mm-guest.json"}
+SOURCE = {"dedup": "queues.json", "ebizzy-M": "mm-guest-per_vma.json", "ebizzy-M-64": "mm-guest-mmap_sem.json",
+          "ebizzy-M-80": "mm-guest-mmap_sem.json", "ebizzy-64": "mm-guest-mmap_sem.json"}
 
 
 def source(name):
     """recordings/REC/FILE the named workload is written from."""
     return f"recordings/{NAMED[name][0]}/{SOURCE.get(name, 'guest.json')}"
+
+
+def check_source(name):
+    """recordings/REC/FILE scripts/check-recordings.py --guest holds against
+    the recording: the named workload's own source, except for a program
+    written for another guest kernel than the recording's (mm-guest-ERA.json),
+    whose recording-kernel form (mm-guest.json) is checked instead."""
+    src = source(name)
+    return f"recordings/{NAMED[name][0]}/mm-guest.json" if "/mm-guest-" in src else src
 
 
 def build(name):
@@ -78,7 +87,7 @@ def build(name):
     prov = g["provenance"]
     cmd = " ".join(prov["command"])
     new = collections.OrderedDict()
-    if SOURCE.get(name) == "mm-guest.json":
+    if SOURCE.get(name, "").startswith("mm-guest"):
         era = prov["derivation"]["guest_mm"]
         new["status"] = ("measured: the per-op program derived from the recording "
                          f"recordings/{rec} and its measured memory paths (recordings/{rec}/mm-profile.json, "
