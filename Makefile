@@ -102,13 +102,16 @@ test-python: python build
 ## program re-recorded now with and without hog processes against the
 ## simulated program with and without hog threads. Needs root and tracefs.
 ## Then the named workloads derived from recordings (workloads/*.json from
-## recordings/*/guest.json) and the queue programs (recordings/*/queues.json,
-## scripts/derive-queues.py): not stale, and as guests against their
-## recordings (deterministic; part B of those: --guest without --no-real).
+## recordings/*/guest.json), the queue programs (recordings/*/queues.json,
+## scripts/derive-queues.py) and the ebizzy memory-path programs
+## (recordings/*/mm-guest*.json, scripts/derive-mm.py): not stale, and as
+## guests against their recordings (deterministic; part B of those: --guest
+## without --no-real).
 test-recordings: build
 	@scripts/install-deps.sh record
 	mkdir -p /tmp/oversub-record-dbench
 	python3 scripts/check-recordings.py --oversub $(OVERSUB)
 	python3 scripts/named-workloads.py --check
 	python3 scripts/derive-queues.py --check
+	python3 scripts/derive-mm.py --check
 	python3 scripts/check-recordings.py --guest --no-real --oversub $(OVERSUB)

@@ -16,6 +16,11 @@
 # --perf: instead runs each program once under `perf stat` and /usr/bin/time
 # and prints one markdown row per program (the table in docs/workloads.md).
 # --run NAME: runs one program in its configuration (what is recorded).
+# --mm NAME...: runs each program (ebizzy*) once more, untraced by the
+# recorder, under scripts/measure-mm.bt (mmap_lock acquisitions and holds
+# by call site, page faults, shootdowns, per op) into recordings/NAME/mm.txt,
+# then scripts/derive-mm.py NAME (docs/workloads.md, "Memory paths"). The
+# record mode does this after recording each ebizzy* program.
 #
 # Programs (NAME): dbench-tmpfs dbench-ext4 vips hackbench kernbench
 # sysbench-threads sysbench-mutex dedup ebizzy ebizzy-M, and ebizzy-64,
@@ -185,13 +190,17 @@ while (($#)); do
 		MODE=perf
 		shift
 		;;
+	--mm)
+		MODE=mm
+		shift
+		;;
 	--run)
 		[[ -n ${2:-} ]] || die "--run needs a program name"
 		MODE=run
 		names=("$2")
 		shift 2
 		;;
-	-*) die "unknown option $1 (allowed: --duration S, --perf, --run NAME)" ;;
+	-*) die "unknown option $1 (allowed: --duration S, --perf, --mm, --run NAME)" ;;
 	*)
 		names+=("$1")
 		shift
@@ -246,6 +255,44 @@ queues_stop() {
 	bt_pid=
 }
 
+# The memory paths of an ebizzy* program (docs/workloads.md, "Memory
+# paths"): bpftrace scripts/measure-mm.bt beside one untraced run of the
+# program (the recorder's tracing of every fault would slow the faults it
+# times), into recordings/NAME/mm.txt; its first line says what ran.
+mm_measure() { # NAME
+	local n=$1 dir=$here/recordings/$1 tmp pid i
+	[[ $n == ebizzy* ]] || return 0
+	[[ -d $dir ]] || die "recordings/$n does not exist (record it first)"
+	command -v bpftrace >/dev/null || die "bpftrace is missing (scripts/install-deps.sh measure)"
+	tmp=$dir/mm.txt.new
+	printf '{"type": "oversub_mm_run", "data": {"command": "scripts/measure-real.sh --duration %s --run %s", "kernel": "%s", "machine": "%s CPUs, %s", "date": "%s", "load": "%s", "probe": "scripts/measure-mm.bt"}}\n' \
+		"$DURATION" "$n" "$(uname -r)" "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')" \
+		"$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(uptime | sed 's/.*load average: //')" >"$tmp"
+	ulimit -l unlimited 2>/dev/null || true
+	bpftrace -f json "$here/scripts/measure-mm.bt" ebizzy >>"$tmp" 2>"$tmp.err" &
+	pid=$!
+	for ((i = 0; i < 600; i++)); do
+		grep -q attached_probes "$tmp" 2>/dev/null && break
+		kill -0 "$pid" 2>/dev/null || { rm -f "$tmp"; die "bpftrace measure-mm.bt failed: $(tail -1 "$tmp.err")"; }
+		sleep 0.1
+	done
+	((i < 600)) || { kill "$pid"; rm -f "$tmp" "$tmp.err"; die "bpftrace measure-mm.bt did not attach in 60 s"; }
+	echo "measure: memory paths of $n (${DURATION} s; $(uptime | sed 's/.*load/load/'))" >&2
+	OVERSUB_OP_MARK=1 "$here/scripts/measure-real.sh" --duration "$DURATION" --run "$n" >/dev/null ||
+		{ kill "$pid"; rm -f "$tmp" "$tmp.err"; die "$n failed under measure-mm.bt"; }
+	kill -INT "$pid"
+	wait "$pid" || true
+	rm -f "$tmp.err"
+	mv "$tmp" "$dir/mm.txt"
+	python3 "$here/scripts/derive-mm.py" "$n" >&2 || die "scripts/derive-mm.py $n failed"
+}
+
+if [[ $MODE == mm ]]; then
+	make -s -C "$here/programs"
+	for n in "${names[@]}"; do mm_measure "$n"; done
+	exit 0
+fi
+
 oversub=${OVERSUB_BIN:-$here/target/release/oversub}
 if [[ $MODE == record ]]; then
 	[[ -x $oversub ]] || die "$oversub is not built (cargo build --release --locked)"
@@ -283,6 +330,7 @@ if [[ $MODE == record ]]; then
 		# Debian's programs have no op markers: their derived workload
 		# takes its ops from ops.txt.
 		"$oversub" derive "$here/recordings/$n" >&2 || die "oversub derive recordings/$n failed"
+		mm_measure "$n"
 	done
 	exit 0
 fi

@@ -57,12 +57,26 @@ NAMED = collections.OrderedDict([
 # Which derived program of the recording a named workload is: the steady
 # form of `oversub derive` (guest.json, the default) or the queue program
 # from the counted messages (queues.json, scripts/derive-queues.py).
-SOURCE = {"dedup": "queues.json"}
+# The ebizzy -M programs and ebizzy-64 are the per-op programs with the
+# guest kernel's mmap_lock sections (mm-guest.json, scripts/derive-mm.py:
+# mmap_sem era for the history rows, per-VMA faults for ebizzy-M's 6.12
+# guest).
+SOURCE = {"dedup": "queues.json", "ebizzy-M": "mm-guest-per_vma.json", "ebizzy-M-64": "mm-guest-mmap_sem.json",
+          "ebizzy-M-80": "mm-guest-mmap_sem.json", "ebizzy-64": "mm-guest-mmap_sem.json"}
 
 
 def source(name):
     """recordings/REC/FILE the named workload is written from."""
     return f"recordings/{NAMED[name][0]}/{SOURCE.get(name, 'guest.json')}"
+
+
+def check_source(name):
+    """recordings/REC/FILE scripts/check-recordings.py --guest holds against
+    the recording: the named workload's own source, except for a program
+    written for another guest kernel than the recording's (mm-guest-ERA.json),
+    whose recording-kernel form (mm-guest.json) is checked instead."""
+    src = source(name)
+    return f"recordings/{NAMED[name][0]}/mm-guest.json" if "/mm-guest-" in src else src
 
 
 def build(name):
@@ -73,7 +87,14 @@ def build(name):
     prov = g["provenance"]
     cmd = " ".join(prov["command"])
     new = collections.OrderedDict()
-    if name in SOURCE:
+    if SOURCE.get(name, "").startswith("mm-guest"):
+        era = prov["derivation"]["guest_mm"]
+        new["status"] = ("measured: the per-op program derived from the recording "
+                         f"recordings/{rec} and its measured memory paths (recordings/{rec}/mm-profile.json, "
+                         "scripts/derive-mm.py; docs/workloads.md, \"Memory paths\"), with the guest kernel's "
+                         f"mmap_lock sections of the {era!r} era (derivation.guest_mm); what is not derived is "
+                         "listed in derivation.not_derived")
+    elif name in SOURCE:
         new["status"] = ("measured: the queue program derived from the recording "
                          f"recordings/{rec} and its counted queue messages (scripts/derive-queues.py; "
                          "docs/workloads.md, \"Queue messages: dedup and vips\"); what is not derived is listed "

@@ -68,9 +68,24 @@ pub enum Body<'a> {
     ContentionEnd {
         addr: &'a str,
     },
+    /// `mmap_lock:mmap_lock_*` (include/trace/events/mmap_lock.h).
+    MmapLock {
+        step: MmapLockStep,
+        /// The mm's address as printed (`mm=%p`).
+        mm: &'a str,
+        write: bool,
+    },
     /// A wakeup of a polling idle CPU that needed no IPI.
     WakeIdleNoIpi,
     Other,
+}
+
+/// Which mmap_lock tracepoint.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MmapLockStep {
+    Start,
+    Acquired { success: bool },
+    Released,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -193,6 +208,19 @@ pub fn line(l: &str) -> Option<Line<'_>> {
             pid: num(tok(body, " pid="))?,
         },
         "sched_wake_idle_without_ipi" => Body::WakeIdleNoIpi,
+        "mmap_lock_start_locking" | "mmap_lock_acquire_returned" | "mmap_lock_released" => {
+            Body::MmapLock {
+                step: match ev {
+                    "mmap_lock_start_locking" => MmapLockStep::Start,
+                    "mmap_lock_released" => MmapLockStep::Released,
+                    _ => MmapLockStep::Acquired {
+                        success: tok(body, "success=")? == "true",
+                    },
+                },
+                mm: tok(body, "mm=")?,
+                write: tok(body, "write=")? == "true",
+            }
+        }
         "page_fault_user" => Body::PageFault { user: true },
         "page_fault_kernel" => Body::PageFault { user: false },
         "tlb_flush" => {
@@ -327,6 +355,24 @@ mod tests {
             Body::ContentionBegin {
                 addr: "ffff8881003c4cec",
                 flags: "SPIN|WRITE"
+            }
+        );
+        let l = line("e-9 (9) [001] ...1.   5.0: mmap_lock_acquire_returned: mm=00000000a1b2c3d4 memcg_id=1 write=false success=true").unwrap();
+        assert_eq!(
+            l.body,
+            Body::MmapLock {
+                step: MmapLockStep::Acquired { success: true },
+                mm: "00000000a1b2c3d4",
+                write: false
+            }
+        );
+        let l = line("e-9 (9) [001] ...1.   5.1: mmap_lock_released: mm=00000000a1b2c3d4 memcg_id=1 write=true").unwrap();
+        assert_eq!(
+            l.body,
+            Body::MmapLock {
+                step: MmapLockStep::Released,
+                mm: "00000000a1b2c3d4",
+                write: true
             }
         );
         assert_eq!(line("# tracer: nop"), None);

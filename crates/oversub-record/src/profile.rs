@@ -5,10 +5,11 @@
 //! capped.
 
 use crate::hist::Dist;
-use crate::parse::{futex_args, Body, Line};
+use crate::parse::{futex_args, Body, Line, MmapLockStep};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 mod from_json;
+pub mod mmap_lock;
 mod to_json;
 
 pub use crate::bounds::{MAX_PROFILE_COUNT, MAX_PROFILE_NS, MAX_PROFILE_PEERS};
@@ -148,6 +149,8 @@ pub struct ThreadAcc {
     pub idle_no_ipi: u64,
     contending: HashMap<String, (u64, String)>,
     contention: BTreeMap<String, Dist>,
+    /// mmap_lock acquisitions by call site (profile/mmap_lock.rs).
+    pub mmap_lock: mmap_lock::MmapLockAcc,
     fsync: Dist,
     pub futex_waits: u64,
     pub futex_blocked: u64,
@@ -488,6 +491,22 @@ impl Profile {
                     t.idle_no_ipi += 1;
                 }
             }
+            Body::MmapLock { step, mm, write } => {
+                if let Some(t) = self.threads.get_mut(&cur) {
+                    let site = t
+                        .syscall
+                        .as_ref()
+                        .map_or("fault", |s| s.0.as_str())
+                        .to_string();
+                    match step {
+                        MmapLockStep::Start => t.mmap_lock.start(mm, *write, ts, &site),
+                        MmapLockStep::Acquired { success } => {
+                            t.mmap_lock.acquired(mm, *write, *success, ts, &site)
+                        }
+                        MmapLockStep::Released => t.mmap_lock.released(mm, *write, ts),
+                    }
+                }
+            }
             Body::Wakeup { .. } | Body::Other => {}
         }
         Ok(())
@@ -666,6 +685,34 @@ mod tests {
         assert_eq!(t.op_marks, 2);
         assert_eq!(t.op_interval.summary().sum_ns, 100_000);
         assert_eq!(p.totals().op_marks, 2);
+    }
+
+    #[test]
+    fn mmap_lock_holds_are_filed_under_the_syscall_or_the_fault() {
+        let p = feed(
+            3,
+            &[
+                "e-3 (3) [000] ...1. 1.000000: mmap_lock_start_locking: mm=00000000000000aa memcg_id=1 write=false",
+                "e-3 (3) [000] ...1. 1.000001: mmap_lock_acquire_returned: mm=00000000000000aa memcg_id=1 write=false success=true",
+                "e-3 (3) [000] ...1. 1.000003: mmap_lock_released: mm=00000000000000aa memcg_id=1 write=false",
+                "e-3 (3) [000] ..... 1.000010: sys_madvise(start: 7f0000000000, len_in: 80000, behavior: 4)",
+                "e-3 (3) [000] ...1. 1.000011: mmap_lock_start_locking: mm=00000000000000aa memcg_id=1 write=false",
+                "e-3 (3) [000] ...1. 1.000012: mmap_lock_acquire_returned: mm=00000000000000aa memcg_id=1 write=false success=true",
+                "e-3 (3) [000] ...1. 1.000032: mmap_lock_released: mm=00000000000000aa memcg_id=1 write=false",
+                "e-3 (3) [000] ..... 1.000033: sys_madvise -> 0x0",
+            ],
+        );
+        let a = &p.threads[&3].mmap_lock.sites;
+        let f = &a[&("fault".to_string(), false)];
+        assert_eq!(
+            (f.acquisitions, f.hold.sum(), f.wait.sum()),
+            (1, 2_000, 1_000)
+        );
+        let m = &a[&("madvise".to_string(), false)];
+        assert_eq!((m.acquisitions, m.hold.sum()), (1, 20_000));
+        let j = p.to_json(Some(2));
+        assert_eq!(j["mmap_lock"]["madvise/read"]["per_op"], 0.5);
+        assert_eq!(j["mmap_lock"]["fault/read"]["hold_ns"]["sum_ns"], 2_000);
     }
 
     #[test]

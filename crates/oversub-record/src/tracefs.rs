@@ -23,6 +23,9 @@ pub const EVENTS: &[&str] = &[
     "ipi/ipi_send_cpumask",
     "lock/contention_begin",
     "lock/contention_end",
+    "mmap_lock/mmap_lock_start_locking",
+    "mmap_lock/mmap_lock_acquire_returned",
+    "mmap_lock/mmap_lock_released",
 ];
 
 /// Why tracing is unavailable (one line each; exit 2).

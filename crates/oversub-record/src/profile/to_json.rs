@@ -2,6 +2,7 @@
 //! one (the rest folded by comm), the futex words, the totals and the
 //! per-op figures.
 
+use super::mmap_lock::{MmapLockAcc, Site};
 use super::{tlb_reason, Profile, ThreadAcc, Totals, MAX_LISTED_THREADS};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -74,8 +75,42 @@ impl Profile {
         o.insert("threads".into(), Value::Array(threads));
         o.insert("threads_folded".into(), Value::Array(folded));
         o.insert("futexes".into(), Value::Array(futexes));
+        o.insert(
+            "mmap_lock".into(),
+            mmap_lock_json(self.threads.values().map(|t| &t.mmap_lock), ops),
+        );
         Value::Object(o)
     }
+}
+
+/// `mmap_lock`: per call site and mode (`SITE/read`, `SITE/write`), over
+/// the given threads: acquisitions (and per op), failed attempts, write
+/// holds ended by a downgrade, hold and wait distributions.
+fn mmap_lock_json<'a>(accs: impl Iterator<Item = &'a MmapLockAcc>, ops: Option<u64>) -> Value {
+    let mut all: BTreeMap<(String, bool), Site> = BTreeMap::new();
+    for a in accs {
+        for (k, s) in &a.sites {
+            all.entry(k.clone()).or_default().merge(s);
+        }
+    }
+    let m: Map<String, Value> = all
+        .iter()
+        .map(|((site, write), s)| {
+            let mut e = json!({
+                "acquisitions": s.acquisitions,
+                "failed": s.failed,
+                "downgrades": s.downgrades,
+                "hold_ns": s.hold.summary(),
+                "wait_ns": s.wait.summary(),
+            });
+            if let (Some(n), Value::Object(o)) = (ops.filter(|&n| n > 0), &mut e) {
+                o.insert("per_op".into(), json!(s.acquisitions as f64 / n as f64));
+            }
+            let mode = if *write { "write" } else { "read" };
+            (format!("{site}/{mode}"), e)
+        })
+        .collect();
+    Value::Object(m)
 }
 
 impl Totals {
@@ -179,6 +214,7 @@ fn thread_json(t: &ThreadAcc) -> Value {
         "op_markers": t.op_marks,
         "op_interval_ns": t.op_interval.summary(),
         "lock_contention_ns": contention,
+        "mmap_lock": mmap_lock_json(std::iter::once(&t.mmap_lock), None),
         "fsync_ns": t.fsync.summary(),
         "futex": {"waits": t.futex_waits, "blocked": t.futex_blocked},
     })
