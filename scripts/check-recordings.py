@@ -23,11 +23,11 @@ B. a condition the recording did not see: HOGS busy-loop processes on the
 
 --guest: A and B for the named workloads that are derived programs
 (workloads/NAME.json written by scripts/named-workloads.py from
-recordings/REC/guest.json, the steady-state form, or for dedup from
+recordings/REC/guest.json, the steady-state form, or for dedup and vips from
 recordings/REC/queues.json, the queue program of scripts/derive-queues.py,
 or for the ebizzy programs with memory paths from recordings/REC/mm-guest.json,
 the recording kernel's form of scripts/derive-mm.py)
-and the other queue programs (vips): A, the recording's per-op figures
+and any other queue program: A, the recording's per-op figures
 against the workload as the guest of a VM of this machine's size (GUEST_SECONDS simulated, longer for many threads:
 guest_seconds), TLB shootdowns/op judged too (a munmap that sent IPIs: the
 VM's csd_waits); B, the real program re-run now with and without
@@ -198,7 +198,7 @@ def named_guest_list():
         src = nw.SOURCE.get(name, "")
         return dm.KNOWN_GAPS.get(rec, {}) if src.startswith("mm-guest") else dq.KNOWN_GAPS.get(rec, {}) if src else {}
     out = [(name, rec, nw.check_source(name), known(name, rec)) for name, (rec, _op, _counted) in nw.NAMED.items()]
-    # The queue programs no named workload is written from (vips).
+    # The queue programs no named workload is written from (none today).
     named = {nw.source(name) for name in nw.NAMED}
     out += [(f"{rec} (queues)", rec, f"recordings/{rec}/queues.json", dq.KNOWN_GAPS.get(rec, {}))
             for rec in dq.DERIVE if f"recordings/{rec}/queues.json" not in named]

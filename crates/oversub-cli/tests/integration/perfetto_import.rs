@@ -457,9 +457,14 @@ fn nested_guest_and_two_vm_traces_import() {
     assert!(imp.slices.iter().any(|s| s.track.0 == 3), "guest tracks");
     let v = trace(
         "two-vms",
-        // vips (estimate): its workers wake each other per strip; the
-        // derived dedup's batches rarely block (52 IPIs in 20 ms).
-        &["scenarios/overcommit/vips-2x16.toml", "--duration", "20ms"],
+        // The strip-barrier pool fixture: its workers wake each other per
+        // tile; the derived dedup's batches and vips' 2.7 ms units rarely
+        // block (a few tens of IPIs in 20 ms).
+        &[
+            "crates/oversub-cli/tests/data/pool-2x16.toml",
+            "--duration",
+            "20ms",
+        ],
     );
     let (imp, k) = check("two VMs", &v, &["vm0", "vm1"]);
     assert!(count(&k, "ipi") > 100 && count(&k, "wakeup") > 100, "{k:?}");

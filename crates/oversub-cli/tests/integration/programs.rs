@@ -200,6 +200,21 @@ fn cli_runs_rtapp_files_and_rejects_bad_ones_in_one_line() {
             && err.contains("a batch of 3 items on queue \"q\" of capacity 2: allowed 1 ..= 2"),
         "{err}"
     );
+    let badc = dir.join("badc.json");
+    std::fs::write(
+        &badc,
+        r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 1, "count": {"counter": "c", "every": 0, "queue": "q"}, "get": {"queue": "q", "capacity": 2}}}}"#,
+    )
+    .unwrap();
+    let (code, _, err) = cli(&["run", badc.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(
+            "badc.json: tasks.t.count.every: 0 is out of range: allowed 1 ..= 4294967295 counts"
+        ),
+        "{err}"
+    );
     let (code, out, _) = cli(&["check", good.to_str().unwrap()]);
     assert_eq!(code, 0);
     assert!(out.contains("ok"), "{out}");

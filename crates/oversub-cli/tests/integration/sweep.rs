@@ -388,7 +388,7 @@ fn reproduce_writes_csv_summary_and_report() {
 #[test]
 fn per_op_latency_is_recorded_once_per_op() {
     let sc = oversub::scenario::Scenario::load_with(
-        &Path::new(ROOT).join("scenarios/overcommit/vips-2x16.toml"),
+        &Path::new(ROOT).join("scenarios/overcommit/pingpong-2x16.toml"),
         &[],
     )
     .unwrap();
@@ -398,10 +398,10 @@ fn per_op_latency_is_recorded_once_per_op() {
         let h = &v.op_latency_ns;
         assert!(v.ops > 100, "{}: {} ops", v.name, v.ops);
         assert_eq!(h.count(), v.ops, "{}", v.name);
-        // vips' op is a loop of one of its 16 workers (ops_per_loop 1): a
-        // thread's loops never overlap, and 16 threads on 16 vCPUs, so the
-        // sum fits in vCPUs x duration. (With ops_per_loop, ops are
-        // weighted and the histogram still counts loops.)
+        // pingpong's op is a loop of one of its 2 players (ops_per_loop
+        // 1): a thread's loops never overlap, and 2 threads on 16 vCPUs,
+        // so the sum fits in vCPUs x duration. (With ops_per_loop, ops
+        // are weighted and the histogram still counts loops.)
         let sum = h.mean() as f64 * h.count() as f64;
         assert!(
             sum <= f64::from(v.vcpus) * r.duration_ns as f64,

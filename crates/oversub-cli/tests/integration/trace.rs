@@ -530,13 +530,13 @@ fn vm_counters_and_kvm_events_agree_with_the_switches() {
 /// written, and move by far more than that. A CFS host has no lag track.
 #[test]
 fn vm_lag_counters_balance_between_two_vms() {
-    // vips (estimate): its vCPUs halt and wake often, so the VM entities'
-    // lags are written often (the derived dedup's vCPUs rarely block: 27
-    // writes in 20 ms).
+    // The strip-barrier pool fixture: its vCPUs halt and wake often, so
+    // the VM entities' lags are written often (the derived dedup's and
+    // vips' vCPUs rarely block: a few tens of writes in 20 ms).
     let (_, v, _) = traced(
         "lag",
         &[
-            "scenarios/overcommit/vips-2x16.toml",
+            "crates/oversub-cli/tests/data/pool-2x16.toml",
             "--duration",
             "20ms",
             "--brief",

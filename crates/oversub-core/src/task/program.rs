@@ -30,10 +30,15 @@
 //!   waiting producer). A woken thread retries and waits again, at the
 //!   tail, if another thread took the room or the items first. The queue
 //!   mutex's hold time is not modelled.
+//! * counters (extension): `count` adds 1 to a shared counter; the counts
+//!   `first`, `first + every`, ... also put a batch into a queue, as `put`
+//!   does (a thread pool's allocator flushing a block it filled, libvips
+//!   8.14 `wbuffer_allocate_fn`); the count is taken once, a blocked put
+//!   is retried alone.
 
 use crate::engine::{Nanos, Time};
 use crate::workload::ir::{
-    BarrierId, CondId, Event, KlockId, MutexId, Program, QueueId, SleepMode, TimerId,
+    BarrierId, CondId, CounterId, Event, KlockId, MutexId, Program, QueueId, SleepMode, TimerId,
 };
 use std::collections::VecDeque;
 
@@ -102,6 +107,9 @@ enum Pending {
     SleepingWant(KlockId, SleepMode, Nanos),
     /// Holds the sleeping lock (its hold time ran): release it.
     SleepingHeld(KlockId, SleepMode),
+    /// A `count` was taken and its put found the queue full: retry the
+    /// put alone.
+    CountPut(QueueId, u32),
 }
 
 /// Per-thread counters.
@@ -184,6 +192,8 @@ pub struct ProgramRt {
     timer_next: Vec<Option<Time>>,
     sleeping: Vec<SleepingLockRt>,
     queues: Vec<QueueRt>,
+    /// The counters' counts (`count` events so far).
+    counters: Vec<u64>,
     /// A sleeping lock was released since the last `take_released`.
     released: bool,
     /// The futex words the current step waited on or woke a waiter of
@@ -238,6 +248,7 @@ impl ProgramRt {
                     ..QueueRt::default()
                 })
                 .collect(),
+            counters: vec![0; prog.counters.len()],
             released: false,
             futex_ops: Vec::new(),
             stuck: None,
@@ -515,6 +526,11 @@ impl ProgramRt {
         self.queues[q.idx()].count
     }
 
+    /// Counts taken on counter `c` so far.
+    pub fn counter(&self, c: CounterId) -> u64 {
+        self.counters[c.idx()]
+    }
+
     fn signal(&mut self, c: CondId, wake: &mut Vec<usize>) {
         if let Some(w) = self.cond_waiters[c.idx()].pop_front() {
             wake.push(w);
@@ -628,6 +644,13 @@ impl ProgramRt {
                     self.advance(t, now);
                     continue;
                 }
+                Pending::CountPut(queue, items) => {
+                    if !self.queue_op(t, queue, items, true, now, wake) {
+                        return Action::Sleep(None);
+                    }
+                    self.advance(t, now);
+                    continue;
+                }
             }
             match *self.event(t) {
                 Event::Run(d) | Event::Runtime(d) => {
@@ -714,6 +737,22 @@ impl ProgramRt {
                     let put = matches!(self.event(t), Event::Put { .. });
                     if !self.queue_op(t, queue, items, put, now, wake) {
                         return Action::Sleep(None);
+                    }
+                    self.advance(t, now);
+                }
+                Event::Count {
+                    counter,
+                    every,
+                    first,
+                    queue,
+                    items,
+                } => {
+                    let c = &mut self.counters[counter.idx()];
+                    *c += 1;
+                    let (every, first) = (u64::from(every), u64::from(first));
+                    if *c >= first && (*c - first) % every == 0 {
+                        self.threads[t].pending = Pending::CountPut(queue, items);
+                        continue;
                     }
                     self.advance(t, now);
                 }

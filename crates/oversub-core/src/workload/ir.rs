@@ -53,6 +53,10 @@ id!(
     /// A bounded, counted FIFO queue between threads (extension).
     QueueId
 );
+id!(
+    /// A counter shared by the threads that count on it (extension).
+    CounterId
+);
 
 /// One event of a phase (plain data: `Copy`, so the interpreter reads the
 /// current one without a per-variant clone).
@@ -132,6 +136,18 @@ pub enum Event {
     /// Extension: take `items` items from a queue as one batch: blocks
     /// while fewer are queued; then wakes one waiting producer.
     Get {
+        queue: QueueId,
+        items: u32,
+    },
+    /// Extension: add 1 to a shared counter; the counts `first`,
+    /// `first + every`, `first + 2 every`, ... also `put` `items` into
+    /// `queue` (blocking while they do not fit). What a thread pool's
+    /// allocator does when its allocation count fills a block (libvips'
+    /// `wbuffer_allocate_fn` flushing a write buffer).
+    Count {
+        counter: CounterId,
+        every: u32,
+        first: u32,
         queue: QueueId,
         items: u32,
     },
@@ -230,6 +246,8 @@ pub struct Program {
     /// Queue names with their capacity in items (the `put`/`get`
     /// extension).
     pub queues: Vec<(String, u64)>,
+    /// Counter names (the `count` extension); each starts at 0.
+    pub counters: Vec<String>,
     /// Run length (None: until every thread has finished).
     pub duration: Option<Nanos>,
     pub fidelity: Vec<FidelityNote>,
@@ -303,6 +321,19 @@ impl Program {
                     let bad = |id: usize, n: usize, what: &str| {
                         (id >= n).then(|| format!("{}: unknown {what} {id}", at(i)))
                     };
+                    // A batch on a queue (put, get, count): a known queue,
+                    // 1 ..= its capacity items.
+                    let batch = |i: usize, queue: &QueueId, items: &u32| {
+                        bad(queue.idx(), self.queues.len(), "queue").or_else(|| {
+                            let (name, cap) = &self.queues[queue.idx()];
+                            (*items == 0 || u64::from(*items) > *cap).then(|| {
+                                format!(
+                                    "{}: a batch of {items} items on queue \"{name}\" of capacity {cap}: allowed 1 ..= {cap}",
+                                    at(i)
+                                )
+                            })
+                        })
+                    };
                     let check = match e {
                         Event::Lock(m) | Event::Unlock(m) => {
                             bad(m.idx(), self.mutexes.len(), "mutex")
@@ -319,16 +350,26 @@ impl Program {
                         Event::Syscall { lock, .. } | Event::SleepingLock { lock, .. } => {
                             bad(lock.idx(), self.klocks.len(), "kernel lock")
                         }
-                        Event::Put { queue, items } | Event::Get { queue, items } => {
-                            bad(queue.idx(), self.queues.len(), "queue").or_else(|| {
-                                let (name, cap) = &self.queues[queue.idx()];
-                                (*items == 0 || u64::from(*items) > *cap).then(|| {
+                        Event::Count {
+                            counter,
+                            every,
+                            first,
+                            queue,
+                            items,
+                        } => bad(counter.idx(), self.counters.len(), "counter")
+                            .or_else(|| {
+                                (*every == 0 || *first == 0).then(|| {
                                     format!(
-                                        "{}: a batch of {items} items on queue \"{name}\" of capacity {cap}: allowed 1 ..= {cap}",
-                                        at(i)
+                                        "{}: counter \"{}\" with every {every} and first {first}: both allowed 1 ..= {}",
+                                        at(i),
+                                        self.counters[counter.idx()],
+                                        u32::MAX
                                     )
                                 })
                             })
+                            .or_else(|| batch(i, queue, items)),
+                        Event::Put { queue, items } | Event::Get { queue, items } => {
+                            batch(i, queue, items)
                         }
                         _ => None,
                     };
@@ -467,7 +508,12 @@ impl Program {
         let ends = |e: &Event| match *e {
             Event::Signal(c) | Event::Broad(c) | Event::SignalWait { cond: c, .. } => Some(c.idx()),
             Event::Barrier(b) => Some(nconds + b.idx()),
-            Event::Put { queue, .. } => Some(nconds + nbar + queue.idx()),
+            // A count's put ends a get's wait only every `every` counts,
+            // but it ends it; it is not taken as a wait of its own (it
+            // blocks only when its rare put finds the queue full).
+            Event::Put { queue, .. } | Event::Count { queue, .. } => {
+                Some(nconds + nbar + queue.idx())
+            }
             Event::Get { queue, .. } => Some(nconds + nbar + nq + queue.idx()),
             _ => None,
         };

@@ -23,8 +23,9 @@
 //! Extensions (keys rt-app ignores, so the same file runs on the real
 //! rt-app): the root object `oversub` (host parameters, read by the scenario
 //! layer), the events `syscall`, `munmap` and `smp_call` for guest-kernel
-//! behaviour (docs/workloads.md, "Extensions"), and `put` / `get` on
-//! bounded, counted queues (docs/workloads.md, "Queues").
+//! behaviour (docs/workloads.md, "Extensions"), `put` / `get` on
+//! bounded, counted queues (docs/workloads.md, "Queues") and `count` on a
+//! shared counter that puts into a queue every N counts ("Counters").
 //!
 //! This file holds the grammar's key lists, the IR builder and the root;
 //! `rtapp/task.rs` lowers a task and its phases, `rtapp/event.rs` one event,
@@ -55,7 +56,7 @@ const EVENTS: [&str; 16] = [
     "suspend", "resume", "mem", "iorun", "yield", "barrier",
 ];
 /// Extension events (not prefixes of, nor prefixed by, an rt-app event).
-const EXT_EVENTS: [&str; 5] = ["syscall", "munmap", "smp_call", "put", "get"];
+const EXT_EVENTS: [&str; 6] = ["syscall", "munmap", "smp_call", "put", "get", "count"];
 /// The largest queue capacity and batch (items).
 const MAX_QUEUE_ITEMS: i64 = 1 << 32;
 const GLOBAL_KEYS: [&str; 13] = [
@@ -116,6 +117,7 @@ struct Builder {
     /// (with that event's path), else the path of its first reference.
     klock_irqsave: Vec<(Option<bool>, String)>,
     queues: Vec<QueueRef>,
+    counters: Vec<String>,
     fidelity: Vec<FidelityNote>,
 }
 
@@ -292,6 +294,7 @@ pub fn parse(src: &str) -> Result<RtApp, InputError> {
         klocks: Vec::new(),
         klock_irqsave: Vec::new(),
         queues: Vec::new(),
+        counters: Vec::new(),
         fidelity: Vec::new(),
     };
     let mut duration = None;
@@ -380,6 +383,7 @@ pub fn parse(src: &str) -> Result<RtApp, InputError> {
         klocks: b.klocks,
         klock_irqsave,
         queues,
+        counters: b.counters,
         duration,
         fidelity: b.fidelity,
     };

@@ -629,7 +629,7 @@ fn futex_waits_and_wakes_take_the_hash_bucket_and_pi_locks_and_contend() {
 
 #[test]
 fn a_thread_woken_during_its_own_wakeup_path_does_not_sleep_through_it() {
-    // vips' 16 workers (a mutex, a barrier per strip) on 8 vCPUs over 4
+    // 16 pool workers (a mutex, a barrier per tile) on 8 vCPUs over 4
     // CPUs: wakeup paths get preempted, so a worker that wakes others and
     // then waits is often woken back before its own path has ended. Its
     // futex wait must then not block (the wakeup is not lost): the
@@ -637,7 +637,7 @@ fn a_thread_woken_during_its_own_wakeup_path_does_not_sleep_through_it() {
     let run = |wl: bool| {
         run_toml(&format!(
             "[host]\ncpus = 4\nduration = \"300ms\"\n[guest]\nwakeup_locks = {wl}\n\
-             [[vm]]\nname = \"g\"\nvcpus = 8\nprogram = \"../../../../workloads/vips.json\"\nops = \"worker\"\n"
+             [[vm]]\nname = \"g\"\nvcpus = 8\nprogram = \"strip_barrier_pool.json\"\nops = \"worker\"\n"
         ))
     };
     let (on, off) = (run(true), run(false));

@@ -47,9 +47,14 @@ fn every_overcommit_scenario_is_a_nested_guest_that_makes_progress() {
         let ms = if name == "dedup" { 500 } else { 50 };
         let r = run(&sc, 1, ms);
         for v in &r.vms {
-            assert!(v.ops > 0, "{f}: {} made no progress", v.name);
+            // Weighted ops (vips: a pass is 903 units of 2.7 ms) can be a
+            // fraction of one in 50 ms: the rate says whether any counted.
+            assert!(v.ops_per_s > 0.0, "{f}: {} made no progress", v.name);
+            // A thread that blocks at once spends no modelled CPU (vips'
+            // second writer waits for the second strip's go, ~120 units
+            // away), but it was switched in.
             assert!(
-                v.threads.iter().all(|t| t.cpu_ns > 0),
+                v.threads.iter().all(|t| t.cpu_ns > 0 || t.nr_switches > 0),
                 "{f}: a thread never ran"
             );
         }

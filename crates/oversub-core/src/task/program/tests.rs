@@ -179,6 +179,69 @@ fn a_full_queue_blocks_the_producer_until_a_get_makes_room() {
     assert_eq!(p.stats(1).queue_wait_ns, 7_000);
 }
 
+/// Two workers counting on one counter (every 3, first 4) that puts into
+/// queue "go" of capacity `cap`, and a writer taking from it.
+fn count_prog(cap: u32) -> ProgramRt {
+    rt(&format!(
+        r#"{{"global": {{"duration": 1}}, "tasks": {{
+          "w": {{"instance": 2, "count": {{"counter": "alloc", "every": 3, "first": 4, "queue": "go"}}, "run": 2}},
+          "r": {{"get": {{"queue": "go", "capacity": {cap}}}, "run": 5}}}}}}"#
+    ))
+}
+
+#[test]
+fn a_count_puts_at_first_then_every_nth_count_whoever_counts() {
+    let mut p = count_prog(100);
+    let t0 = Time::ZERO;
+    // The writer (thread 2) waits for go.
+    assert_eq!(p.step(2, t0), (vec![], Action::Sleep(None)));
+    // Counts 1, 2, 3 (both workers) put nothing.
+    let run = Action::Run(Nanos::from_us(2));
+    assert_eq!(p.step(0, t0), (vec![], run));
+    assert_eq!(p.step(1, t0), (vec![], run));
+    assert_eq!(p.step(0, Time(2_000)), (vec![], run));
+    assert_eq!(p.counter(CounterId(0)), 3);
+    assert_eq!(p.queue_len(QueueId(0)), 0);
+    // Count 4 (`first`), by the other worker, puts and wakes the writer.
+    assert_eq!(p.step(1, Time(2_000)), (vec![2], run));
+    assert_eq!(p.queue_len(QueueId(0)), 1);
+    // Counts 5 and 6 put nothing; 7 (first + every) puts again.
+    for (t, at) in [(0, 4_000), (1, 4_000)] {
+        assert_eq!(p.step(t, Time(at)), (vec![], run));
+    }
+    assert_eq!(p.queue_len(QueueId(0)), 1);
+    assert_eq!(p.step(0, Time(6_000)), (vec![], run));
+    assert_eq!(p.counter(CounterId(0)), 7);
+    assert_eq!(p.queue_len(QueueId(0)), 2);
+}
+
+#[test]
+fn a_count_whose_put_finds_the_queue_full_waits_and_counts_once() {
+    let mut p = count_prog(1);
+    let run = Action::Run(Nanos::from_us(2));
+    // Counts 1 ..= 4: the 4th fills go (capacity 1).
+    for (t, at) in [(0, 0), (1, 0), (0, 2_000), (1, 2_000)] {
+        assert_eq!(p.step(t, Time(at)).1, run);
+    }
+    assert_eq!(p.queue_len(QueueId(0)), 1);
+    // Counts 5, 6, then 7 must put into the full queue: the worker waits.
+    assert_eq!(p.step(0, Time(4_000)).1, run);
+    assert_eq!(p.step(1, Time(4_000)).1, run);
+    assert_eq!(p.step(0, Time(6_000)), (vec![], Action::Sleep(None)));
+    assert_eq!(p.counter(CounterId(0)), 7);
+    // The writer takes go: the waiting worker is woken; its retry puts
+    // without counting again.
+    assert_eq!(
+        p.step(2, Time(7_000)),
+        (vec![0], Action::Run(Nanos::from_us(5)))
+    );
+    assert_eq!(p.step(0, Time(8_000)), (vec![], run));
+    assert_eq!(p.counter(CounterId(0)), 7, "counted once");
+    assert_eq!(p.queue_len(QueueId(0)), 1);
+    assert_eq!(p.stats(0).queue_waits, 1);
+    assert_eq!(p.stats(0).queue_wait_ns, 2_000);
+}
+
 #[test]
 fn run_sleep_loop_and_exit() {
     let mut p =

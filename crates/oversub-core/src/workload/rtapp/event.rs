@@ -5,7 +5,7 @@ use super::value::{boolean, fields, int, micros, string};
 use super::{event_kind, intern, us, Builder, MAX_QUEUE_ITEMS};
 use crate::engine::Nanos;
 use crate::workload::ir::{
-    BarrierId, CondId, Event, Fidelity, KlockId, MutexId, QueueId, SleepMode, TimerId,
+    BarrierId, CondId, CounterId, Event, Fidelity, KlockId, MutexId, QueueId, SleepMode, TimerId,
 };
 use crate::workload::json::Json;
 use crate::workload::InputError;
@@ -240,36 +240,76 @@ impl Builder {
                         _ => cap = Some((int(x, &a, 1, MAX_QUEUE_ITEMS, " items")? as u64, a)),
                     }
                 }
-                let i = match self.queues.iter().position(|(n, ..)| n == name) {
-                    Some(i) => i,
-                    None => {
-                        self.queues.push((name.to_string(), None, at.to_string()));
-                        self.queues.len() - 1
-                    }
-                };
-                if let Some((c, a)) = cap {
-                    match &self.queues[i].1 {
-                        Some((c0, a0)) if *c0 != c => {
-                            return Err(InputError::new(
-                                a,
-                                format!(
-                                    "{c}: queue \"{name}\" has capacity {c0} at {a0}: one queue has one capacity"
-                                ),
-                            ))
-                        }
-                        Some(_) => {}
-                        None => self.queues[i].1 = Some((c, a)),
-                    }
-                }
-                let queue = QueueId(i as u32);
+                let queue = self.queue(name, cap, at)?;
                 out.push(if kind == "put" {
                     Event::Put { queue, items }
                 } else {
                     Event::Get { queue, items }
                 });
             }
+            "count" => {
+                let f = fields(
+                    v,
+                    at,
+                    &["counter", "every", "first", "queue", "items"],
+                    &["counter", "every", "queue"],
+                )?;
+                let (mut counter, mut name, mut items) = ("", "", 1);
+                let (mut every, mut first) = (0, None);
+                let max = i64::from(u32::MAX);
+                for (k, x) in f {
+                    let a = format!("{at}.{k}");
+                    match k {
+                        "counter" => counter = string(x, &a)?,
+                        "queue" => name = string(x, &a)?,
+                        "every" => every = int(x, &a, 1, max, " counts")? as u32,
+                        "first" => first = Some(int(x, &a, 1, max, " counts")? as u32),
+                        _ => items = int(x, &a, 1, max, " items")? as u32,
+                    }
+                }
+                let queue = self.queue(name, None, at)?;
+                out.push(Event::Count {
+                    counter: CounterId(intern(&mut self.counters, counter)),
+                    every,
+                    first: first.unwrap_or(every),
+                    queue,
+                    items,
+                });
+            }
             _ => unreachable!("every event kind is handled"),
         }
         Ok(())
+    }
+
+    /// The queue `name` as an event at `at` references it, with the
+    /// capacity it gives (`cap`, with its path): one queue has one capacity.
+    fn queue(
+        &mut self,
+        name: &str,
+        cap: Option<(u64, String)>,
+        at: &str,
+    ) -> Result<QueueId, InputError> {
+        let i = match self.queues.iter().position(|(n, ..)| n == name) {
+            Some(i) => i,
+            None => {
+                self.queues.push((name.to_string(), None, at.to_string()));
+                self.queues.len() - 1
+            }
+        };
+        if let Some((c, a)) = cap {
+            match &self.queues[i].1 {
+                Some((c0, a0)) if *c0 != c => {
+                    return Err(InputError::new(
+                        a,
+                        format!(
+                            "{c}: queue \"{name}\" has capacity {c0} at {a0}: one queue has one capacity"
+                        ),
+                    ))
+                }
+                Some(_) => {}
+                None => self.queues[i].1 = Some((c, a)),
+            }
+        }
+        Ok(QueueId(i as u32))
     }
 }

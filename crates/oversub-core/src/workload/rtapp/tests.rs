@@ -1,7 +1,7 @@
 //! Unit tests of the rt-app JSON front end (rtapp.rs).
 
 use super::*;
-use crate::workload::ir::{Event, KlockId, QueueId};
+use crate::workload::ir::{CounterId, Event, KlockId, QueueId};
 
 fn prog(src: &str) -> Program {
     parse(src).unwrap_or_else(|e| panic!("{e}")).program
@@ -183,6 +183,96 @@ fn queues_parse_with_one_capacity_and_bad_ones_name_the_field() {
         assert!(e.contains(want), "{e} (wanted {want})");
         assert_eq!(e.lines().count(), 1, "{e}");
     }
+}
+
+#[test]
+fn counts_parse_onto_a_shared_counter_and_bad_ones_name_the_field() {
+    let p = prog(
+        r#"{"global": {"duration": 1}, "tasks": {
+          "w": {"instance": 2, "count": {"counter": "alloc", "every": 60, "first": 61, "queue": "go"}, "run": 1},
+          "v": {"count": {"counter": "alloc", "every": 4, "queue": "go", "items": 2}, "run": 1},
+          "r": {"get": {"queue": "go", "capacity": 8}, "run": 1}}}"#,
+    );
+    assert_eq!(p.counters, ["alloc".to_string()], "one counter, shared");
+    assert_eq!(p.queues, [("go".to_string(), 8)]);
+    let count = |t: usize| p.threads[t].phases[0].events[0];
+    assert_eq!(
+        count(0),
+        Event::Count {
+            counter: CounterId(0),
+            every: 60,
+            first: 61,
+            queue: QueueId(0),
+            items: 1
+        }
+    );
+    assert_eq!(count(1), count(0), "instances share the counter");
+    // `first` defaults to `every`: the counts 4, 8, ... put.
+    assert_eq!(
+        count(2),
+        Event::Count {
+            counter: CounterId(0),
+            every: 4,
+            first: 4,
+            queue: QueueId(0),
+            items: 2
+        }
+    );
+    assert!(
+        !p.uses_kernel_extensions(),
+        "a counter is a user-space object"
+    );
+    let task = |count: &str| {
+        format!(
+            r#"{{"global": {{"duration": 1}}, "tasks": {{"t": {{"count": {count}, "run": 1, "get": {{"queue": "q", "capacity": 4}}}}}}}}"#
+        )
+    };
+    for (count, want) in [
+        (
+            r#"{"counter": "c", "queue": "q"}"#,
+            "tasks.t.count.every: required",
+        ),
+        (
+            r#"{"every": 2, "queue": "q"}"#,
+            "tasks.t.count.counter: required",
+        ),
+        (
+            r#"{"counter": "c", "every": 2}"#,
+            "tasks.t.count.queue: required",
+        ),
+        (
+            r#"{"counter": "c", "every": 0, "queue": "q"}"#,
+            "tasks.t.count.every: 0 is out of range: allowed 1 ..= 4294967295 counts",
+        ),
+        (
+            r#"{"counter": "c", "every": 2, "first": 4294967296, "queue": "q"}"#,
+            "tasks.t.count.first: 4294967296 is out of range: allowed 1 ..= 4294967295 counts",
+        ),
+        (
+            r#"{"counter": "c", "every": 2, "queue": "q", "items": 5}"#,
+            "a batch of 5 items on queue \"q\" of capacity 4: allowed 1 ..= 4",
+        ),
+        (
+            r#"{"counter": "c", "every": 2, "queue": "q", "capacity": 4}"#,
+            "tasks.t.count.capacity: unknown key: allowed counter, every, first, queue, items",
+        ),
+        (
+            r#"{"counter": 3, "every": 2, "queue": "q"}"#,
+            "tasks.t.count.counter:",
+        ),
+    ] {
+        let e = err(&task(count));
+        assert!(e.contains(want), "{e} (wanted {want})");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+    // The queue a count puts into needs a capacity from a put or get.
+    let e = err(
+        r#"{"global": {"duration": 1}, "tasks": {"t": {"count": {"counter": "c", "every": 2, "queue": "g"}, "run": 1}}}"#,
+    );
+    assert!(
+        e.contains("tasks.t.count.capacity: queue \"g\" has no capacity"),
+        "{e}"
+    );
 }
 
 #[test]
