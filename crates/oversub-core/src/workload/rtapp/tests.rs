@@ -160,7 +160,12 @@ fn queues_parse_with_one_capacity_and_bad_ones_name_the_field() {
         ),
         (
             r#"{"global": {"duration": 1}, "tasks": {"t": {"put": {"queue": "q", "items": 0, "capacity": 8}}}}"#,
-            "tasks.t.put.items: 0 is out of range: allowed 1 ..= 4294967296 items",
+            "tasks.t.put.items: 0 is out of range: allowed 1 ..= 4294967295 items",
+        ),
+        (
+            // One past u32: refused, not wrapped to a batch of 0.
+            r#"{"global": {"duration": 1}, "tasks": {"t": {"put": {"queue": "q", "items": 4294967296, "capacity": 8}}}}"#,
+            "tasks.t.put.items: 4294967296 is out of range: allowed 1 ..= 4294967295 items",
         ),
         (
             r#"{"global": {"duration": 1}, "tasks": {"t": {"put": {"queue": "q", "items": 9, "capacity": 8}}}}"#,
