@@ -173,7 +173,9 @@ impl Simulator {
         let vm = &mut self.vms[vi];
         vm.stats.yield_attempts += dec.attempts.len() as u64;
         vm.stats.yield_esrch += dec.attempts.iter().filter(|a| a.result < 0).count() as u64;
-        if dec.yielded > 0 {
+        // Boosted: 2013's `bool kvm_vcpu_yield_to()` may report `yielded = 1`
+        // for a -ESRCH (no target).
+        if dec.target.is_some() {
             vm.stats.yield_ok += 1;
             if dec.tier == Some(Tier::IpiReceiver) {
                 vm.stats.boosts_receiver += 1;
