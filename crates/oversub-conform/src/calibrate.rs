@@ -322,6 +322,7 @@ impl Calibration {
                 "default: not measured on one CPU"
             },
             "default: not measured (depends on the working set)",
+            "default: estimate, not probed (docs/model.md)",
         ];
         for ((name, v), note) in HostCosts::NAMES.iter().zip(c.values()).zip(notes) {
             let val = format!("\"{}\"", fmt_ns(v));
@@ -362,6 +363,7 @@ mod tests {
                 context_switch: 2_001,
                 remote_wakeup: 22_999,
                 migration: 0,
+                yield_to: 0,
             },
         };
         let src = format!("{}[[task]]\nname = \"a\"\nkind = \"hog\"\n", cal.table());

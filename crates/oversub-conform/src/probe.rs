@@ -196,6 +196,7 @@ mod tests {
             context_switch: 3_000,
             remote_wakeup: 9,
             migration: 0,
+            yield_to: 0,
         };
         let c = p.costs(&base);
         assert_eq!(c.timer_wake + c.context_switch, 20_000);

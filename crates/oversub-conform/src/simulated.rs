@@ -206,6 +206,7 @@ mod tests {
             context_switch: 3_000,
             remote_wakeup: 0,
             migration: 0,
+            yield_to: 0,
         };
         let s = simulated(&sc, &h, &costs);
         assert_eq!(s.host.costs, costs);

@@ -425,11 +425,17 @@ fn yield_and_ipi_traces_import_with_every_flow_bound() {
         "--set",
         "kvm.on_spin=ipi_aware",
     ];
-    // A free context switch lets a vCPU be switched in and out at one
-    // instant (a 0 ns slice); with the default 2.7 us no reschedule may cut
-    // a switch short, so none occurs.
+    // A free context switch (and a free yield_to(), whose cost the yielder
+    // pays when it is switched in again) lets a vCPU be switched in and out
+    // at one instant (a 0 ns slice); with the default 2.7 us no reschedule
+    // may cut a switch short, so none occurs.
     let mut z = args.to_vec();
-    z.extend(["--set", "host.costs.context_switch=0ns"]);
+    z.extend([
+        "--set",
+        "host.costs.context_switch=0ns",
+        "--set",
+        "host.costs.yield_to=0ns",
+    ]);
     let v = trace("yield", &z);
     let (_, k) = check("yield", &v, &["db"]);
     assert!(

@@ -84,10 +84,12 @@ pub enum HistoricForm {
     /// `dy_eligible`; halted vCPUs and vCPUs running the guest (`PF_VCPU`)
     /// skipped; `yield_to(task, 1)` as a bool, no budget. (The 3.0 loop as
     /// quoted in kernel trees of that era, found with the search tool's
-    /// `find_string`; the id itself is not verified.)
+    /// `find_string`; the id from the Fixes: tag of
+    /// <https://lore.kernel.org/r/20240510092353.2261824-1-leitao@debian.org>.)
     Y2011YieldTo,
     /// 2012, Linux 3.6: 4c088493c8d0 "KVM: Note down when cpu relax
-    /// intercepted or pause loop exited" + "KVM: Choose better candidate for
+    /// intercepted or pause loop exited" (the id git blame gives for the
+    /// `spin_loop` fields it adds) + "KVM: Choose better candidate for
     /// directed yield" (Raghavendra K T; `in_spin_loop` / `dy_eligible`;
     /// the second commit's id is not verified: the search tool finds only
     /// its LKML postings, lkml.iu.edu/hypermail/linux/kernel/1207.1/02687.html). Candidates: any
@@ -100,14 +102,25 @@ pub enum HistoricForm {
     /// 2013, Linux 3.9: "kvm: Handle yield_to failure return code for
     /// potential undercommit case" (Raghavendra K T; its id is not verified:
     /// the search tool finds neither the commit nor its posting), with the
-    /// scheduler's -ESRCH when both runqueues have one task: `try = 3`,
-    /// decremented on `yielded < 0`.
+    /// scheduler's -ESRCH when both runqueues have one task: the loop has
+    /// `try = 3`, decremented on `yielded < 0`, but `kvm_vcpu_yield_to()`
+    /// still returned `bool` (`bool ret = yield_to(task, 1)` in the 3.10-era
+    /// kvm_main.c found with `find_string`), so -ESRCH arrived as true: the
+    /// loop takes it for a boost (`last_boosted_vcpu = i`, both loops end)
+    /// and the budget is never used. The undercommit exit is therefore the
+    /// first -ESRCH, not the third ([`HistoricForm::kvm_vcpu_yield_to_is_bool`]).
     Y2013TryBudget,
     /// 2014: only `vcpu->preempted` vCPUs (scheduled out while runnable, set
-    /// by the `kvm_sched_out` preempt notifier; 3a08a8f9f093) are candidates, and a halted
-    /// vCPU is skipped only if `!kvm_arch_vcpu_runnable` (98f4a1467 "KVM: add
+    /// by the `kvm_sched_out` preempt notifier; 3a08a8f9f093, Raghavendra K T,
+    /// 2013-03-04, the id git blame gives for `bool preempted`; the filter
+    /// itself is its series' "kvm: Iterate over only vcpus that are
+    /// preempted", id not found) are candidates, and a halted vCPU is skipped
+    /// only if `!kvm_arch_vcpu_runnable` (98f4a1467612 "KVM: add
     /// kvm_arch_vcpu_runnable() test to kvm_vcpu_on_spin() loop"): a kicked
-    /// or interrupted halted vCPU may be boosted.
+    /// or interrupted halted vCPU may be boosted. `kvm_vcpu_yield_to()`
+    /// returns `int` here, so the `try` budget works: assumed, not verified
+    /// (the 3.10-era text has `bool`, a 4.1-era one `int`; the change between
+    /// was not found).
     Y2014Preempted,
     /// 2017, Linux 4.14: 199b5763d329 "KVM: add spinlock optimization framework"
     /// (`yield_to_kernel_mode`): a candidate not in guest kernel mode
@@ -166,6 +179,14 @@ impl HistoricForm {
     /// Whether the form has `kvm_vcpu_eligible_for_directed_yield` (2012 on).
     fn has_dy_eligible(self) -> bool {
         self >= HistoricForm::Y2012DyEligible
+    }
+
+    /// Whether `kvm_vcpu_yield_to()` returned `bool` while the scheduler's
+    /// `yield_to()` could return -ESRCH (2013, see
+    /// [`HistoricForm::Y2013TryBudget`]): the -ESRCH converts to true and
+    /// `kvm_vcpu_on_spin()` takes it for a boost.
+    pub fn kvm_vcpu_yield_to_is_bool(self) -> bool {
+        self == HistoricForm::Y2013TryBudget
     }
 
     /// The form's filter for one candidate `v` (already known not to be
@@ -267,13 +288,14 @@ pub struct Attempt {
 /// What one `kvm_vcpu_on_spin` call did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OnSpinDecision {
-    /// The vCPU that was boosted (yield_to > 0), if any.
+    /// The vCPU that was boosted (yield_to > 0), if any. None also when
+    /// 2013's `bool kvm_vcpu_yield_to()` turned a -ESRCH into `yielded = 1`.
     pub target: Option<VcpuIdx>,
     pub tier: Option<Tier>,
     pub round: Option<Round>,
     /// Every yield attempt, in order.
     pub attempts: Vec<Attempt>,
-    /// The final `yielded` value.
+    /// The final `yielded` value, as KVM saw it.
     pub yielded: i32,
     /// Remaining `try` budget (starts at 3).
     pub tries_left: i32,
@@ -339,6 +361,9 @@ struct Ctx<'a, F: FnMut(VcpuIdx) -> i32> {
     yield_to: F,
     tries: i32,
     attempts: Vec<Attempt>,
+    /// 2013's `bool kvm_vcpu_yield_to()`: the vCPU whose -ESRCH the loop
+    /// took for a boost.
+    esrch_as_boost: Option<VcpuIdx>,
 }
 
 impl<F: FnMut(VcpuIdx) -> i32> Ctx<'_, F> {
@@ -432,6 +457,7 @@ impl<F: FnMut(VcpuIdx) -> i32> Ctx<'_, F> {
             Filter::Historic(form) => form.has_try_budget(),
             _ => true,
         };
+        let bool_ret = matches!(filter, Filter::Historic(form) if form.kvm_vcpu_yield_to_is_bool());
         // 2011 skips `i < last` in pass 0, 2012 on `i <= last`; after the
         // skip `i = last; continue` steps past `last` in both, so only a
         // `last` of 0 is visited in 2011's pass 0.
@@ -453,6 +479,11 @@ impl<F: FnMut(VcpuIdx) -> i32> Ctx<'_, F> {
                             return y;
                         }
                         continue;
+                    }
+                    if bool_ret && y < 0 {
+                        // 2013: `(bool)-ESRCH` is true: "boosted".
+                        self.esrch_as_boost = self.vcpus.get(i).map(|v| v.idx);
+                        return 1;
                     }
                     yielded = y;
                     if y > 0 {
@@ -578,6 +609,7 @@ pub fn kvm_vcpu_on_spin_into<F: FnMut(VcpuIdx) -> i32>(
         yield_to,
         tries: 3,
         attempts,
+        esrch_as_boost: None,
     };
     let mut yielded = 0;
     match variant {
@@ -672,6 +704,10 @@ pub fn kvm_vcpu_on_spin_into<F: FnMut(VcpuIdx) -> i32>(
         // 6.12: `last_boosted_vcpu = i`, and i is the vCPU index there; the
         // series' single loop stores `idx` (fixed).
         vm.last_boosted_vcpu = i64::from(w.target.0);
+    }
+    if let Some(t) = ctx.esrch_as_boost {
+        // 2013: `kvm->last_boosted_vcpu = i` for the -ESRCH read as true.
+        vm.last_boosted_vcpu = i64::from(t.0);
     }
     if let Some(m) = ctx.vcpus.get_mut(me_i) {
         m.in_spin_loop = false;

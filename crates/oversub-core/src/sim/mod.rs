@@ -433,6 +433,10 @@ impl Simulator {
                 if let YieldTo::Yielded(_) = r {
                     self.trace_yield_to(cpu, p.0, target.0);
                 }
+                // yield_to()'s own CPU time, owed by the caller before its
+                // next burst (HostCosts::yield_to).
+                let cost = self.host.sched.cfg.costs.yield_to_cost(r);
+                self.tasks[p.idx()].overhead += Nanos(cost);
                 self.after_own_switch(cpu, p, r.switch());
             }
         }

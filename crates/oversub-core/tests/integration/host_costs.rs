@@ -273,3 +273,44 @@ fn a_reschedule_during_a_switch_waits_for_its_end() {
     let min = preempted_after.iter().min().copied();
     assert_eq!(min, Some(2_700), "{preempted_after:?}");
 }
+
+/// `yield_to()` costs its caller `yield_to` of CPU time whenever it gets
+/// past the -ESRCH test (kernel/sched/syscalls.c: `double_rq_lock()`, the
+/// checks, `yield_to_task_fair()`), refused or not; a -ESRCH (both
+/// runqueues hold one task) costs nothing. A `yield_loop` task `a` does
+/// 10 us of work between calls to `yield_to(b)`, `b` a hog running on the
+/// other CPU (refused: it is on a CPU). With a hog `c` sharing `a`'s CPU,
+/// every call is refused after the locks: at 5 us each, `a` fits 2/3 as
+/// many loops into its half of the CPU. Alone on its CPU, every call is
+/// -ESRCH: the cost changes nothing.
+#[test]
+fn yield_to_costs_its_caller_unless_it_returns_esrch() {
+    let loops = |cost: &str, with_c: bool| {
+        let c = if with_c {
+            "[[task]]\nname = \"c\"\nkind = \"hog\"\ncpus = [0]\n"
+        } else {
+            ""
+        };
+        let src = format!(
+            "[host]\ncpus = 2\nduration = \"200ms\"\n[host.costs]\ncontext_switch = \"0ns\"\n\
+             timer_wake = \"0ns\"\nidle_exit = \"0ns\"\nyield_to = \"{cost}\"\n\
+             [[task]]\nname = \"b\"\nkind = \"hog\"\ncpus = [1]\n\
+             [[task]]\nname = \"a\"\nkind = \"yield_loop\"\nwork = \"10us\"\ntarget = \"b\"\ncpus = [0]\n{c}"
+        );
+        let r = run(&src);
+        let a = task(&r, "a");
+        assert_eq!(a.nr_yield_to_ok, 0, "b always runs: refused or -ESRCH");
+        a.nr_yield_to
+    };
+    let free = loops("0ns", true);
+    let paid = loops("5us", true);
+    assert!(free > 4_000, "{free}");
+    // 10 us of work per loop, plus 5 us of yield_to(): 2/3 as many.
+    let ratio = paid as f64 / free as f64;
+    assert!((0.65..0.69).contains(&ratio), "{paid} / {free} = {ratio}");
+    // Alone on CPU 0: -ESRCH every time, no cost.
+    let alone_free = loops("0ns", false);
+    let alone_paid = loops("5us", false);
+    assert!(alone_free > 15_000, "{alone_free}");
+    assert_eq!(alone_free, alone_paid);
+}

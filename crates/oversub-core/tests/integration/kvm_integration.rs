@@ -66,6 +66,34 @@ fn pingpong_on_one_pcpu_takes_two_ple_exits_per_handoff() {
     );
 }
 
+/// `yield_to()`'s own CPU time (`[host.costs] yield_to`) is the yielding
+/// vCPU's, paid as exit overhead before it enters the guest again: in the
+/// one-pCPU ping-pong every handoff has one successful directed yield, so
+/// each handoff costs 20 us more exit overhead with a 20 us `yield_to`.
+#[test]
+fn the_yielding_vcpu_pays_for_yield_to_as_exit_overhead() {
+    let per_op = |cost: &str| {
+        let src = format!("{}[host.costs]\nyield_to = \"{cost}\"\n", pingpong("6.12"));
+        let r = run(&src);
+        let v = vm(&r, "pp").clone();
+        assert!(v.ops > 2_000, "{v:?}");
+        assert!(
+            (v.yield_to_successes as f64) >= 0.99 * v.ops as f64,
+            "{v:?}"
+        );
+        assert_eq!(v.yield_to_attempts, v.yield_to_successes, "{v:?}");
+        (v.exit_overhead_ns as f64 / v.ops as f64, v.ops)
+    };
+    let (free, ops_free) = per_op("0ns");
+    let (paid, ops_paid) = per_op("20us");
+    let extra = paid - free;
+    assert!(
+        (19_000.0..21_000.0).contains(&extra),
+        "extra exit overhead per handoff {extra} ns"
+    );
+    assert!(ops_paid < ops_free, "{ops_paid} vs {ops_free}");
+}
+
 #[test]
 fn pingpong_without_directed_yield_spins_until_the_tick() {
     // No directed yield: the waiter keeps spinning, its window doubling on

@@ -438,7 +438,7 @@ fn historic_2011_ignores_dy_eligible_and_visits_vcpu_0_twice() {
 }
 
 #[test]
-fn historic_2012_has_no_try_budget_2013_stops_after_three_esrch() {
+fn historic_2012_has_no_try_budget_2013_stops_at_the_first_esrch_2014_after_three() {
     let mut v = vm(6);
     let mut s = SpinVm::default();
     let d = run(
@@ -451,7 +451,12 @@ fn historic_2012_has_no_try_budget_2013_stops_after_three_esrch() {
     );
     assert_eq!(targets(&d), vec![1, 2, 3, 4, 5]);
     assert_eq!(d.yielded, 0);
-    let mut s = SpinVm::default();
+    // 2013: `bool kvm_vcpu_yield_to()` turns the first -ESRCH into true:
+    // KVM takes it for a boost (yielded 1, last_boosted_vcpu = 1), nobody
+    // was boosted, and the budget is untouched.
+    let mut s = SpinVm {
+        last_boosted_vcpu: 0,
+    };
     let d = run(
         &mut s,
         &mut v,
@@ -460,8 +465,44 @@ fn historic_2012_has_no_try_budget_2013_stops_after_three_esrch() {
         None,
         |_| -ESRCH,
     );
+    assert_eq!(targets(&d), vec![1]);
+    assert_eq!((d.yielded, d.target, d.tries_left), (1, None, 3));
+    assert_eq!(s.last_boosted_vcpu, 1);
+    // The next PAUSE exit starts after vCPU 1.
+    let d = run(
+        &mut s,
+        &mut v,
+        0,
+        hist(HistoricForm::Y2013TryBudget),
+        None,
+        |t| if t.0 == 2 { 0 } else { -ESRCH },
+    );
+    assert_eq!(targets(&d), vec![2, 3]);
+    assert_eq!((d.yielded, s.last_boosted_vcpu), (1, 3));
+    // A refusal (0) is not converted: the loop goes on, as in every form.
+    let d = run(
+        &mut s,
+        &mut v,
+        0,
+        hist(HistoricForm::Y2013TryBudget),
+        None,
+        |_| 0,
+    );
+    assert_eq!(d.yielded, 0);
+    assert_eq!(d.attempts.len(), 5);
+    // 2014 (int): three -ESRCH spend the budget, then the loop stops.
+    let mut s = SpinVm::default();
+    let d = run(
+        &mut s,
+        &mut v,
+        0,
+        hist(HistoricForm::Y2014Preempted),
+        None,
+        |_| -ESRCH,
+    );
     assert_eq!(targets(&d), vec![1, 2, 3]);
-    assert_eq!(d.tries_left, 0);
+    assert_eq!((d.yielded, d.tries_left), (-ESRCH, 0));
+    assert_eq!(s.last_boosted_vcpu, 0);
 }
 
 #[test]

@@ -147,13 +147,18 @@ impl Simulator {
             receiver,
         };
         let buf = std::mem::take(&mut vm.attempts_buf);
+        // yield_to()'s own CPU time (HostCosts::yield_to), the vCPU's: paid
+        // as exit overhead before it enters the guest again.
+        let mut cost = Nanos::ZERO;
         let dec = kvm_vcpu_on_spin_into(buf, &mut vm.spin, &mut vm.vcpus, call, |t| {
             let r = sched.yield_to(cpu, tasks.task(t), true);
+            cost += Nanos(sched.cfg.costs.yield_to_cost(r));
             if let YieldTo::Yielded(sw) = r {
                 out = Some(sw);
             }
             yield_to_ret(r)
         });
+        vm.g[i].pending_exit += cost;
         if let Some(Some(sw)) = out {
             if sw.prev == Some(tasks.task(me)) {
                 // Switched out inside kvm_vcpu_on_spin(): in_spin_loop stays
@@ -173,7 +178,9 @@ impl Simulator {
         let vm = &mut self.vms[vi];
         vm.stats.yield_attempts += dec.attempts.len() as u64;
         vm.stats.yield_esrch += dec.attempts.iter().filter(|a| a.result < 0).count() as u64;
-        if dec.yielded > 0 {
+        // Boosted: 2013's `bool kvm_vcpu_yield_to()` may report `yielded = 1`
+        // for a -ESRCH (no target).
+        if dec.target.is_some() {
             vm.stats.yield_ok += 1;
             if dec.tier == Some(Tier::IpiReceiver) {
                 vm.stats.boosts_receiver += 1;
@@ -210,13 +217,16 @@ impl Simulator {
         let tasks = vm.tasks;
         let sched = &mut self.host.sched;
         let mut out = None;
+        let mut cost = Nanos::ZERO;
         let r = kvm_sched_yield(&vm.vcpus, i, u64::from(target.0), single, |t| {
             let r = sched.yield_to(cpu, tasks.task(t), true);
+            cost = Nanos(sched.cfg.costs.yield_to_cost(r));
             if let YieldTo::Yielded(sw) = r {
                 out = Some(sw);
             }
             yield_to_ret(r)
         });
+        vm.g[i].pending_exit += cost;
         if let SchedYield::Yielded(t) = r {
             vm.stats.dy_successful += 1;
             self.trace_yield_to(cpu, tasks.task(i).0, tasks.task(t).0);
