@@ -108,7 +108,7 @@ enum Cmd {
         #[arg(long)]
         out: PathBuf,
         /// The manifest's quick seeds and durations (the default one: 3 seeds
-        /// of 100 ms instead of 5 of 500 ms), same structure.
+        /// of 100 ms instead of 5 of 500 ms to 2 s), same structure.
         #[arg(long)]
         quick: bool,
         /// The manifest of sections.

@@ -78,6 +78,18 @@ impl WakeupLocks {
         debug_assert!(t < self.threads);
         self.base + self.futexes + t
     }
+
+    /// Whether each added lock, in layout order, is waited for with
+    /// interrupts off, as 6.12 takes it: `hb->lock` with `spin_lock()`
+    /// (`futex_wake`, kernel/futex/waitwake.c; `futex_q_lock`,
+    /// kernel/futex/core.c), IRQs on; `p->pi_lock` with
+    /// `raw_spin_lock_irqsave()` (`try_to_wake_up`'s `scoped_guard
+    /// (raw_spinlock_irqsave, &p->pi_lock)`, kernel/sched/core.c), IRQs off
+    /// while it waits, so an interrupt for the waker's vCPU waits until it
+    /// has taken and dropped the lock.
+    pub fn irqs_off(&self) -> impl Iterator<Item = bool> {
+        std::iter::repeat_n(false, self.futexes).chain(std::iter::repeat_n(true, self.threads))
+    }
 }
 
 #[cfg(test)]
@@ -97,5 +109,10 @@ mod tests {
         assert_eq!(w.futex_hash(2), 4);
         assert_eq!(w.pi_lock(0), 5);
         assert_eq!(w.pi_lock(2), 7);
+        // Bucket locks are spin_lock(), pi_locks raw_spin_lock_irqsave().
+        assert_eq!(
+            w.irqs_off().collect::<Vec<_>>(),
+            [false, false, false, true, true, true]
+        );
     }
 }

@@ -289,8 +289,15 @@ impl<'a> SimBuilder<'a> {
                     .pv
                     .wakeup_locks
                     .then(|| crate::guest::wakeup::WakeupLocks::new(p));
-                let extra = wakeup.map_or(0, |w| w.count());
-                rt.set_program_locks(&p.klock_irqsave, p.klocks.len() + extra, &sc.pv);
+                // Which locks are waited for with IRQs off: the program's
+                // by their `irqsave` attribute, then the wakeup path's as
+                // 6.12 takes them (`WakeupLocks::irqs_off`).
+                let mut irqsave = p.klock_irqsave.clone();
+                irqsave.resize(p.klocks.len(), false);
+                if let Some(w) = wakeup {
+                    irqsave.extend(w.irqs_off());
+                }
+                rt.set_program_locks(&irqsave, irqsave.len(), &sc.pv);
                 if sc.pv.cpuidle_haltpoll {
                     rt.cpuidle_haltpoll_init();
                 }

@@ -24,6 +24,7 @@ mod nested_guests;
 mod periodic_cycles;
 mod program_properties;
 mod properties;
+mod pvoff_modes;
 mod sched_behaviour;
 mod wake_preempt_versions;
 mod workloads;

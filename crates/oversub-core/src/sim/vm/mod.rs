@@ -325,11 +325,12 @@ impl VmRt {
     }
 
     /// A program VM's guest kernel spinlocks (the program's `syscall`
-    /// locks, with their `irqsave` attributes in `irqsave`, then
-    /// `n - irqsave.len()` wakeup-path locks): the profile's lock kind (PV
-    /// qspinlock by default) as `kvm_spinlock_init()` leaves it; those the
-    /// guest kernel takes with `spin_lock_irqsave()` are waited for with
-    /// IRQs off.
+    /// locks, then the wakeup-path locks; `irqsave[k]` says lock `k` is
+    /// taken with `spin_lock_irqsave()`: the program's `irqsave`
+    /// attribute, `WakeupLocks::irqs_off` for the wakeup path; a lock
+    /// past its end is not): the profile's lock kind (PV qspinlock by
+    /// default) as `kvm_spinlock_init()` leaves it; those taken with
+    /// `spin_lock_irqsave()` are waited for with IRQs off.
     pub(super) fn set_program_locks(&mut self, irqsave: &[bool], n: usize, pv: &PvSpec) {
         let kind = kvm_spinlock_init(self.prof.lock_kind, pv.spinlock, pv.nopvspin, self.n);
         let slow = pv_slowpath(pv);
@@ -490,6 +491,9 @@ impl Simulator {
 mod tests {
     use super::*;
 
+    use crate::kvm::irq_vectors::RESCHEDULE_VECTOR;
+    use crate::sched::ids::CpuId;
+
     fn nested() -> Simulator {
         Simulator::nested_2x2_mutex()
     }
@@ -511,6 +515,138 @@ mod tests {
         sim.vms[0].note_owner_spin(VcpuIdx(1));
         assert_eq!(sim.check_vcpus(), Ok(()));
         assert_eq!(sim.vms[0].next_owner_spinner(0), Some(VcpuIdx(1)));
+    }
+
+    /// Runs `sim` from its start to `end` as `run_polled()` does (without
+    /// its budget, trace and report), calling `after` after each event.
+    fn run_events(sim: &mut Simulator, end: Time, mut after: impl FnMut(&mut Simulator)) {
+        sim.end = end;
+        sim.set_now(Time::ZERO);
+        for i in 0..sim.tasks.len() {
+            sim.host.sched.wake_up_new_task(TaskId(i as u32));
+            sim.serve_resched();
+        }
+        while let Some((t, ev)) = sim.queue.pop_until(end) {
+            sim.set_now(t);
+            sim.host.sched.this_cpu = sim.event_cpu(ev);
+            sim.dispatch(ev);
+            if let Some(cpu) = sim.timer_irq_cpu(ev) {
+                while let Some((t2, &ev2)) = sim.queue.peek() {
+                    if t2 != t || sim.timer_irq_cpu(ev2) != Some(cpu) {
+                        break;
+                    }
+                    sim.queue.pop();
+                    sim.dispatch(ev2);
+                }
+            }
+            sim.serve_resched();
+            after(sim);
+        }
+    }
+
+    /// A guest interrupt that arrives while the host is still switching a
+    /// vCPU in (`__schedule()` runs with IRQs off; the switch's cost is
+    /// paid before the guest runs) waits in the vCPU's IRR: it is injected
+    /// at the VM entry that ends the switch (`switch_end`), not before it
+    /// and not lost. The mutants this kills: an interrupt taken at the
+    /// poke during the switch (injected early), or one whose poke is
+    /// dropped because the vCPU was not in guest mode yet (injected only at
+    /// a later exit, or never).
+    #[test]
+    fn an_interrupt_arriving_during_a_switch_in_is_injected_at_its_end() {
+        let mut sim = nested();
+        // (VM, vCPU, sent at, the switch's end) of the interrupt in flight.
+        let mut sent: Option<(VmId, VcpuIdx, Time, Time)> = None;
+        let (mut at_end, mut later, mut early) = (0u32, 0u32, 0u32);
+        run_events(&mut sim, Time::ZERO + Nanos(1_000_000_000), |sim| {
+            let now = sim.now;
+            if let Some((vi, i, at, done)) = sent {
+                let pending = sim.vms[vi].g[i]
+                    .irqs
+                    .iter()
+                    .any(|q| q.at == at && q.vector == RESCHEDULE_VECTOR);
+                if !pending {
+                    match now.cmp(&done) {
+                        std::cmp::Ordering::Less => early += 1,
+                        std::cmp::Ordering::Equal => at_end += 1,
+                        std::cmp::Ordering::Greater => later += 1,
+                    }
+                    sent = None;
+                }
+                return;
+            }
+            // A CPU in the middle of switching into a vCPU whose guest
+            // could take an interrupt at entry (not halted, not inside a
+            // lock section or handler) and has none pending.
+            for c in 0..sim.switch_end.len() {
+                let done = sim.switch_end[c];
+                let Some(task) = sim.host.sched.rqs[c].curr else {
+                    continue;
+                };
+                if done <= now {
+                    continue;
+                }
+                for v in 0..sim.vms.0.len() {
+                    let vi = VmId(v as u32);
+                    let Some(i) = (0..sim.vms[vi].n)
+                        .map(VcpuIdx)
+                        .find(|&i| sim.vms[vi].task(i) == task)
+                    else {
+                        continue;
+                    };
+                    let g = &sim.vms[vi].g[i];
+                    let takes = g.irqs.is_empty()
+                        && matches!(g.phase, Phase::Start | Phase::Model(_))
+                        && g.resume.is_none();
+                    if !takes {
+                        continue;
+                    }
+                    let from = VcpuIdx((i.0 + 1) % sim.vms[vi].n);
+                    sim.deliver(vi, from, i, RESCHEDULE_VECTOR, CpuId(c as u32));
+                    sent = Some((vi, i, now, done));
+                    return;
+                }
+            }
+        });
+        assert_eq!(early, 0, "injected during the switch");
+        assert!(at_end >= 20, "at the entry: {at_end}, later: {later}");
+        assert!(
+            later * 10 <= at_end,
+            "at the entry: {at_end}, later: {later}"
+        );
+    }
+
+    /// `[guest] wakeup_locks`: a waker spinning (or halted in `pv_wait`)
+    /// for a wakee's `p->pi_lock` has interrupts off, as 6.12's
+    /// `try_to_wake_up()` takes it with `raw_spin_lock_irqsave()`, so an
+    /// interrupt for its vCPU is not injected (nor ends the halt) until it
+    /// has the lock; one waiting for a futex hash-bucket lock
+    /// (`spin_lock()`) takes it. The mutant, every wakeup-path lock waited
+    /// for with IRQs on (the model before), fails the first assertion.
+    #[test]
+    fn a_pi_lock_waiter_takes_no_interrupt_and_a_bucket_lock_waiter_does() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios/nested/2x2-mutex.toml");
+        let mut sc = crate::scenario::Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        sc.pv.wakeup_locks = true;
+        let sim = Simulator::new(&sc);
+        let vm = &sim.vms[VmId(0)];
+        let wl = vm
+            .guest
+            .as_ref()
+            .and_then(|g| g.wakeup)
+            .expect("wakeup locks");
+        let waiting = |l: usize| Phase::Spin {
+            wait: Wait::Lock(l),
+            ple: false,
+        };
+        let halted = |l: usize| Phase::Halted { pv_lock: Some(l) };
+        for t in 0..4 {
+            assert!(vm.irqs_off_waiting(waiting(wl.pi_lock(t))), "pi_lock {t}");
+            assert!(vm.irqs_off_waiting(halted(wl.pi_lock(t))), "pi_lock {t}");
+        }
+        assert!(!vm.irqs_off_waiting(waiting(wl.futex_hash(0))));
+        assert!(!vm.irqs_off_waiting(halted(wl.futex_hash(0))));
     }
 
     /// A candidate whose phase left the owner spin is dropped by the scan.
