@@ -57,8 +57,11 @@ const EVENTS: [&str; 16] = [
 ];
 /// Extension events (not prefixes of, nor prefixed by, an rt-app event).
 const EXT_EVENTS: [&str; 6] = ["syscall", "munmap", "smp_call", "put", "get", "count"];
-/// The largest queue capacity and batch (items).
-const MAX_QUEUE_ITEMS: i64 = u32::MAX as i64;
+/// The largest queue capacity (items; 2^32 stands for "unbounded" in
+/// derived programs).
+const MAX_QUEUE_ITEMS: i64 = 1 << 32;
+/// The largest batch one event moves (the IR holds it in a u32).
+const MAX_QUEUE_BATCH: i64 = u32::MAX as i64;
 const GLOBAL_KEYS: [&str; 13] = [
     "duration",
     "calibration",

@@ -2,7 +2,7 @@
 //! extensions, ...) lowered to the program IR.
 
 use super::value::{boolean, fields, int, micros, string};
-use super::{event_kind, intern, us, Builder, MAX_QUEUE_ITEMS};
+use super::{event_kind, intern, us, Builder, MAX_QUEUE_BATCH, MAX_QUEUE_ITEMS};
 use crate::engine::Nanos;
 use crate::workload::ir::{
     BarrierId, CondId, CounterId, Event, Fidelity, KlockId, MutexId, QueueId, SleepMode, TimerId,
@@ -236,7 +236,7 @@ impl Builder {
                     let a = format!("{at}.{k}");
                     match k {
                         "queue" => name = string(x, &a)?,
-                        "items" => items = int(x, &a, 1, MAX_QUEUE_ITEMS, " items")? as u32,
+                        "items" => items = int(x, &a, 1, MAX_QUEUE_BATCH, " items")? as u32,
                         _ => cap = Some((int(x, &a, 1, MAX_QUEUE_ITEMS, " items")? as u64, a)),
                     }
                 }
