@@ -157,9 +157,14 @@ impl Default for HostCosts {
     }
 }
 
-/// Default `nanosleep`: placeholder until measured (see `Default`).
-const NANOSLEEP_DEFAULT: u64 = 13_000;
-/// Default `nanosleep_idle`: placeholder until measured (see `Default`).
-const NANOSLEEP_IDLE_DEFAULT: u64 = 5_000;
-/// Default `futex_wake`: placeholder until measured (see `Default`).
-const FUTEX_WAKE_DEFAULT: u64 = 1_500;
+/// Default `nanosleep`: the median of eight `oversub calibrate --samples
+/// 1500` runs on the project's machine kind (2 vCPUs under KVM, Linux
+/// 6.18, load average ~16 from other jobs): CPU across a sleep against a
+/// hog 12.8-14.5 us (means over CPUs 0 and 1) minus the pipe hop, 10.2-11.9
+/// us (docs/model.md, "Host costs").
+const NANOSLEEP_DEFAULT: u64 = 10_900;
+/// Default `nanosleep_idle`: median of five runs (as `nanosleep`): CPU
+/// across a sleep on idle CPU 0 minus against a hog, 3.6-7.1 us.
+const NANOSLEEP_IDLE_DEFAULT: u64 = 6_200;
+/// Default `futex_wake`: median of eight runs (as `nanosleep`), 1.9-2.8 us.
+const FUTEX_WAKE_DEFAULT: u64 = 2_400;
