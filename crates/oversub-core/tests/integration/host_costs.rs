@@ -376,7 +376,10 @@ fn a_programs_sleeps_and_futex_wakes_cost_its_threads_cpu() {
         "extra {extra} over {loops} loops"
     );
     // The consumer only blocks in FUTEX_WAIT: no extra CPU.
-    assert!(paid[1].1.abs_diff(free[1].1) <= 1_000_000, "{free:?} {paid:?}");
+    assert!(
+        paid[1].1.abs_diff(free[1].1) <= 1_000_000,
+        "{free:?} {paid:?}"
+    );
 }
 
 /// Against a hog on the same CPU the system calls' CPU time comes out of
