@@ -313,6 +313,8 @@ fn yield_to_costs_its_caller_unless_it_returns_esrch() {
     let alone_paid = loops("5us", false);
     assert!(alone_free > 15_000, "{alone_free}");
     assert_eq!(alone_free, alone_paid);
+}
+
 /// The rt-app producer/consumer of conform/rtapp_condvar.json (one CPU, a
 /// 6 ms periodic producer running 0.5 ms and signalling a consumer that
 /// runs 1 ms), optionally with a hog thread on the same CPU, under `costs`
