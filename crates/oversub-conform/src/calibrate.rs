@@ -10,20 +10,28 @@
 //! * pipe ping-pong on one CPU: one hop (write, wakeup, block, switch, read)
 //!   measured from the writer's timestamp to the reader's return;
 //! * cross-CPU wakeup: a pipe write on CPU 0 wakes a reader blocked on an idle
-//!   CPU 1.
+//!   CPU 1;
+//! * the sleeper's CPU time (its thread CPU clock) across each sleep of the
+//!   timer probe against a hog (mean over the CPUs as for the wake);
+//! * the CPU time of a FUTEX_WAKE on CPU 0 that wakes a waiter blocked on
+//!   CPU 0 (at nice 19, so that it does not preempt the waker).
 //!
 //! Every figure is a median, which the load of other processes moves little.
 //! The costs follow from them: `context_switch` = hop, `timer_wake` = hog
 //! wake - hop, `idle_exit` = idle wake - hog wake, `remote_wakeup` =
-//! cross-CPU wakeup - hop (each at least 0). `migration` is not measured (a
-//! cache refill depends on the working set); it keeps its default.
+//! cross-CPU wakeup - hop, `nanosleep` = CPU across a sleep - hop (the model
+//! charges the switch-in separately), `futex_wake` = CPU of the wake (each at
+//! least 0). CPU times are robust to the machine's load: only the thread's
+//! own time on a CPU counts. `migration` is not measured (a cache refill
+//! depends on the working set); it keeps its default.
 
-use crate::clock::{mono_now, sleep_until, Budget};
+use crate::clock::{mono_now, sleep_until, thread_cpu, Budget};
 use oversub::sched::HostCosts;
+use rustix::thread::futex;
 use rustix::thread::CpuSet;
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// The probes' medians, ns (None: not measured, e.g. one CPU).
@@ -39,6 +47,20 @@ pub struct Probes {
     pub timer_hog_per_cpu: Vec<u64>,
     pub pipe_hop: u64,
     pub cross_cpu: Option<u64>,
+    /// The sleeper's CPU time across a sleep of the timer probe against a
+    /// hog, mean over the CPUs of `nanosleep_cpu_per_cpu` (None: not
+    /// measured by the version that wrote this).
+    #[serde(default)]
+    pub nanosleep_cpu: Option<u64>,
+    #[serde(default)]
+    pub nanosleep_cpu_per_cpu: Vec<u64>,
+    /// The sleeper's CPU time across a sleep of the timer probe on idle
+    /// CPU 0.
+    #[serde(default)]
+    pub nanosleep_idle_cpu: Option<u64>,
+    /// The CPU time of a FUTEX_WAKE that wakes a waiter on the same CPU.
+    #[serde(default)]
+    pub futex_wake_cpu: Option<u64>,
 }
 
 /// A calibration: the probes and the costs derived from them.
@@ -106,6 +128,13 @@ impl ProbeShape {
 /// [`timer_probe`] with the sleeper doing what `shape` says between wakeups,
 /// pinned to `cpu` or (None) left with the affinity its process has.
 pub fn timer_probe_shaped(cpu: Option<usize>, n: u32, shape: ProbeShape) -> u64 {
+    timer_probe_cpu(cpu, n, shape).0
+}
+
+/// [`timer_probe_shaped`]'s medians of the lateness and of the sleeper's
+/// CPU time across each sleep (entry, switch-in and return of
+/// `clock_nanosleep()`).
+fn timer_probe_cpu(cpu: Option<usize>, n: u32, shape: ProbeShape) -> (u64, u64) {
     std::thread::spawn(move || {
         match cpu {
             Some(c) => pin(c),
@@ -115,18 +144,61 @@ pub fn timer_probe_shaped(cpu: Option<usize>, n: u32, shape: ProbeShape) -> u64 
         }
         let mut budget = Budget::new();
         let mut v = Vec::with_capacity(n as usize);
+        let mut c = Vec::with_capacity(n as usize);
         for i in 0..n {
             let expiry = mono_now() + shape.sleep + (u64::from(i) * 37_000) % 1_000_000;
+            let c0 = thread_cpu();
             sleep_until(expiry);
+            c.push(thread_cpu().saturating_sub(c0));
             v.push(mono_now().saturating_sub(expiry));
             if shape.burn > 0 {
                 budget.spin(shape.burn);
             }
         }
-        median(v)
+        (median(v), median(c))
     })
     .join()
-    .unwrap_or(0)
+    .unwrap_or((0, 0))
+}
+
+/// Median CPU time of a FUTEX_WAKE by a thread on `cpu` that wakes a waiter
+/// blocked on the same CPU, `n` samples 300 us apart. The waiter runs at
+/// nice 19 so that it does not preempt the waker (whose CPU clock would
+/// then include its switch back in). None if fewer than `n` wakes found
+/// the waiter blocked within 4n tries.
+fn futex_wake_probe(cpu: usize, n: u32) -> Option<u64> {
+    let word = Arc::new(AtomicU32::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (w, s) = (Arc::clone(&word), Arc::clone(&stop));
+    let waiter = std::thread::spawn(move || {
+        pin(cpu);
+        let _ = rustix::process::nice(19);
+        while !s.load(Ordering::Relaxed) {
+            let _ = futex::wait(&w, futex::Flags::PRIVATE, 0, None);
+        }
+    });
+    pin(cpu);
+    let mut v = Vec::with_capacity(n as usize);
+    for _ in 0..u64::from(n) * 4 {
+        if v.len() == n as usize {
+            break;
+        }
+        // The woken waiter runs while this thread sleeps and blocks again.
+        sleep_until(mono_now() + 300_000);
+        let c0 = thread_cpu();
+        let woke = futex::wake(&word, futex::Flags::PRIVATE, 1);
+        let c = thread_cpu().saturating_sub(c0);
+        if woke == Ok(1) {
+            v.push(c);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    while !waiter.is_finished() {
+        let _ = futex::wake(&word, futex::Flags::PRIVATE, 1);
+        sleep_until(mono_now() + 1_000_000);
+    }
+    let _ = waiter.join();
+    (v.len() == n as usize).then(|| median(v))
 }
 
 /// A thread spinning on `cpu` until the returned flag is set.
@@ -192,23 +264,26 @@ pub fn calibrate(samples: u32) -> Calibration {
         .map(|c| c.get() as u32)
         .unwrap_or(1);
     let probes = std::thread::spawn(move || {
-        let timer_idle = timer_probe(0, n);
+        let (timer_idle, idle_cpu) = timer_probe_cpu(Some(0), n, ProbeShape::BARE);
         // Against a hog on each of the first CPUs: the machine's CPUs need
         // not deliver timer interrupts alike (a VM's vCPUs), and the model
         // has one timer_wake for all of them.
-        let timer_hog_per_cpu: Vec<u64> = (0..cpus.min(4) as usize)
+        let (timer_hog_per_cpu, nanosleep_cpu_per_cpu): (Vec<u64>, Vec<u64>) = (0..cpus.min(4)
+            as usize)
             .map(|c| {
                 let (stop, h) = hog(c);
                 // Let the hog settle before the sleeper competes with it.
                 std::thread::sleep(std::time::Duration::from_millis(20));
-                let v = timer_probe(c, n);
+                let v = timer_probe_cpu(Some(c), n, ProbeShape::BARE);
                 stop.store(true, Ordering::Relaxed);
                 let _ = h.join();
                 v
             })
-            .collect();
-        let timer_hog =
-            timer_hog_per_cpu.iter().sum::<u64>() / timer_hog_per_cpu.len().max(1) as u64;
+            .unzip();
+        let mean = |v: &[u64]| v.iter().sum::<u64>() / v.len().max(1) as u64;
+        let timer_hog = mean(&timer_hog_per_cpu);
+        let nanosleep_cpu = Some(mean(&nanosleep_cpu_per_cpu));
+        let futex_wake_cpu = futex_wake_probe(0, n);
         let pipe_hop = pipe_probe(0, 0, n.saturating_mul(4), 0).unwrap_or(0);
         let cross_cpu = if cpus >= 2 {
             pipe_probe(0, 1, n, 300_000)
@@ -223,6 +298,10 @@ pub fn calibrate(samples: u32) -> Calibration {
             timer_hog_per_cpu,
             pipe_hop,
             cross_cpu,
+            nanosleep_cpu,
+            nanosleep_idle_cpu: Some(idle_cpu),
+            nanosleep_cpu_per_cpu,
+            futex_wake_cpu,
         }
     })
     .join()
@@ -242,6 +321,21 @@ impl Calibration {
                 .map_or(HostCosts::default().remote_wakeup, |x| {
                     x.saturating_sub(probes.pipe_hop)
                 }),
+            nanosleep: probes
+                .nanosleep_cpu
+                .map_or(HostCosts::default().nanosleep, |x| {
+                    x.saturating_sub(probes.pipe_hop)
+                }),
+            nanosleep_idle: match (
+                probes.nanosleep_idle_cpu,
+                probes.nanosleep_cpu_per_cpu.first(),
+            ) {
+                (Some(idle), Some(&hog)) => idle.saturating_sub(hog),
+                _ => HostCosts::default().nanosleep_idle,
+            },
+            futex_wake: probes
+                .futex_wake_cpu
+                .unwrap_or(HostCosts::default().futex_wake),
             ..HostCosts::default()
         };
         Calibration { probes, costs }
@@ -284,6 +378,9 @@ impl Calibration {
              #   {:<33}{}\n\
              #   pipe ping-pong hop on CPU 0:     {}\n\
              #   pipe wakeup CPU 0 -> idle CPU 1: {}\n\
+             #   CPU across a sleep, hog on CPU:  {}\n\
+             #   CPU across a sleep, idle CPU 0:  {}\n\
+             #   CPU of a FUTEX_WAKE on CPU 0:    {}\n\
              [host.costs]\n",
             p.cpus,
             p.samples,
@@ -310,7 +407,17 @@ impl Calibration {
                 us(p.timer_hog)
             },
             us(p.pipe_hop),
-            cross
+            cross,
+            p.nanosleep_cpu.map_or_else(
+                || "not measured".into(),
+                |v| {
+                    let per: Vec<String> = p.nanosleep_cpu_per_cpu.iter().map(|&c| us(c)).collect();
+                    format!("{} (mean of {})", us(v), per.join(", "))
+                }
+            ),
+            p.nanosleep_idle_cpu
+                .map_or_else(|| "not measured".into(), us),
+            p.futex_wake_cpu.map_or_else(|| "not measured".into(), us),
         );
         let notes = [
             "timer wake against a hog - context_switch",
@@ -323,6 +430,21 @@ impl Calibration {
             },
             "default: not measured (depends on the working set)",
             "default: estimate, not probed (docs/model.md)",
+            if p.nanosleep_cpu.is_some() {
+                "CPU across a sleep - context_switch"
+            } else {
+                "default: not measured"
+            },
+            if p.nanosleep_idle_cpu.is_some() && !p.nanosleep_cpu_per_cpu.is_empty() {
+                "CPU across a sleep: idle CPU 0 - hog on CPU 0"
+            } else {
+                "default: not measured"
+            },
+            if p.futex_wake_cpu.is_some() {
+                "CPU of a FUTEX_WAKE that wakes a waiter"
+            } else {
+                "default: not measured"
+            },
         ];
         for ((name, v), note) in HostCosts::NAMES.iter().zip(c.values()).zip(notes) {
             let val = format!("\"{}\"", fmt_ns(v));
@@ -356,6 +478,10 @@ mod tests {
                 timer_hog_per_cpu: vec![6_000, 6_500],
                 pipe_hop: 2_001,
                 cross_cpu: Some(25_000),
+                nanosleep_cpu: Some(15_500),
+                nanosleep_cpu_per_cpu: vec![15_000, 16_000],
+                nanosleep_idle_cpu: Some(19_000),
+                futex_wake_cpu: Some(1_700),
             },
             costs: HostCosts {
                 timer_wake: 4_249,
@@ -364,6 +490,9 @@ mod tests {
                 remote_wakeup: 22_999,
                 migration: 0,
                 yield_to: 0,
+                nanosleep: 13_499,
+                nanosleep_idle: 4_000,
+                futex_wake: 1_700,
             },
         };
         let src = format!("{}[[task]]\nname = \"a\"\nkind = \"hog\"\n", cal.table());

@@ -14,7 +14,8 @@ pub fn mono_now() -> u64 {
     ns(clock_gettime(TClock::Monotonic))
 }
 
-fn thread_cpu() -> u64 {
+/// This thread's CPU time (CLOCK_THREAD_CPUTIME_ID), in ns.
+pub fn thread_cpu() -> u64 {
     ns(clock_gettime(TClock::ThreadCPUTime))
 }
 

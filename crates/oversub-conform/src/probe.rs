@@ -197,6 +197,9 @@ mod tests {
             remote_wakeup: 9,
             migration: 0,
             yield_to: 0,
+            nanosleep: 0,
+            nanosleep_idle: 0,
+            futex_wake: 0,
         };
         let c = p.costs(&base);
         assert_eq!(c.timer_wake + c.context_switch, 20_000);

@@ -207,6 +207,9 @@ mod tests {
             remote_wakeup: 0,
             migration: 0,
             yield_to: 0,
+            nanosleep: 0,
+            nanosleep_idle: 0,
+            futex_wake: 0,
         };
         let s = simulated(&sc, &h, &costs);
         assert_eq!(s.host.costs, costs);

@@ -7,7 +7,13 @@ use oversub::report::Report;
 use oversub::scenario::rtapp::scenario;
 
 fn run(src: &str) -> Report {
-    let sc = scenario("test.json", src).unwrap_or_else(|e| panic!("{e}"));
+    run_with(src, |_| {})
+}
+
+/// [`run`] with the host costs changed by `set`.
+fn run_with(src: &str, set: impl FnOnce(&mut oversub::sched::HostCosts)) -> Report {
+    let mut sc = scenario("test.json", src).unwrap_or_else(|e| panic!("{e}"));
+    set(&mut sc.host.costs);
     let mut sim = oversub::sim::Simulator::new(&sc);
     sim.set_check_invariants(true);
     sim.run_polled(sc.host.duration, &mut |_| true)
@@ -62,9 +68,18 @@ fn a_barrier_holds_the_fast_thread_to_the_slow_one() {
 #[test]
 fn condition_variables_pass_the_turn() {
     // Producer/consumer handoff: the consumer runs only when signalled.
-    let r = run(r#"{"global": {"duration": 1}, "tasks": {
+    // The producer's sleep and signal cost it no CPU here (their host
+    // costs zero), so that the CPU ratio is the work's.
+    let r = run_with(
+        r#"{"global": {"duration": 1}, "tasks": {
             "prod": {"run": 100, "lock": "m", "signal": "q", "unlock": "m", "sleep": 900},
-            "cons": {"lock": "m", "wait": {"ref": "q", "mutex": "m"}, "unlock": "m", "run": 300}}}"#);
+            "cons": {"lock": "m", "wait": {"ref": "q", "mutex": "m"}, "unlock": "m", "run": 300}}}"#,
+        |c| {
+            c.nanosleep = 0;
+            c.nanosleep_idle = 0;
+            c.futex_wake = 0;
+        },
+    );
     let p = r.program.as_ref().unwrap();
     let (prod, cons) = (p.threads[0].phase_loops, p.threads[1].phase_loops);
     // One consumer pass per signal (it is always waiting by then).

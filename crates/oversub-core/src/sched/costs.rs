@@ -24,6 +24,19 @@
 //!   target checks, `yield_to_task_fair()` and `resched_curr()`, charged to
 //!   the caller (the yielding vCPU as exit overhead, a host task before its
 //!   next burst); the `schedule()` of a successful yield is the switch.
+//! * `nanosleep`: CPU time of a sleep on an hrtimer
+//!   (`clock_nanosleep()`/`nanosleep()` -> `hrtimer_nanosleep()` ->
+//!   `do_nanosleep()`: arming the timer, which reprograms the clock event
+//!   device, and the return after the wakeup, Linux 6.12.117 and 6.18 alike)
+//!   beyond the switch, charged to the sleeper like the switch (paid when it
+//!   next runs, before its work goes on);
+//! * `nanosleep_idle`: added to `nanosleep` when the sleeper's timer fires
+//!   on an idle CPU (the first switch out of idle and the return path on a
+//!   CPU that was halted: in a VM, the vCPU woken by its host);
+//! * `futex_wake`: CPU time of a FUTEX_WAKE system call that wakes a waiter
+//!   (`futex_wake()` -> `wake_up_q()` -> `try_to_wake_up()`, 6.12.117 and
+//!   6.18 alike), charged to the waker after the wakeup, before its work
+//!   goes on.
 //!
 //! The defaults are medians measured on this project's machine kind with
 //! `oversub calibrate` (docs/model.md); `oversub calibrate` prints the
@@ -39,6 +52,9 @@ pub struct HostCosts {
     pub remote_wakeup: u64,
     pub migration: u64,
     pub yield_to: u64,
+    pub nanosleep: u64,
+    pub nanosleep_idle: u64,
+    pub futex_wake: u64,
 }
 
 impl HostCosts {
@@ -50,16 +66,22 @@ impl HostCosts {
         remote_wakeup: 0,
         migration: 0,
         yield_to: 0,
+        nanosleep: 0,
+        nanosleep_idle: 0,
+        futex_wake: 0,
     };
 
     /// The keys of `[host.costs]`, in table order.
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: [&'static str; 9] = [
         "timer_wake",
         "idle_exit",
         "context_switch",
         "remote_wakeup",
         "migration",
         "yield_to",
+        "nanosleep",
+        "nanosleep_idle",
+        "futex_wake",
     ];
 
     /// The cost named `name` (one of [`HostCosts::NAMES`]).
@@ -71,12 +93,15 @@ impl HostCosts {
             "remote_wakeup" => &mut self.remote_wakeup,
             "migration" => &mut self.migration,
             "yield_to" => &mut self.yield_to,
+            "nanosleep" => &mut self.nanosleep,
+            "nanosleep_idle" => &mut self.nanosleep_idle,
+            "futex_wake" => &mut self.futex_wake,
             _ => return None,
         })
     }
 
     /// The values in [`HostCosts::NAMES`] order.
-    pub fn values(&self) -> [u64; 6] {
+    pub fn values(&self) -> [u64; 9] {
         [
             self.timer_wake,
             self.idle_exit,
@@ -84,6 +109,9 @@ impl HostCosts {
             self.remote_wakeup,
             self.migration,
             self.yield_to,
+            self.nanosleep,
+            self.nanosleep_idle,
+            self.futex_wake,
         ]
     }
 
@@ -122,6 +150,21 @@ impl Default for HostCosts {
             // syscall tracepoints, minus 0.65 us for getppid() measured the
             // same way.
             yield_to: 350,
+            nanosleep: NANOSLEEP_DEFAULT,
+            nanosleep_idle: NANOSLEEP_IDLE_DEFAULT,
+            futex_wake: FUTEX_WAKE_DEFAULT,
         }
     }
 }
+
+/// Default `nanosleep`: the median of eight `oversub calibrate --samples
+/// 1500` runs on the project's machine kind (2 vCPUs under KVM, Linux
+/// 6.18, load average ~16 from other jobs): CPU across a sleep against a
+/// hog 12.8-14.5 us (means over CPUs 0 and 1) minus the pipe hop, 10.2-11.9
+/// us (docs/model.md, "Host costs").
+const NANOSLEEP_DEFAULT: u64 = 10_900;
+/// Default `nanosleep_idle`: median of five runs (as `nanosleep`): CPU
+/// across a sleep on idle CPU 0 minus against a hog, 3.6-7.1 us.
+const NANOSLEEP_IDLE_DEFAULT: u64 = 6_200;
+/// Default `futex_wake`: median of eight runs (as `nanosleep`), 1.9-2.8 us.
+const FUTEX_WAKE_DEFAULT: u64 = 2_400;

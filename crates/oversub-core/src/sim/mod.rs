@@ -65,8 +65,8 @@ struct TaskSim {
     /// When the burst started consuming on the current CPU.
     running_since: Option<Time>,
     started: bool,
-    /// Switch and migration CPU time owed (HostCosts), paid before the
-    /// burst continues.
+    /// Switch, migration and system call CPU time owed (HostCosts), paid
+    /// before the burst continues.
     overhead: Nanos,
     /// `timer_slack_ns` of the task's sleeps (sim/hrtimer.rs).
     timer_slack: Nanos,
@@ -380,7 +380,19 @@ impl Simulator {
     fn hrtimer_interrupt(&mut self, cpu: CpuId, delay: Nanos) {
         let mut due = std::mem::take(&mut self.due_timers);
         self.hrtimers.hrtimer_run_queues(cpu, self.now, &mut due);
+        // A program thread whose sleep ends on an idle CPU pays
+        // HostCosts::nanosleep_idle on top of its sleep's CPU time.
+        let idle_cost = match self.host.sched.rqs[cpu.idx()].curr {
+            None => Nanos(self.host.sched.cfg.costs.nanosleep_idle),
+            Some(_) => Nanos::ZERO,
+        };
         for &(p, soft) in &due {
+            if idle_cost > Nanos::ZERO {
+                let ts = &mut self.tasks[p.idx()];
+                if matches!(ts.body, Body::Steps(Behaviour::Program { .. })) {
+                    ts.overhead += idle_cost;
+                }
+            }
             if delay > Nanos::ZERO {
                 self.queue.push(self.now + delay, Ev::TimerWake(p, soft));
             } else {
@@ -410,6 +422,10 @@ impl Simulator {
         let Body::Steps(behaviour) = &mut ts.body else {
             unreachable!("only a task with a behaviour is stepped");
         };
+        // Only a program's threads pay their system calls: the other
+        // behaviours' CPU parameters are all the CPU of an activation (as
+        // conform's workers burn a cumulative CPU budget).
+        let program = matches!(behaviour, Behaviour::Program { .. });
         let step = if ts.started {
             behaviour.on_burst_end(p, now, &mut self.world)
         } else {
@@ -423,6 +439,19 @@ impl Simulator {
                 .try_to_wake_up(w, step.wake_flags, Some(cpu))
             {
                 self.trace_wakeup_from(w, Some(cpu));
+            }
+        }
+        // The system calls' own CPU time (HostCosts::nanosleep,
+        // HostCosts::futex_wake): paid like the switch, before the task's
+        // work goes on (after its wakeup, for a sleep).
+        if program {
+            let costs = &self.host.sched.cfg.costs;
+            let mut syscalls = u64::from(step.futex_wakes) * costs.futex_wake;
+            if matches!(step.next, Next::Sleep(Some(_))) {
+                syscalls += costs.nanosleep;
+            }
+            if syscalls > 0 {
+                self.tasks[p.idx()].overhead += Nanos(syscalls);
             }
         }
         if let Next::Sleep(Some(at)) = step.next {

@@ -44,6 +44,9 @@ pub struct Step {
     /// (`pipe_write()`/`pipe_read()` wake with
     /// `wake_up_interruptible_sync_poll()`), 0 for a futex's.
     pub wake_flags: u32,
+    /// FUTEX_WAKE system calls that woke a waiter in this step (each costs
+    /// the waker `HostCosts::futex_wake`).
+    pub futex_wakes: u32,
     pub next: Next,
 }
 
@@ -52,6 +55,7 @@ impl Step {
         Step {
             wake: Wake::new(),
             wake_flags: 0,
+            futex_wakes: 0,
             next,
         }
     }
@@ -64,6 +68,7 @@ impl Step {
         Step {
             wake,
             wake_flags: WF_SYNC,
+            futex_wakes: 0,
             next,
         }
     }
@@ -266,6 +271,7 @@ impl Behaviour {
                 Step {
                     wake,
                     wake_flags: 0,
+                    futex_wakes: prog.take_futex_wakes(),
                     next,
                 }
             }

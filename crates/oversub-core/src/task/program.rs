@@ -15,7 +15,9 @@
 //! * mutexes (glibc `lll_lock`): a free mutex is taken by whoever asks
 //!   (a running thread can steal it from a woken waiter); unlock frees it and
 //!   wakes the first waiter (FUTEX_WAKE 1), which retries and queues again at
-//!   the tail if it lost. Futex syscall CPU cost is not modelled.
+//!   the tail if it lost. A FUTEX_WAKE that wakes a waiter is counted
+//!   ([`ProgramRt::take_futex_wakes`]) so that the host can charge its CPU
+//!   time; FUTEX_WAIT's is the switch's.
 //! * condition variables: FIFO waiters; `wait` releases the mutex, sleeps,
 //!   and re-acquires the mutex after the signal (no spurious wakeups);
 //!   signals without waiters are lost.
@@ -200,6 +202,10 @@ pub struct ProgramRt {
     /// (FUTEX_WAIT / a FUTEX_WAKE with a waiter), in order, as indices:
     /// mutexes, then conditions, barriers and queues ([`Self::take_futex_ops`]).
     futex_ops: Vec<usize>,
+    /// FUTEX_WAKE system calls that woke a waiter in the current step: one
+    /// per unlock, signal, broadcast, barrier release or queue operation
+    /// that woke a thread ([`Self::take_futex_wakes`]).
+    futex_wakes: u32,
     /// The first thread that executed more than
     /// [`crate::limits::MAX_ZERO_TIME_STEPS`] events in one step, and when
     /// ([`Self::zero_time_loop`]).
@@ -251,6 +257,7 @@ impl ProgramRt {
             counters: vec![0; prog.counters.len()],
             released: false,
             futex_ops: Vec::new(),
+            futex_wakes: 0,
             stuck: None,
             prog,
         }
@@ -334,6 +341,7 @@ impl ProgramRt {
         if let Some(w) = self.mutex_waiters[m.idx()].pop_front() {
             wake.push(w);
             self.futex_ops.push(m.idx());
+            self.futex_wakes += 1;
         }
     }
 
@@ -467,6 +475,12 @@ impl ProgramRt {
         out.append(&mut self.futex_ops);
     }
 
+    /// The FUTEX_WAKE system calls that woke a waiter in the last step
+    /// (see `futex_wakes`); 0 when asked again.
+    pub fn take_futex_wakes(&mut self) -> u32 {
+        std::mem::take(&mut self.futex_wakes)
+    }
+
     /// Whether a sleeping lock was released since the last call.
     pub fn take_released(&mut self) -> bool {
         std::mem::take(&mut self.released)
@@ -513,6 +527,7 @@ impl ProgramRt {
         if let Some(w) = other {
             wake.push(w);
             self.futex_ops.push(futex);
+            self.futex_wakes += 1;
         }
         if let Some(since) = th.queue_wait_since.take() {
             th.stats.queue_wait_ns += (now - since).0;
@@ -535,6 +550,7 @@ impl ProgramRt {
         if let Some(w) = self.cond_waiters[c.idx()].pop_front() {
             wake.push(w);
             self.futex_ops.push(self.prog.mutexes.len() + c.idx());
+            self.futex_wakes += 1;
         }
     }
 
@@ -572,6 +588,7 @@ impl ProgramRt {
     /// caller keeps, so the hot path allocates nothing).
     pub fn step_into(&mut self, t: usize, now: Time, wake: &mut Vec<usize>) -> Action {
         self.futex_ops.clear();
+        self.futex_wakes = 0;
         if !self.threads[t].started {
             self.threads[t].started = true;
             let delay = self.prog.threads[t].delay;
@@ -697,6 +714,7 @@ impl ProgramRt {
                 Event::Broad(c) => {
                     if !self.cond_waiters[c.idx()].is_empty() {
                         self.futex_ops.push(self.prog.mutexes.len() + c.idx());
+                        self.futex_wakes += 1;
                     }
                     wake.extend(self.cond_waiters[c.idx()].drain(..));
                     self.advance(t, now);
@@ -719,6 +737,9 @@ impl ProgramRt {
                         self.futex_ops.push(futex);
                     }
                     if self.barrier_waiting[b.idx()] == 0 {
+                        if !self.barrier_waiters[b.idx()].is_empty() {
+                            self.futex_wakes += 1;
+                        }
                         wake.append(&mut self.barrier_waiters[b.idx()]);
                         self.advance(t, now);
                     } else {

@@ -314,3 +314,102 @@ fn yield_to_costs_its_caller_unless_it_returns_esrch() {
     assert!(alone_free > 15_000, "{alone_free}");
     assert_eq!(alone_free, alone_paid);
 }
+
+/// The rt-app producer/consumer of conform/rtapp_condvar.json (one CPU, a
+/// 6 ms periodic producer running 0.5 ms and signalling a consumer that
+/// runs 1 ms), optionally with a hog thread on the same CPU, under `costs`
+/// (every other cost zero). Per thread: (cpu_ns, loops).
+fn condvar_pair(costs: oversub::sched::HostCosts, hog: bool) -> Vec<(String, u64, u64)> {
+    let hog = if hog {
+        r#", "hog": {"cpus": [0], "run": 1000000}"#
+    } else {
+        ""
+    };
+    let json = format!(
+        r#"{{"global": {{"duration": 1}}, "tasks": {{
+            "prod": {{"cpus": [0], "run": 500, "signal": "q", "timer": {{"ref": "p", "period": 6000}}}},
+            "cons": {{"cpus": [0], "lock": "m", "wait": {{"ref": "q", "mutex": "m"}}, "unlock": "m", "run": 1000}}{hog}}}}}"#
+    );
+    let mut sc = oversub::scenario::rtapp::scenario("condvar.json", &json).unwrap();
+    sc.host.costs = costs;
+    let mut sim = oversub::sim::Simulator::new(&sc);
+    sim.set_check_invariants(true);
+    let r = sim
+        .run_polled(sc.host.duration, &mut |_| true)
+        .expect("the run finishes");
+    let p = r.program.as_ref().unwrap();
+    p.threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let name = r.tasks[i].name.clone();
+            (name, r.tasks[i].cpu_ns, t.phase_loops)
+        })
+        .collect()
+}
+
+/// A program thread pays the CPU time of its system calls where the kernel
+/// does: each timed sleep costs it `nanosleep` (+ `nanosleep_idle` when the
+/// timer fires on an idle CPU), each FUTEX_WAKE that wakes a waiter costs
+/// the waker `futex_wake`; a thread that only blocks on a futex pays
+/// nothing beyond the switch.
+#[test]
+fn a_programs_sleeps_and_futex_wakes_cost_its_threads_cpu() {
+    let zero = oversub::sched::HostCosts::ZERO;
+    let costs = oversub::sched::HostCosts {
+        nanosleep: 10_000,
+        nanosleep_idle: 5_000,
+        futex_wake: 2_000,
+        ..zero
+    };
+    let free = condvar_pair(zero, false);
+    let paid = condvar_pair(costs, false);
+    assert_eq!(free[0].0, "prod");
+    let (prod0, prod) = (&free[0], &paid[0]);
+    assert!(prod.2 >= 160 && prod.2 == prod0.2, "{free:?} {paid:?}");
+    let loops = prod.2;
+    // Free: exactly its 500 us per loop (within the loop in progress).
+    assert!(prod0.1.abs_diff(loops * 500_000) <= 500_000, "{free:?}");
+    // Paid: 17 us more per loop (its sleep ends on the idle CPU, its signal
+    // wakes the waiting consumer).
+    let extra = prod.1 as i64 - prod0.1 as i64;
+    assert!(
+        (extra - loops as i64 * 17_000).abs() <= 17_000,
+        "extra {extra} over {loops} loops"
+    );
+    // The consumer only blocks in FUTEX_WAIT: no extra CPU.
+    assert!(
+        paid[1].1.abs_diff(free[1].1) <= 1_000_000,
+        "{free:?} {paid:?}"
+    );
+}
+
+/// Against a hog on the same CPU the system calls' CPU time comes out of
+/// the hog's share (who gets the CPU), and the CPU is never idle when the
+/// producer's timer fires: no `nanosleep_idle`.
+#[test]
+fn a_programs_system_calls_take_their_cpu_from_the_other_tasks() {
+    let zero = oversub::sched::HostCosts::ZERO;
+    let costs = oversub::sched::HostCosts {
+        nanosleep: 10_000,
+        nanosleep_idle: 5_000,
+        futex_wake: 2_000,
+        ..zero
+    };
+    let free = condvar_pair(zero, true);
+    let paid = condvar_pair(costs, true);
+    let prod_extra = paid[0].1 as i64 - free[0].1 as i64;
+    let hog_loss = free[2].1 as i64 - paid[2].1 as i64;
+    let loops = paid[0].2 as i64;
+    assert!(loops >= 150, "{paid:?}");
+    // 12 us per loop: the sleep and the wake, never the idle exit.
+    assert!(
+        (prod_extra - loops * 12_000).abs() <= 12_000,
+        "extra {prod_extra} over {loops} loops {free:?} {paid:?}"
+    );
+    // The hog gives it up (the consumer's share is unchanged).
+    assert!(
+        (hog_loss - prod_extra).abs() <= 1_000_000,
+        "hog lost {hog_loss}, producer gained {prod_extra}"
+    );
+}
