@@ -38,6 +38,7 @@ use crate::engine::Nanos;
 use value::{boolean, fields, int, no_dups, obj, policy, string};
 
 mod event;
+mod fork;
 mod task;
 mod task_ext;
 mod value;
@@ -56,7 +57,9 @@ const EVENTS: [&str; 16] = [
     "suspend", "resume", "mem", "iorun", "yield", "barrier",
 ];
 /// Extension events (not prefixes of, nor prefixed by, an rt-app event).
-const EXT_EVENTS: [&str; 6] = ["syscall", "munmap", "smp_call", "put", "get", "count"];
+const EXT_EVENTS: [&str; 7] = [
+    "syscall", "munmap", "smp_call", "put", "get", "count", "fork",
+];
 /// The largest queue capacity and batch (items).
 const MAX_QUEUE_ITEMS: i64 = u32::MAX as i64;
 const GLOBAL_KEYS: [&str; 13] = [
@@ -118,6 +121,9 @@ struct Builder {
     klock_irqsave: Vec<(Option<bool>, String)>,
     queues: Vec<QueueRef>,
     counters: Vec<String>,
+    /// Tasks named by `fork` events (child process images), with the
+    /// path of their first reference.
+    forks: Vec<(String, String)>,
     fidelity: Vec<FidelityNote>,
 }
 
@@ -295,6 +301,7 @@ pub fn parse(src: &str) -> Result<RtApp, InputError> {
         klock_irqsave: Vec::new(),
         queues: Vec::new(),
         counters: Vec::new(),
+        forks: Vec::new(),
         fidelity: Vec::new(),
     };
     let mut duration = None;
@@ -352,6 +359,7 @@ pub fn parse(src: &str) -> Result<RtApp, InputError> {
         }
         b.task(name, v, &mut threads)?;
     }
+    let threads = fork::expand(threads, &b.forks)?;
     let mut queues = Vec::new();
     // Spinlocks (`syscall` without a sleeping kind) of the file.
     let mut spin = vec![false; b.klocks.len()];
