@@ -116,6 +116,8 @@ enum Pending {
     CountPut(QueueId, u32),
     /// Forked this child and waits for it (`wait4`).
     Child(usize),
+    /// vforked this child and waits for its exec, then for its exit.
+    Vfork(usize),
 }
 
 /// Per-thread counters.
@@ -161,6 +163,8 @@ struct ThreadRt {
     queue_wait_since: Option<Time>,
     /// A forked child that exited and has not yet woken its parent.
     notify_parent: bool,
+    /// A vforked child whose parent waits for its exec (its first event).
+    vfork_done_pending: bool,
     stats: ThreadStats,
 }
 
@@ -238,6 +242,7 @@ impl ProgramRt {
                     sleeping_wait_since: None,
                     queue_wait_since: None,
                     notify_parent: false,
+                    vfork_done_pending: false,
                     stats: ThreadStats::default(),
                 })
                 .collect(),
@@ -339,7 +344,7 @@ impl ProgramRt {
     /// `copy_process()` of child `c` by `t`: the child restarts at its
     /// first event (its counters go on: a child slot's figures are all
     /// its processes').
-    fn fork(&mut self, c: usize, now: Time) {
+    fn fork(&mut self, c: usize, vfork: bool, now: Time) {
         debug_assert!(self.threads[c].done, "a parent waits for its child");
         let th = &mut self.threads[c];
         th.pass = 0;
@@ -349,6 +354,7 @@ impl ProgramRt {
         th.pending = Pending::None;
         th.done = false;
         th.notify_parent = false;
+        th.vfork_done_pending = vfork;
         th.loop_since = Some(now);
         th.stats.finished_at = None;
         self.forks.push(c);
@@ -632,6 +638,19 @@ impl ProgramRt {
         }
         let mut steps: u64 = 0;
         loop {
+            // complete_vfork_done(): the vforked child's first event (its
+            // execve) is over, the parent waiting for it is woken.
+            if self.threads[t].vfork_done_pending
+                && (self.threads[t].done || self.threads[t].ev > 0 || self.threads[t].phase > 0)
+            {
+                self.threads[t].vfork_done_pending = false;
+                if let Some(p) = self.prog.threads[t].parent {
+                    if self.threads[p.idx()].pending == Pending::Vfork(t) {
+                        self.threads[p.idx()].pending = Pending::Child(t);
+                        wake.push(p.idx());
+                    }
+                }
+            }
             if self.threads[t].done {
                 // exit_notify() -> do_notify_parent(): the parent waiting
                 // in wait4 is woken (its __wake_up_parent).
@@ -713,6 +732,7 @@ impl ProgramRt {
                     self.advance(t, now);
                     continue;
                 }
+                Pending::Vfork(_) => return Action::Sleep(None),
             }
             match *self.event(t) {
                 Event::Run(d) | Event::Runtime(d) => {
@@ -849,9 +869,13 @@ impl ProgramRt {
                 }
                 // fork + exec: the child starts; wait4 blocks until it
                 // exits (it cannot have exited yet: it has not run).
-                Event::Fork { child } => {
-                    self.fork(child.idx(), now);
-                    self.threads[t].pending = Pending::Child(child.idx());
+                Event::Fork { child, vfork } => {
+                    self.fork(child.idx(), vfork, now);
+                    self.threads[t].pending = if vfork {
+                        Pending::Vfork(child.idx())
+                    } else {
+                        Pending::Child(child.idx())
+                    };
                     return Action::Sleep(None);
                 }
                 Event::SmpCall {

@@ -158,8 +158,13 @@ pub enum Event {
     /// `sched_fork` + `wake_up_new_task`, placed by the fork balance),
     /// runs its phase list once, exits, and its exit wakes this thread.
     /// The kernel CPU of fork/exec/exit is the `run` events around it.
+    /// With `vfork` (`vfork()`, glibc's `posix_spawn`: CLONE_VFORK) the
+    /// parent first sleeps until the child has run its first event (its
+    /// `execve`, which releases the parent's mm: `mm_release()` ->
+    /// `complete_vfork_done()`), then waits for its exit.
     Fork {
         child: ThreadId,
+        vfork: bool,
     },
 }
 
@@ -395,7 +400,7 @@ impl Program {
                         Event::Syscall { lock, .. } | Event::SleepingLock { lock, .. } => {
                             bad(lock.idx(), self.klocks.len(), "kernel lock")
                         }
-                        Event::Fork { child } => {
+                        Event::Fork { child, .. } => {
                             bad(child.idx(), self.threads.len(), "thread").or_else(|| {
                                 let c = &self.threads[child.idx()];
                                 (c.parent.map(ThreadId::idx) != Some(ti)).then(|| {

@@ -57,8 +57,8 @@ const EVENTS: [&str; 16] = [
     "suspend", "resume", "mem", "iorun", "yield", "barrier",
 ];
 /// Extension events (not prefixes of, nor prefixed by, an rt-app event).
-const EXT_EVENTS: [&str; 7] = [
-    "syscall", "munmap", "smp_call", "put", "get", "count", "fork",
+const EXT_EVENTS: [&str; 8] = [
+    "syscall", "munmap", "smp_call", "put", "get", "count", "fork", "vfork",
 ];
 /// The largest queue capacity and batch (items).
 const MAX_QUEUE_ITEMS: i64 = u32::MAX as i64;

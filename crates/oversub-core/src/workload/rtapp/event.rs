@@ -280,7 +280,7 @@ impl Builder {
             // The child is named by its task; the task list is resolved
             // after every task is read (`Builder::expand_forks`): the id is
             // an index into `self.forks` until then.
-            "fork" => {
+            "fork" | "vfork" => {
                 let name = string(v, at)?;
                 let i = match self.forks.iter().position(|(n, _)| n == name) {
                     Some(i) => i,
@@ -291,6 +291,7 @@ impl Builder {
                 };
                 out.push(Event::Fork {
                     child: ThreadId(i as u32),
+                    vfork: kind == "vfork",
                 });
             }
             _ => unreachable!("every event kind is handled"),

@@ -76,7 +76,7 @@ pub(super) fn expand(
         let mut copies: Vec<(u32, usize)> = Vec::new();
         for pi in 0..out[i].phases.len() {
             for ei in 0..out[i].phases[pi].events.len() {
-                let Event::Fork { child } = out[i].phases[pi].events[ei] else {
+                let Event::Fork { child, vfork } = out[i].phases[pi].events[ei] else {
                     continue;
                 };
                 let k = child.0;
@@ -127,6 +127,7 @@ pub(super) fn expand(
                 };
                 out[i].phases[pi].events[ei] = Event::Fork {
                     child: ThreadId(idx as u32),
+                    vfork,
                 };
             }
         }
