@@ -62,7 +62,7 @@ MISC_BLOCK_US = 1000
 TIMER_SLACK_US = 0.001
 # Figures of scripts/check-recordings.py --guest shown, not judged, with
 # the measured reason: REC -> {metric: reason}.
-_SHOOTDOWNS = ("the recorded shootdowns are single-threaded processes' (cc1: 97%), sent to the CPUs their mm "
+_SHOOTDOWNS = ("the recorded shootdowns are single-threaded processes' (cc1: 97% of them at -j16), sent to the CPUs their mm "
                "ran on before a migration; the same build gave 284 per object at -j16 and 7.5 at -j128, so the "
                "rate follows the run's migrations, not the compiler; the guest model has one mm per program "
                "(a munmap flushes every vCPU running any of its threads), so writing them as munmap events "
