@@ -246,3 +246,29 @@ fn forked_children_wake_their_parent_at_both_levels() {
         "guest {gl} vs host {job} passes"
     );
 }
+
+/// The flat scheduler creates no task after the start: a program that
+/// forks is refused in one line, host-only and as a guest.
+#[test]
+fn a_forking_program_is_refused_on_the_flat_scheduler() {
+    let dir = std::env::temp_dir().join(format!("oversub-fork-flat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prog = r#"{"global": {"duration": 1}, "tasks": {"a": {"run": 100, "fork": "b"}, "b": {"run": 5}}}"#;
+    std::fs::write(dir.join("p.json"), prog).unwrap();
+    let host = format!(
+        r#"{{"oversub": {{"cpus": 2, "kernel": "flat"}}, {}"#,
+        &prog[1..]
+    );
+    std::fs::write(dir.join("h.json"), host).unwrap();
+    std::fs::write(
+        dir.join("g.toml"),
+        "[host]\ncpus = 2\n\n[[vm]]\nname = \"g\"\nvcpus = 2\nprogram = \"p.json\"\nkernel = \"flat\"\n",
+    )
+    .unwrap();
+    let h = Scenario::load(&dir.join("h.json")).unwrap_err().to_string();
+    let g = Scenario::load(&dir.join("g.toml")).unwrap_err().to_string();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(h.contains("oversub.kernel: flat: the program forks"), "{h}");
+    assert!(g.contains("vm[0].kernel: flat: the program forks"), "{g}");
+    assert!(!h.contains('\n') && !g.contains('\n'));
+}
