@@ -326,6 +326,9 @@ impl Program {
                     Some(p) if p.idx() < self.threads.len() && p.idx() != ti => {
                         up = self.threads[p.idx()].parent;
                     }
+                    Some(p) if p.idx() == ti => {
+                        return Err(format!("thread {}: its parents form a cycle", t.name))
+                    }
                     Some(p) => {
                         return Err(format!(
                             "thread {}: parent {} is not another thread of the program",

@@ -541,3 +541,29 @@ fn bad_forks_are_refused_in_one_line() {
     ));
     assert!(e.contains("allowed at most 16"), "{e}");
 }
+
+/// `Program::validate`'s fork rules (the interpreter's contract): a fork
+/// names a child of the forking thread, a child runs once per fork, and
+/// parents form no cycle.
+#[test]
+fn validate_refuses_forks_of_non_children_and_parent_cycles() {
+    let ok = prog(
+        r#"{"global": {"duration": 1}, "tasks": {"a": {"run": 1, "fork": "b"}, "b": {"run": 2}}}"#,
+    );
+    assert!(ok.validate().is_ok());
+    let mut p = ok.clone();
+    p.threads[1].parent = None;
+    assert!(p
+        .validate()
+        .unwrap_err()
+        .contains("not a child process of this thread"));
+    let mut p = ok.clone();
+    p.threads[1].loops = None;
+    assert!(p.validate().unwrap_err().contains("once per fork"));
+    let mut p = ok.clone();
+    p.threads[0].parent = Some(ThreadId(1));
+    assert!(p.validate().unwrap_err().contains("cycle"));
+    let mut p = ok;
+    p.threads[0].parent = Some(ThreadId(7));
+    assert!(p.validate().unwrap_err().contains("not another thread"));
+}
