@@ -555,7 +555,6 @@ impl Scheduler {
                 && !self.tasks[p.idx()].on_cpu,
             "sched_fork of a live task slot"
         );
-        debug_assert!(self.class != class::FairClass::Flat);
         let se_id = self.tasks[p.idx()].se;
         let old = &self.ses[se_id.idx()];
         let mut se = SchedEntity::new(old.load, old.cfs_rq);
