@@ -114,4 +114,5 @@ test-recordings: build
 	python3 scripts/named-workloads.py --check
 	python3 scripts/derive-queues.py --check
 	python3 scripts/derive-mm.py --check
+	python3 scripts/derive-kernbench.py --check
 	python3 scripts/check-recordings.py --guest --no-real --oversub $(OVERSUB)

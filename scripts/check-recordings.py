@@ -194,9 +194,15 @@ def named_guest_list():
     dq = importlib.import_module("derive-queues")
     dm = importlib.import_module("derive-mm")
 
+    dk = importlib.import_module("derive-kernbench")
+
     def known(name, rec):
         src = nw.SOURCE.get(name, "")
-        return dm.KNOWN_GAPS.get(rec, {}) if src.startswith("mm-guest") else dq.KNOWN_GAPS.get(rec, {}) if src else {}
+        if src.startswith("mm-guest"):
+            return dm.KNOWN_GAPS.get(rec, {})
+        if src == "forks.json":
+            return dk.KNOWN_GAPS.get(rec, {})
+        return dq.KNOWN_GAPS.get(rec, {}) if src else {}
     out = [(name, rec, nw.check_source(name), known(name, rec)) for name, (rec, _op, _counted) in nw.NAMED.items()]
     # The queue programs no named workload is written from (none today).
     named = {nw.source(name) for name in nw.NAMED}

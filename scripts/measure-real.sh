@@ -130,7 +130,11 @@ run_one() { # NAME; stdout = the program's output
 		local k=$W/linux jobs=$THREADS
 		[[ $name == kernbench-64 ]] && jobs=128
 		find "$k/kernel/sched" "$k/mm" -name '*.o' -delete
-		make -s -C "$k" -j"$jobs" kernel/sched/ mm/ >"$out" 2>&1
+		# 128 jobs on a shared machine: niced (nice -n 19), so the other
+		# users keep their CPU; -j16 runs at the default nice.
+		local nice=0
+		[[ $jobs -gt $THREADS ]] && nice=19
+		nice -n "$nice" make -s -C "$k" -j"$jobs" kernel/sched/ mm/ >"$out" 2>&1
 		t1=$(date +%s.%N)
 		ops_line "$name" objects "$(find "$k/kernel/sched" "$k/mm" -name '*.o' -newer "$out" | wc -l)" \
 			"$(echo "$t1 - $t0" | bc)"

@@ -57,6 +57,15 @@ NAMED = collections.OrderedDict([
     ("vips", ("vips", "an image pass (vipsbench: PARSEC vips' operation chain over the 2662x5500 simlarge image; "
                       "counted per 128x128 unit computed, 903 to a pass)",
               "the program's op markers (programs/vips/vipsbench: a pass)")),
+    # A build as processes (the fork extension), from the recordings' per-comm
+    # processes, CPU and blocks (scripts/derive-kernbench.py). kernbench-64
+    # is the history scenarios' 64-vCPU guest (make -j128), recorded on
+    # this machine's 2 CPUs: what does not carry over is in docs/workloads.md.
+    ("kernbench", ("kernbench", "a compiled object (make -j16 kernel/sched/ mm/ of the 6.12 tree)",
+                   "the objects the build wrote (ops.txt)")),
+    ("kernbench-64", ("kernbench-64", "a compiled object (make -j128 kernel/sched/ mm/ of the 6.12 tree, "
+                                      "recorded on 2 CPUs)",
+                      "the objects the build wrote (ops.txt)")),
 ])
 
 # Which derived program of the recording a named workload is: the steady
@@ -68,7 +77,8 @@ NAMED = collections.OrderedDict([
 # guest).
 SOURCE = {"dedup": "queues.json", "vips": "queues.json", "ebizzy-M": "mm-guest-per_vma.json",
           "ebizzy-M-64": "mm-guest-mmap_sem.json", "ebizzy-M-80": "mm-guest-mmap_sem.json",
-          "ebizzy-64": "mm-guest-mmap_sem.json"}
+          "ebizzy-64": "mm-guest-mmap_sem.json",
+          "kernbench": "forks.json", "kernbench-64": "forks.json"}
 
 
 def source(name):
@@ -99,6 +109,11 @@ def build(name):
                          f"recordings/{rec} and its measured memory paths (recordings/{rec}/mm-profile.json, "
                          "scripts/derive-mm.py; docs/workloads.md, \"Memory paths\"), with the guest kernel's "
                          f"mmap_lock sections of the {era!r} era (derivation.guest_mm); what is not derived is "
+                         "listed in derivation.not_derived")
+    elif SOURCE.get(name) == "forks.json":
+        new["status"] = ("measured: the build as processes (fork extension) derived from the recording "
+                         f"recordings/{rec} (scripts/derive-kernbench.py; docs/workloads.md, \"kernbench: a build "
+                         "as processes\"); the process tree is kbuild's, not recorded; what is not derived is "
                          "listed in derivation.not_derived")
     elif name in SOURCE:
         new["status"] = ("measured: the queue program derived from the recording "

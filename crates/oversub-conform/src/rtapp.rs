@@ -397,6 +397,7 @@ mod tests {
             loops: None,
             timer_slack: None,
             ops_per_loop: None,
+            parent: None,
             phases: Vec::new(),
         }
     }

@@ -17,6 +17,12 @@ pub fn host_only_check(sc: &Scenario, cpus: u32) -> Result<(), String> {
                 .into(),
         );
     }
+    if sc.program.as_ref().is_some_and(|p| p.uses_fork()) {
+        return Err(
+            "the program forks child processes (fork/vfork events), which rt-app 1.0 does not run: the real side would run another program"
+                .into(),
+        );
+    }
     if let Some(vm) = sc.vms.first() {
         return Err(format!(
             "vm {}: scenarios with [[vm]] are not host-only (conform runs hog, periodic, yield_loop, pingpong)",
@@ -297,6 +303,21 @@ mod tests {
         )
         .unwrap();
         assert!(host_only_check(&sc, 2).unwrap_err().contains("messaging"));
+    }
+
+    #[test]
+    fn rejects_programs_that_fork() {
+        let f =
+            std::env::temp_dir().join(format!("oversub-conform-fork-{}.json", std::process::id()));
+        std::fs::write(
+            &f,
+            r#"{"global": {"duration": 1}, "tasks": {"a": {"run": 100, "fork": "b"}, "b": {"run": 5}}}"#,
+        )
+        .unwrap();
+        let sc = Scenario::load(&f).unwrap();
+        std::fs::remove_file(&f).unwrap();
+        let e = host_only_check(&sc, 2).unwrap_err();
+        assert!(e.contains("forks child processes"), "{e}");
     }
 
     #[test]

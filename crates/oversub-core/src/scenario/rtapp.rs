@@ -74,6 +74,12 @@ pub fn scenario(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
         }
         e
     })?;
+    if host.kernel == crate::sched::KernelPreset::Flat && prog.uses_fork() {
+        return Err(cx.err(
+            "oversub.kernel",
+            "flat: the program forks child processes (fork events), which the flat scheduler (sched/flat) does not create after the start: allowed any kernel preset but flat",
+        ));
+    }
     let mut tasks = Vec::new();
     for (i, t) in prog.threads.iter().enumerate() {
         if let Some(c) = t

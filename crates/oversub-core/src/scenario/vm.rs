@@ -287,6 +287,14 @@ pub(super) fn vm(
         (Some(o), Some(p)) => Some(ops_threads(cx, &format!("{f}.ops"), o, p)?),
     };
     let (guest_kernel, guest_features) = guest_kernel(cx, &f, v, host)?;
+    if guest_kernel == crate::sched::KernelPreset::Flat
+        && program.as_ref().is_some_and(|p| p.uses_fork())
+    {
+        return Err(cx.err(
+            format!("{f}.kernel"),
+            "flat: the program forks child processes (fork events), which the flat scheduler (sched/flat) does not create after the start: allowed any kernel preset but flat",
+        ));
+    }
     // The phase generator's profiles are `phase:NAME`, so that `workload =
     // "phase:dedup"` cannot be taken for the recorded program
     // (`program = "workloads/dedup.json"`); the bare names are refused with

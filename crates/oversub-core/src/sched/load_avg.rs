@@ -305,7 +305,7 @@ impl Scheduler {
     /// `remove_entity_load_avg()`: a task leaving its CPU while not queued
     /// is synced to now (`sync_entity_load_avg()` + the exact
     /// `migrate_se_pelt_lag()`) and queued for removal from its old cfs_rq.
-    fn remove_entity_load_avg(&mut self, se: SeId) {
+    pub(super) fn remove_entity_load_avg(&mut self, se: SeId) {
         let now = self.clock_pelt();
         let cfs = self.cfs_rq_of(se);
         self.__update_load_avg_blocked_se(now, se);

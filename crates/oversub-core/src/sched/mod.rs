@@ -535,6 +535,65 @@ impl Scheduler {
         id
     }
 
+    /// `sched_fork()` + `sched_cgroup_fork()` (kernel/sched/core.c, Linux
+    /// 6.12) of a new process in the dead task slot `p` (the `fork`
+    /// extension reuses one slot per child of a parent, which waits for
+    /// it): `__sched_fork()` gives it a fresh entity (no vruntime, lag,
+    /// deadline or delayed dequeue; `init_entity_runnable_average()`'s full
+    /// load), and it starts on the forking CPU `cpu`
+    /// (`__set_task_cpu(p, smp_processor_id())`); `wake_up_new_task()`
+    /// places it next. Kept from the slot: its weight and slice (the
+    /// parent's nice and policy: `sched_reset_on_fork` is off), its
+    /// counters and `sum_exec_runtime` (the slot reports the CPU of all its
+    /// processes; `prev_sum_exec_runtime` is set equal, so the slice
+    /// accounting starts at 0 as a new task's does). The flat class
+    /// (sched/flat) is refused before a run starts (`Program::uses_fork`).
+    pub fn sched_fork(&mut self, p: TaskId, cpu: CpuId) {
+        debug_assert!(
+            self.tasks[p.idx()].state == TaskState::Sleeping
+                && !self.tasks[p.idx()].on_rq
+                && !self.tasks[p.idx()].on_cpu,
+            "sched_fork of a live task slot"
+        );
+        let se_id = self.tasks[p.idx()].se;
+        let old = &self.ses[se_id.idx()];
+        let mut se = SchedEntity::new(old.load, old.cfs_rq);
+        se.task = Some(p);
+        se.parent = old.parent;
+        se.depth = old.depth;
+        se.slice = old.slice;
+        se.custom_slice = old.custom_slice;
+        se.sum_exec_runtime = old.sum_exec_runtime;
+        se.prev_sum_exec_runtime = old.sum_exec_runtime;
+        self.ses[se_id.idx()] = se;
+        self.init_entity_runnable_average(se_id);
+        self.__set_task_cpu(p, cpu);
+        let now = self.now;
+        let t = &mut self.tasks[p.idx()];
+        t.recent_used_cpu = cpu;
+        t.wakee_flips = 0;
+        t.wakee_flip_decay_ts = now;
+        t.last_wakee = None;
+        t.wake_time = None;
+        t.wait_since = None;
+        t.last_yield = 0;
+        t.waking = false;
+        t.migrated = false;
+    }
+
+    /// `task_dead_fair()` (kernel/sched/fair.c, Linux 6.12) after the last
+    /// switch-out of an exited task: an entity left queued by
+    /// DELAY_DEQUEUE is dequeued for good (`DEQUEUE_SLEEP |
+    /// DEQUEUE_DELAYED`), so the dead task neither competes nor counts in
+    /// its queue's load (`remove_entity_load_avg()`).
+    pub fn task_dead_fair(&mut self, p: TaskId) {
+        let se = self.tasks[p.idx()].se;
+        if self.tasks[p.idx()].on_rq && self.ses[se.idx()].sched_delayed {
+            self.dequeue_task_fair(p, fair::DEQUEUE_SLEEP | fair::DEQUEUE_DELAYED);
+        }
+        self.remove_entity_load_avg(se);
+    }
+
     /// `resched_curr()`: asks the simulator to run `__schedule()` on `cpu`.
     /// On another CPU than `this_cpu` it sets TIF_NEED_RESCHED and sends the
     /// reschedule IPI (`smp_send_reschedule()`), which takes effect after

@@ -216,6 +216,65 @@ mod tests {
         })
     }
 
+    /// The fork extension's child (sched_fork + wake_up_new_task): forked
+    /// on a busy CPU, the new task goes to the idle one (6.12's fork
+    /// balance, `sched_balance_find_dst_cpu`), whatever CPU its slot last
+    /// ran on; a re-forked slot starts with a fresh entity (no lag).
+    #[test]
+    fn a_forked_child_is_placed_by_the_fork_balance_on_the_idle_cpu() {
+        let mut l = level(2);
+        let a = l.spawn("parent", ROOT_GROUP, 0, vec![true, true], None);
+        let c = l.spawn("child", ROOT_GROUP, 0, vec![true, true], None);
+        l.set_now(Time::ZERO);
+        l.sched.wake_up_new_task(a);
+        while let Some(cpu) = l.next_resched() {
+            let _ = l.sched.schedule(cpu);
+        }
+        let pc = l.sched.tasks[a.idx()].cpu;
+        assert_eq!(l.sched.rqs[pc.idx()].curr, Some(a));
+        l.set_now(Time(1_000_000));
+        l.sched.sched_fork(c, pc);
+        assert_eq!(l.sched.tasks[c.idx()].cpu, pc, "created on the forking CPU");
+        l.sched.wake_up_new_task(c);
+        assert_ne!(l.sched.tasks[c.idx()].cpu, pc, "placed on the idle CPU");
+        assert!(l.sched.tasks[c.idx()].on_rq);
+    }
+
+    /// An exiting task that DELAY_DEQUEUE left queued (it blocked with
+    /// negative lag) is dequeued for good by `task_dead_fair`, and a
+    /// re-fork of its slot starts from a fresh entity.
+    #[test]
+    fn task_dead_fair_dequeues_a_delayed_dead_task() {
+        let mut l = level(1);
+        let a = l.spawn("a", ROOT_GROUP, 0, vec![true], None);
+        let b = l.spawn("b", ROOT_GROUP, 0, vec![true], None);
+        l.set_now(Time::ZERO);
+        for t in [a, b] {
+            l.sched.wake_up_new_task(t);
+        }
+        while let Some(cpu) = l.next_resched() {
+            let _ = l.sched.schedule(cpu);
+        }
+        let cur = l.sched.rqs[0].curr.expect("a task runs");
+        // It runs 3 ms while the other waits: its lag goes negative.
+        l.set_now(Time(3_000_000));
+        l.sched.sched_tick(CpuId(0));
+        assert_eq!(l.sched.rqs[0].curr, Some(cur), "not preempted yet");
+        let _ = l.sched.block_current(CpuId(0));
+        let se = l.sched.tasks[cur.idx()].se;
+        assert!(
+            l.sched.tasks[cur.idx()].on_rq && l.sched.ses[se.idx()].sched_delayed,
+            "blocked with negative lag: delayed, still queued"
+        );
+        let queued = l.sched.rqs[0].nr_running;
+        l.sched.task_dead_fair(cur);
+        assert!(!l.sched.tasks[cur.idx()].on_rq, "dead: off the queue");
+        assert_eq!(l.sched.rqs[0].nr_running, queued - 1);
+        l.sched.sched_fork(cur, CpuId(0));
+        assert!(!l.sched.ses[se.idx()].sched_delayed);
+        assert_eq!(l.sched.ses[se.idx()].vlag(), 0, "a new process has no lag");
+    }
+
     #[test]
     fn spawn_places_round_robin_over_the_allowed_cpus() {
         let mut l = level(3);

@@ -171,7 +171,19 @@ impl Simulator {
         self.end = end;
         // All tasks start at t=0, in creation order (wake_up_new_task).
         self.set_now(Time::ZERO);
+        // A forked child process (the `fork` extension) starts when its
+        // parent forks it.
+        let unforked: Vec<TaskId> = match &self.world.program {
+            Some(p) => (0..p.program().threads.len())
+                .filter(|&i| p.is_forked(i))
+                .map(|i| self.world.program_tasks[i])
+                .collect(),
+            None => Vec::new(),
+        };
         for i in 0..self.tasks.len() {
+            if unforked.contains(&TaskId(i as u32)) {
+                continue;
+            }
             self.host.sched.wake_up_new_task(TaskId(i as u32));
             self.serve_resched();
         }
@@ -454,6 +466,13 @@ impl Simulator {
                 self.tasks[p.idx()].overhead += Nanos(syscalls);
             }
         }
+        // kernel_clone(): the child is created on this CPU and placed by
+        // wake_up_new_task()'s fork balance.
+        while let Some(c) = self.world.program_forks.pop() {
+            self.host.sched.sched_fork(c, cpu);
+            self.host.sched.wake_up_new_task(c);
+        }
+        let dead = self.world.program_dead.take();
         if let Next::Sleep(Some(at)) = step.next {
             // hrtimer_nanosleep(): the range [at, at + slack].
             let slack = self.tasks[p.idx()].timer_slack;
@@ -466,7 +485,11 @@ impl Simulator {
             Next::YieldTo(t, _) => t,
             _ => p,
         };
-        match self.host.task_next(cpu, p, step.next) {
+        let stepped = self.host.task_next(cpu, p, step.next);
+        if let Some(d) = dead {
+            self.host.sched.task_dead_fair(d);
+        }
+        match stepped {
             Stepped::Runs => self.start_burst(cpu, p),
             Stepped::Left(sw) => self.after_own_switch(cpu, p, sw),
             Stepped::YieldedTo(r) => {

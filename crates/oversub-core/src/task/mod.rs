@@ -98,6 +98,14 @@ pub struct World {
     pub program: Option<program::ProgramRt>,
     /// The task of each program thread.
     pub program_tasks: Vec<TaskId>,
+    /// The child processes the last program step forked (the `fork`
+    /// extension): the simulator creates each as a new task.
+    pub program_forks: Vec<TaskId>,
+    /// A forked child that exited in the last program step: the
+    /// simulator runs `task_dead_fair` after its switch-out.
+    pub program_dead: Option<TaskId>,
+    /// Scratch for `ProgramRt::take_forks`.
+    pub fork_buf: Vec<usize>,
     /// PIPE_WAKE_WRITER_ON_FREE (`pipe::Pipe::pipe_read()`): the host
     /// kernel's `pipe_read()` wakes a writer only when it frees a slot of a
     /// full pipe (6.18), not on every read of a full pipe (6.1, 6.12).
@@ -257,11 +265,22 @@ impl Behaviour {
                     .expect("a program task needs its program");
                 let (wake, action) = prog.step(*thread as usize, now);
                 let wake: Wake = wake.into_iter().map(|i| world.program_tasks[i]).collect();
+                prog.take_forks(&mut world.fork_buf);
+                let forked = prog.is_forked(*thread as usize);
+                for i in world.fork_buf.drain(..) {
+                    world.program_forks.push(world.program_tasks[i]);
+                }
                 let next = match action {
                     program::Action::Run(d) => Next::Run(d),
                     program::Action::Sleep(at) => Next::Sleep(at),
                     program::Action::Yield => Next::Yield(Nanos::ZERO),
-                    program::Action::Exit => Next::Sleep(None),
+                    // A forked child's exit is its task's death.
+                    program::Action::Exit => {
+                        if forked {
+                            world.program_dead = Some(me);
+                        }
+                        Next::Sleep(None)
+                    }
                     // Refused for host tasks when the scenario is built.
                     program::Action::KernelLock { .. } | program::Action::Kernel(_) => {
                         unreachable!("kernel extension events need the guest kernel model")

@@ -37,6 +37,10 @@
 //!   does (a thread pool's allocator flushing a block it filled, libvips
 //!   8.14 `wbuffer_allocate_fn`); the count is taken once, a blocked put
 //!   is retried alone.
+//! * `fork` (extension): the child thread restarts at its first event as a
+//!   new process (the level creates it as a new task: [`ProgramRt::take_forks`]),
+//!   the parent blocks in `wait4` until the child's last event is done;
+//!   the child's exit wakes it (`do_notify_parent`).
 
 use crate::engine::{Nanos, Time};
 use crate::workload::ir::{
@@ -112,6 +116,10 @@ enum Pending {
     /// A `count` was taken and its put found the queue full: retry the
     /// put alone.
     CountPut(QueueId, u32),
+    /// Forked this child and waits for it (`wait4`).
+    Child(usize),
+    /// vforked this child and waits for its exec, then for its exit.
+    Vfork(usize),
 }
 
 /// Per-thread counters.
@@ -155,6 +163,10 @@ struct ThreadRt {
     sleeping_wait_since: Option<Time>,
     /// Since when it waits on a queue.
     queue_wait_since: Option<Time>,
+    /// A forked child that exited and has not yet woken its parent.
+    notify_parent: bool,
+    /// A vforked child whose parent waits for its exec (its first event).
+    vfork_done_pending: bool,
     stats: ThreadStats,
 }
 
@@ -206,6 +218,8 @@ pub struct ProgramRt {
     /// per unlock, signal, broadcast, barrier release or queue operation
     /// that woke a thread ([`Self::take_futex_wakes`]).
     futex_wakes: u32,
+    /// The children forked by the last step ([`Self::take_forks`]).
+    forks: Vec<usize>,
     /// The first thread that executed more than
     /// [`crate::limits::MAX_ZERO_TIME_STEPS`] events in one step, and when
     /// ([`Self::zero_time_loop`]).
@@ -216,25 +230,28 @@ impl ProgramRt {
     /// A program at its start (every thread before its first event). The
     /// program must be valid (`Program::validate`).
     pub fn new(prog: Program) -> ProgramRt {
-        let n = prog.threads.len();
         ProgramRt {
-            threads: vec![
-                ThreadRt {
+            // A forked child is not running until its parent forks it.
+            threads: prog
+                .threads
+                .iter()
+                .map(|t| ThreadRt {
                     pass: 0,
                     phase: 0,
                     phase_loop: 0,
                     ev: 0,
                     pending: Pending::None,
-                    started: false,
+                    started: t.parent.is_some(),
                     loop_since: None,
-                    done: false,
+                    done: t.parent.is_some(),
                     lock_wait_since: None,
                     sleeping_wait_since: None,
                     queue_wait_since: None,
+                    notify_parent: false,
+                    vfork_done_pending: false,
                     stats: ThreadStats::default(),
-                };
-                n
-            ],
+                })
+                .collect(),
             mutex_owner: vec![None; prog.mutexes.len()],
             mutex_waiters: vec![VecDeque::new(); prog.mutexes.len()],
             cond_waiters: vec![VecDeque::new(); prog.conds.len()],
@@ -258,6 +275,7 @@ impl ProgramRt {
             released: false,
             futex_ops: Vec::new(),
             futex_wakes: 0,
+            forks: Vec::new(),
             stuck: None,
             prog,
         }
@@ -313,7 +331,40 @@ impl ProgramRt {
         if spec.loops == Some(th.pass) {
             th.done = true;
             th.stats.finished_at = Some(now);
+            th.notify_parent = spec.parent.is_some();
         }
+    }
+
+    /// Moves the children forked by the last step into `out`, in order:
+    /// the level creates each as a new task (`sched_fork`) and wakes it
+    /// with `wake_up_new_task`.
+    pub fn take_forks(&mut self, out: &mut Vec<usize>) {
+        out.append(&mut self.forks);
+    }
+
+    /// Whether thread `t` is a forked child process (its exit is the
+    /// task's death: the level runs `task_dead`).
+    pub fn is_forked(&self, t: usize) -> bool {
+        self.prog.threads[t].parent.is_some()
+    }
+
+    /// `copy_process()` of child `c` by `t`: the child restarts at its
+    /// first event (its counters go on: a child slot's figures are all
+    /// its processes').
+    fn fork(&mut self, c: usize, vfork: bool, now: Time) {
+        debug_assert!(self.threads[c].done, "a parent waits for its child");
+        let th = &mut self.threads[c];
+        th.pass = 0;
+        th.phase = 0;
+        th.phase_loop = 0;
+        th.ev = 0;
+        th.pending = Pending::None;
+        th.done = false;
+        th.notify_parent = false;
+        th.vfork_done_pending = vfork;
+        th.loop_since = Some(now);
+        th.stats.finished_at = None;
+        self.forks.push(c);
     }
 
     /// Tries to take mutex `m` for `t`; queues `t` if it is taken.
@@ -589,6 +640,7 @@ impl ProgramRt {
     pub fn step_into(&mut self, t: usize, now: Time, wake: &mut Vec<usize>) -> Action {
         self.futex_ops.clear();
         self.futex_wakes = 0;
+        self.forks.clear();
         if !self.threads[t].started {
             self.threads[t].started = true;
             let delay = self.prog.threads[t].delay;
@@ -603,7 +655,29 @@ impl ProgramRt {
         }
         let mut steps: u64 = 0;
         loop {
+            // complete_vfork_done(): the vforked child's first event (its
+            // execve) is over, the parent waiting for it is woken.
+            if self.threads[t].vfork_done_pending
+                && (self.threads[t].done || self.threads[t].ev > 0 || self.threads[t].phase > 0)
+            {
+                self.threads[t].vfork_done_pending = false;
+                if let Some(p) = self.prog.threads[t].parent {
+                    if self.threads[p.idx()].pending == Pending::Vfork(t) {
+                        self.threads[p.idx()].pending = Pending::Child(t);
+                        wake.push(p.idx());
+                    }
+                }
+            }
             if self.threads[t].done {
+                // exit_notify() -> do_notify_parent(): the parent waiting
+                // in wait4 is woken (its __wake_up_parent).
+                if std::mem::take(&mut self.threads[t].notify_parent) {
+                    if let Some(p) = self.prog.threads[t].parent {
+                        if self.threads[p.idx()].pending == Pending::Child(t) {
+                            wake.push(p.idx());
+                        }
+                    }
+                }
                 return Action::Exit;
             }
             steps += 1;
@@ -668,6 +742,14 @@ impl ProgramRt {
                     self.advance(t, now);
                     continue;
                 }
+                Pending::Child(c) => {
+                    if !self.threads[c].done {
+                        return Action::Sleep(None);
+                    }
+                    self.advance(t, now);
+                    continue;
+                }
+                Pending::Vfork(_) => return Action::Sleep(None),
             }
             match *self.event(t) {
                 Event::Run(d) | Event::Runtime(d) => {
@@ -805,6 +887,17 @@ impl ProgramRt {
                     if run > Nanos::ZERO {
                         return Action::Run(run);
                     }
+                }
+                // fork + exec: the child starts; wait4 blocks until it
+                // exits (it cannot have exited yet: it has not run).
+                Event::Fork { child, vfork } => {
+                    self.fork(child.idx(), vfork, now);
+                    self.threads[t].pending = if vfork {
+                        Pending::Vfork(child.idx())
+                    } else {
+                        Pending::Child(child.idx())
+                    };
+                    return Action::Sleep(None);
                 }
                 Event::SmpCall {
                     targets,

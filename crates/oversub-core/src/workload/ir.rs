@@ -151,6 +151,21 @@ pub enum Event {
         queue: QueueId,
         items: u32,
     },
+    /// Extension: `fork()` + `execve()` of a child process, then
+    /// `wait4()` for it (a job slot running a compiler, a shell running
+    /// a command). The child is the thread `child` (a forked thread: see
+    /// [`Thread::parent`]): it is created as a new task (the level's
+    /// `sched_fork` + `wake_up_new_task`, placed by the fork balance),
+    /// runs its phase list once, exits, and its exit wakes this thread.
+    /// The kernel CPU of fork/exec/exit is the `run` events around it.
+    /// With `vfork` (`vfork()`, glibc's `posix_spawn`: CLONE_VFORK) the
+    /// parent first sleeps until the child has run its first event (its
+    /// `execve`, which releases the parent's mm: `mm_release()` ->
+    /// `complete_vfork_done()`), then waits for its exit.
+    Fork {
+        child: ThreadId,
+        vfork: bool,
+    },
 }
 
 /// How a `SleepingLock` event takes its kernel lock.
@@ -208,6 +223,10 @@ pub struct Thread {
     /// (the task `oversub` object's `ops_per_loop`; None: 1). A VM's
     /// `[[vm]] ops` counts phase loops times this.
     pub ops_per_loop: Option<f64>,
+    /// A forked thread (a child process of the `fork` extension): the
+    /// thread whose `Fork` events start it. It is not started at time 0;
+    /// each fork runs its phase list once (`loops` is `Some(1)`).
+    pub parent: Option<ThreadId>,
     pub phases: Vec<Phase>,
 }
 
@@ -278,6 +297,11 @@ impl Program {
         }
     }
 
+    /// Whether any thread forks a child process (the `fork` extension).
+    pub fn uses_fork(&self) -> bool {
+        self.threads.iter().any(|t| t.parent.is_some())
+    }
+
     /// Whether every thread ends by itself.
     pub fn finite(&self) -> bool {
         self.threads
@@ -293,7 +317,36 @@ impl Program {
             return Err("a program needs at least one thread".into());
         }
         let mut names = std::collections::BTreeSet::new();
-        for t in &self.threads {
+        for (ti, t) in self.threads.iter().enumerate() {
+            // A child process's chain of parents ends at a thread started
+            // at time 0 (no cycle), and each runs its phases once per fork.
+            let mut up = t.parent;
+            for _ in 0..=self.threads.len() {
+                match up {
+                    Some(p) if p.idx() < self.threads.len() && p.idx() != ti => {
+                        up = self.threads[p.idx()].parent;
+                    }
+                    Some(p) if p.idx() == ti => {
+                        return Err(format!("thread {}: its parents form a cycle", t.name))
+                    }
+                    Some(p) => {
+                        return Err(format!(
+                            "thread {}: parent {} is not another thread of the program",
+                            t.name, p.0
+                        ))
+                    }
+                    None => break,
+                }
+            }
+            if up.is_some() {
+                return Err(format!("thread {}: its parents form a cycle", t.name));
+            }
+            if t.parent.is_some() && (t.loops != Some(1) || t.delay != Nanos::ZERO) {
+                return Err(format!(
+                    "thread {}: a forked child runs its phases once per fork (loop 1, no delay)",
+                    t.name
+                ));
+            }
             if !names.insert(&t.name) {
                 return Err(format!("thread name \"{}\" is used twice", t.name));
             }
@@ -349,6 +402,18 @@ impl Program {
                         Event::Timer { timer, .. } => bad(timer.idx(), self.timers.len(), "timer"),
                         Event::Syscall { lock, .. } | Event::SleepingLock { lock, .. } => {
                             bad(lock.idx(), self.klocks.len(), "kernel lock")
+                        }
+                        Event::Fork { child, .. } => {
+                            bad(child.idx(), self.threads.len(), "thread").or_else(|| {
+                                let c = &self.threads[child.idx()];
+                                (c.parent.map(ThreadId::idx) != Some(ti)).then(|| {
+                                    format!(
+                                        "{}: forks thread {}, which is not a child process of this thread",
+                                        at(i),
+                                        c.name
+                                    )
+                                })
+                            })
                         }
                         Event::Count {
                             counter,

@@ -38,6 +38,7 @@ use crate::engine::Nanos;
 use value::{boolean, fields, int, no_dups, obj, policy, string};
 
 mod event;
+mod fork;
 mod task;
 mod task_ext;
 mod value;
@@ -56,7 +57,9 @@ const EVENTS: [&str; 16] = [
     "suspend", "resume", "mem", "iorun", "yield", "barrier",
 ];
 /// Extension events (not prefixes of, nor prefixed by, an rt-app event).
-const EXT_EVENTS: [&str; 6] = ["syscall", "munmap", "smp_call", "put", "get", "count"];
+const EXT_EVENTS: [&str; 8] = [
+    "syscall", "munmap", "smp_call", "put", "get", "count", "fork", "vfork",
+];
 /// The largest queue capacity (items; 2^32 stands for "unbounded" in
 /// derived programs).
 const MAX_QUEUE_ITEMS: i64 = 1 << 32;
@@ -121,6 +124,9 @@ struct Builder {
     klock_irqsave: Vec<(Option<bool>, String)>,
     queues: Vec<QueueRef>,
     counters: Vec<String>,
+    /// Tasks named by `fork` events (child process images), with the
+    /// path of their first reference.
+    forks: Vec<(String, String)>,
     fidelity: Vec<FidelityNote>,
 }
 
@@ -298,6 +304,7 @@ pub fn parse(src: &str) -> Result<RtApp, InputError> {
         klock_irqsave: Vec::new(),
         queues: Vec::new(),
         counters: Vec::new(),
+        forks: Vec::new(),
         fidelity: Vec::new(),
     };
     let mut duration = None;
@@ -355,6 +362,7 @@ pub fn parse(src: &str) -> Result<RtApp, InputError> {
         }
         b.task(name, v, &mut threads)?;
     }
+    let threads = fork::expand(threads, &b.forks)?;
     let mut queues = Vec::new();
     // Spinlocks (`syscall` without a sleeping kind) of the file.
     let mut spin = vec![false; b.klocks.len()];

@@ -81,7 +81,7 @@ pub(crate) struct GuestLevel {
     /// The guest kernel: its scheduler and its threads' bursts.
     pub(crate) kernel: KernelLevel,
     pub(super) prog: ProgramRt,
-    exited: Vec<bool>,
+    pub(super) exited: Vec<bool>,
     /// Generation of each thread's pending hrtimer.
     timer_gen: Vec<u64>,
     /// Expired hrtimers of each vCPU, waiting for its timer interrupt.
@@ -122,6 +122,8 @@ pub(crate) struct GuestLevel {
     /// guest CPUs to send a reschedule IPI), so the hot path allocates
     /// nothing.
     pub(super) wake_buf: Vec<usize>,
+    /// Scratch for the children a step forked (`ProgramRt::take_forks`).
+    pub(super) fork_buf: Vec<usize>,
     resched_buf: Vec<VcpuIdx>,
     /// The targets of the last cross-CPU call (`GuestNext::Call`), given
     /// back by its taker.
@@ -163,6 +165,10 @@ impl GuestLevel {
         // As the host starts its tasks: each new task is woken and the CPU
         // it preempts reschedules before the next one is created.
         for k in 0..prog.threads.len() {
+            // A forked child process starts when its parent forks it.
+            if prog.threads[k].parent.is_some() {
+                continue;
+            }
             kernel.sched.wake_up_new_task(TaskId(k as u32));
             while let Some(c) = kernel.next_resched() {
                 let _ = kernel.sched.schedule(c);
@@ -174,7 +180,7 @@ impl GuestLevel {
         GuestLevel {
             kernel,
             prog: ProgramRt::new(prog.clone()),
-            exited: vec![false; nt],
+            exited: prog.threads.iter().map(|t| t.parent.is_some()).collect(),
             timer_gen: vec![0; nt],
             expired: vec![Vec::new(); n],
             running: vec![None; n],
@@ -198,6 +204,7 @@ impl GuestLevel {
             tlb_flush_deferred: 0,
             tlb_shootdowns: 0,
             wake_buf: Vec::new(),
+            fork_buf: Vec::new(),
             resched_buf: Vec::new(),
             call_buf: Vec::new(),
         }
@@ -320,6 +327,7 @@ impl Simulator {
                 GuestStep::Act(a) => a,
             };
             let g = self.guest(vi);
+            let mut dead = None;
             // What the level does with the step (guest switches are read
             // from the runqueue on the next pass, so they are dropped here).
             let next = match action {
@@ -338,6 +346,9 @@ impl Simulator {
                 Action::Yield => Next::Yield(Nanos::ZERO),
                 Action::Exit => {
                     g.exited[t.0.idx()] = true;
+                    if g.prog.is_forked(t.0.idx()) {
+                        dead = Some(t.0);
+                    }
                     Next::Sleep(None)
                 }
                 // The thread stays current with preemption off (a
@@ -396,7 +407,11 @@ impl Simulator {
                     continue;
                 }
             };
-            let _ = self.guest(vi).kernel.task_next(gcpu(i), t.0, next);
+            let g = self.guest(vi);
+            let _ = g.kernel.task_next(gcpu(i), t.0, next);
+            if let Some(d) = dead {
+                g.kernel.sched.task_dead_fair(d);
+            }
         }
     }
 

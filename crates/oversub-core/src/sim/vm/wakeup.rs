@@ -82,6 +82,16 @@ impl Simulator {
         }
         g.wake_buf.clear();
         let action = g.prog.step_into(t.idx(), now, &mut g.wake_buf);
+        // kernel_clone(): each child is created on this CPU and placed by
+        // wake_up_new_task()'s fork balance.
+        g.prog.take_forks(&mut g.fork_buf);
+        for k in 0..g.fork_buf.len() {
+            let c = g.fork_buf[k];
+            g.exited[c] = false;
+            g.kernel.sched.sched_fork(TaskId(c as u32), cpu);
+            g.kernel.sched.wake_up_new_task(TaskId(c as u32));
+        }
+        g.fork_buf.clear();
         let Some(wl) = g.wakeup else {
             for k in 0..g.wake_buf.len() {
                 let w = g.wake_buf[k];

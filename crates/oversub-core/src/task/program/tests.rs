@@ -401,3 +401,60 @@ fn delay_and_yield() {
     assert_eq!(p.step(0, Time(7_000)).1, Action::Yield);
     assert_eq!(p.step(0, Time(7_000)).1, Action::Run(Nanos::from_us(2)));
 }
+
+/// fork: the parent blocks until its child exits and the child's exit
+/// wakes it; the child is handed to the level as a fork (a new task) and
+/// restarts at its first event at every fork. vfork: the parent is woken
+/// once at the child's exec (its first event done) and again at its exit.
+#[test]
+fn a_parent_waits_for_its_forked_child_and_its_exit_wakes_it() {
+    let mut p = rt(r#"{"global": {"duration": 1}, "tasks": {
+        "job": {"run": 1, "fork": "cc", "vfork": "as"},
+        "cc": {"run": 10, "run1": 20}, "as": {"run": 5, "run1": 6}}}"#);
+    let (job, cc, asm) = (0, 1, 2);
+    let t = Time::ZERO;
+    let mut forks = Vec::new();
+    assert_eq!(p.step(job, t).1, Action::Run(Nanos::from_us(1)));
+    let (w, a) = p.step(job, t);
+    assert!(w.is_empty() && a == Action::Sleep(None), "wait4 blocks");
+    p.take_forks(&mut forks);
+    assert_eq!(forks, [cc], "the child is handed to the level as a fork");
+    assert_eq!(p.step(job, t).1, Action::Sleep(None), "not woken: waits on");
+    assert_eq!(p.step(cc, t).1, Action::Run(Nanos::from_us(10)));
+    let (w, a) = p.step(cc, t);
+    assert!(
+        w.is_empty() && a == Action::Run(Nanos::from_us(20)),
+        "fork is no vfork"
+    );
+    let (w, a) = p.step(cc, t);
+    assert_eq!(
+        (w, a),
+        (vec![job], Action::Exit),
+        "the exit wakes the parent once"
+    );
+    assert_eq!(p.step(cc, t), (vec![], Action::Exit));
+    // Woken: on to the vfork of `as`.
+    assert_eq!(p.step(job, t).1, Action::Sleep(None));
+    forks.clear();
+    p.take_forks(&mut forks);
+    assert_eq!(forks, [asm]);
+    assert_eq!(p.step(asm, t).1, Action::Run(Nanos::from_us(5)));
+    let (w, a) = p.step(asm, t);
+    assert_eq!(
+        (w, a),
+        (vec![job], Action::Run(Nanos::from_us(6))),
+        "exec wakes the vfork parent"
+    );
+    assert_eq!(
+        p.step(job, t).1,
+        Action::Sleep(None),
+        "then it waits for the exit"
+    );
+    assert_eq!(p.step(asm, t), (vec![job], Action::Exit));
+    // The next pass forks cc again: it restarts at its first event.
+    assert_eq!(p.step(job, t).1, Action::Run(Nanos::from_us(1)));
+    assert_eq!(p.step(job, t).1, Action::Sleep(None));
+    assert_eq!(p.step(cc, t).1, Action::Run(Nanos::from_us(10)));
+    assert_eq!(p.stats(cc).phase_loops, 1, "one pass per fork, counted");
+    assert!(!p.all_done());
+}

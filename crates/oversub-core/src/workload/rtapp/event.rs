@@ -5,7 +5,8 @@ use super::value::{boolean, fields, int, micros, string};
 use super::{event_kind, intern, us, Builder, MAX_QUEUE_BATCH, MAX_QUEUE_ITEMS};
 use crate::engine::Nanos;
 use crate::workload::ir::{
-    BarrierId, CondId, CounterId, Event, Fidelity, KlockId, MutexId, QueueId, SleepMode, TimerId,
+    BarrierId, CondId, CounterId, Event, Fidelity, KlockId, MutexId, QueueId, SleepMode, ThreadId,
+    TimerId,
 };
 use crate::workload::json::Json;
 use crate::workload::InputError;
@@ -274,6 +275,23 @@ impl Builder {
                     first: first.unwrap_or(every),
                     queue,
                     items,
+                });
+            }
+            // The child is named by its task; the task list is resolved
+            // after every task is read (`Builder::expand_forks`): the id is
+            // an index into `self.forks` until then.
+            "fork" | "vfork" => {
+                let name = string(v, at)?;
+                let i = match self.forks.iter().position(|(n, _)| n == name) {
+                    Some(i) => i,
+                    None => {
+                        self.forks.push((name.to_string(), at.to_string()));
+                        self.forks.len() - 1
+                    }
+                };
+                out.push(Event::Fork {
+                    child: ThreadId(i as u32),
+                    vfork: kind == "vfork",
                 });
             }
             _ => unreachable!("every event kind is handled"),

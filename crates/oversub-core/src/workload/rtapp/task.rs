@@ -217,6 +217,7 @@ impl Builder {
                 loops,
                 timer_slack: ext.timer_slack,
                 ops_per_loop: ext.ops_per_loop,
+                parent: None,
                 phases,
             });
         }

@@ -1,7 +1,7 @@
 //! Unit tests of the rt-app JSON front end (rtapp.rs).
 
 use super::*;
-use crate::workload::ir::{CounterId, Event, KlockId, QueueId};
+use crate::workload::ir::{CounterId, Event, KlockId, QueueId, ThreadId};
 
 fn prog(src: &str) -> Program {
     parse(src).unwrap_or_else(|e| panic!("{e}")).program
@@ -443,4 +443,127 @@ fn irqsave_conflicts_and_the_old_zone_rule_are_refused() {
             "syscall": {"lock": "zone", "run": 2, "hold": 1}}}}"#);
     assert!(e.contains("\"irqsave\": true (or false)"), "{e}");
     assert!(!e.contains('\n'), "{e}");
+}
+
+#[test]
+fn a_forked_task_is_copied_per_parent_and_started_by_its_forks() {
+    let p = prog(
+        r#"{"global": {"duration": 1}, "tasks": {
+            "job": {"instance": 2, "run": 1, "vfork": "sh"},
+            "sh": {"run": 2, "fork": "gcc", "fork1": "rm"},
+            "gcc": {"vfork": "cc1", "vfork1": "cc1"},
+            "cc1": {"run": 100}, "rm": {"run": 3}}}"#,
+    );
+    let names: Vec<&str> = p.threads.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "job.0",
+            "job.1",
+            "job.0/sh",
+            "job.1/sh",
+            "job.0/sh/gcc",
+            "job.0/sh/rm",
+            "job.1/sh/gcc",
+            "job.1/sh/rm",
+            "job.0/sh/gcc/cc1",
+            "job.1/sh/gcc/cc1",
+        ]
+    );
+    let id = |n: &str| ThreadId(names.iter().position(|x| *x == n).unwrap() as u32);
+    assert_eq!(p.threads[id("job.1/sh").idx()].parent, Some(id("job.1")));
+    assert_eq!(p.threads[id("job.1/sh").idx()].loops, Some(1));
+    assert!(p.threads[0].parent.is_none() && p.uses_fork());
+    assert_eq!(
+        p.threads[id("job.1").idx()].phases[0].events[1],
+        Event::Fork {
+            child: id("job.1/sh"),
+            vfork: true
+        }
+    );
+    // One child per (parent, task): gcc's two forks of cc1 share it.
+    let g = &p.threads[id("job.0/sh/gcc").idx()].phases[0].events;
+    assert_eq!(g[0], g[1]);
+    assert!(
+        !p.uses_kernel_extensions(),
+        "fork is a scheduler path: host-only runs it"
+    );
+}
+
+#[test]
+fn bad_forks_are_refused_in_one_line() {
+    let cases = [
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"a": {"run": 1, "fork": "nope"}}}"#,
+            "tasks.a.fork: \"nope\": no such task",
+        ),
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"a": {"run": 1, "fork": "b"}, "b": {"run": 1, "fork": "c"}, "c": {"run": 1, "fork": "b"}}}"#,
+            "forks form a cycle (a -> b -> c -> b)",
+        ),
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"a": {"run": 1, "fork": "b"}, "b": {"instance": 2, "run": 1}}}"#,
+            "tasks.b.instance: a forked task",
+        ),
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"a": {"run": 1, "fork": "b"}, "b": {"delay": 5, "run": 1}}}"#,
+            "tasks.b.delay: a forked task starts when it is forked",
+        ),
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"a": {"run": 1, "fork": "b"}, "b": {"loop": -1, "run": 1}}}"#,
+            "tasks.b.loop: -1",
+        ),
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"a": {"run": 1, "fork": "a"}}}"#,
+            "every task is forked by another",
+        ),
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"a": {"run": 1, "fork": 3}}}"#,
+            "tasks.a.fork",
+        ),
+    ];
+    for (src, want) in cases {
+        let e = err(src);
+        assert!(e.contains(want), "{src}\n  gave: {e}\n  want: {want}");
+        assert!(!e.contains('\n'), "one line: {e}");
+    }
+    // A chain deeper than the bound.
+    let mut tasks = String::from(r#""t0": {"run": 1, "fork": "t1"}"#);
+    for i in 1..=fork::MAX_FORK_DEPTH {
+        tasks.push_str(&format!(r#", "t{i}": {{"run": 1, "fork": "t{}"}}"#, i + 1));
+    }
+    tasks.push_str(&format!(
+        r#", "t{}": {{"run": 1}}"#,
+        fork::MAX_FORK_DEPTH + 1
+    ));
+    let e = err(&format!(
+        r#"{{"global": {{"duration": 1}}, "tasks": {{{tasks}}}}}"#
+    ));
+    assert!(e.contains("allowed at most 16"), "{e}");
+}
+
+/// `Program::validate`'s fork rules (the interpreter's contract): a fork
+/// names a child of the forking thread, a child runs once per fork, and
+/// parents form no cycle.
+#[test]
+fn validate_refuses_forks_of_non_children_and_parent_cycles() {
+    let ok = prog(
+        r#"{"global": {"duration": 1}, "tasks": {"a": {"run": 1, "fork": "b"}, "b": {"run": 2}}}"#,
+    );
+    assert!(ok.validate().is_ok());
+    let mut p = ok.clone();
+    p.threads[1].parent = None;
+    assert!(p
+        .validate()
+        .unwrap_err()
+        .contains("not a child process of this thread"));
+    let mut p = ok.clone();
+    p.threads[1].loops = None;
+    assert!(p.validate().unwrap_err().contains("once per fork"));
+    let mut p = ok.clone();
+    p.threads[0].parent = Some(ThreadId(1));
+    assert!(p.validate().unwrap_err().contains("cycle"));
+    let mut p = ok;
+    p.threads[0].parent = Some(ThreadId(7));
+    assert!(p.validate().unwrap_err().contains("not another thread"));
 }
