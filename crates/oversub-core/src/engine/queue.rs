@@ -416,6 +416,13 @@ mod tests {
         ]
     }
 
+    /// `last` plus `d` masked to `w` low bits (saturating): the time of an
+    /// `Op::Push` or the horizon of an `Op::PopUntil`.
+    fn after(last: u64, d: u64, w: u8) -> u64 {
+        let mask = if w >= 63 { u64::MAX } else { (1u64 << w) - 1 };
+        last.saturating_add(d & mask)
+    }
+
     proptest! {
         // A fixed seed: every run tests the same sequences
         // (PROPTEST_RNG_SEED=N draws others).
@@ -441,8 +448,7 @@ mod tests {
             for o in ops {
                 match o {
                     Op::Push(d, w) => {
-                        let mask = if w >= 63 { u64::MAX } else { (1u64 << w) - 1 };
-                        let t = last.saturating_add(d & mask);
+                        let t = after(last, d, w);
                         q.push(Time(t), seq);
                         pushed.push((t, seq));
                         seq += 1;
@@ -480,8 +486,7 @@ mod tests {
             for o in ops {
                 match o {
                     Op::Push(d, w) => {
-                        let mask = if w >= 63 { u64::MAX } else { (1u64 << w) - 1 };
-                        let t = last.saturating_add(d & mask);
+                        let t = after(last, d, w);
                         let id = q.push(Time(t), seq);
                         prop_assert_eq!(id, EventId(seq));
                         r.push(Reverse((t, seq)));
@@ -501,8 +506,7 @@ mod tests {
                         }
                     }
                     Op::PopUntil(d, w) => {
-                        let mask = if w >= 63 { u64::MAX } else { (1u64 << w) - 1 };
-                        let end = last.saturating_add(d & mask);
+                        let end = after(last, d, w);
                         let got = q.pop_until(Time(end)).map(|(t, e)| (t.0, e));
                         let want = match r.peek() {
                             Some(&Reverse((t, _))) if t <= end => r.pop().map(|Reverse(k)| k),

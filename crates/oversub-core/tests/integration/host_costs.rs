@@ -348,6 +348,17 @@ fn condvar_pair(costs: oversub::sched::HostCosts, hog: bool) -> Vec<(String, u64
         .collect()
 }
 
+/// Only the three system-call costs, round figures: 10 us per timed sleep,
+/// 5 us more when its timer fires on an idle CPU, 2 us per waking FUTEX_WAKE.
+fn syscall_costs() -> oversub::sched::HostCosts {
+    oversub::sched::HostCosts {
+        nanosleep: 10_000,
+        nanosleep_idle: 5_000,
+        futex_wake: 2_000,
+        ..oversub::sched::HostCosts::ZERO
+    }
+}
+
 /// A program thread pays the CPU time of its system calls where the kernel
 /// does: each timed sleep costs it `nanosleep` (+ `nanosleep_idle` when the
 /// timer fires on an idle CPU), each FUTEX_WAKE that wakes a waiter costs
@@ -355,13 +366,7 @@ fn condvar_pair(costs: oversub::sched::HostCosts, hog: bool) -> Vec<(String, u64
 /// nothing beyond the switch.
 #[test]
 fn a_programs_sleeps_and_futex_wakes_cost_its_threads_cpu() {
-    let zero = oversub::sched::HostCosts::ZERO;
-    let costs = oversub::sched::HostCosts {
-        nanosleep: 10_000,
-        nanosleep_idle: 5_000,
-        futex_wake: 2_000,
-        ..zero
-    };
+    let (zero, costs) = (oversub::sched::HostCosts::ZERO, syscall_costs());
     let free = condvar_pair(zero, false);
     let paid = condvar_pair(costs, false);
     assert_eq!(free[0].0, "prod");
@@ -389,13 +394,7 @@ fn a_programs_sleeps_and_futex_wakes_cost_its_threads_cpu() {
 /// producer's timer fires: no `nanosleep_idle`.
 #[test]
 fn a_programs_system_calls_take_their_cpu_from_the_other_tasks() {
-    let zero = oversub::sched::HostCosts::ZERO;
-    let costs = oversub::sched::HostCosts {
-        nanosleep: 10_000,
-        nanosleep_idle: 5_000,
-        futex_wake: 2_000,
-        ..zero
-    };
+    let (zero, costs) = (oversub::sched::HostCosts::ZERO, syscall_costs());
     let free = condvar_pair(zero, true);
     let paid = condvar_pair(costs, true);
     let prod_extra = paid[0].1 as i64 - free[0].1 as i64;
