@@ -115,8 +115,10 @@ impl HostCosts {
         ]
     }
 
-    /// The CPU time `yield_to()` cost its caller: none for a -ESRCH (the
-    /// test before `double_rq_lock()`), `yield_to` otherwise.
+    /// The CPU time `yield_to()` (kernel/sched/core.c, Linux 6.12) cost its
+    /// caller: none for a -ESRCH (both runqueues hold one task, tested
+    /// before `double_rq_lock()`), `yield_to` otherwise (a target found on
+    /// a CPU is refused after the locks, so that refusal pays too).
     pub fn yield_to_cost(&self, r: crate::sched::core::YieldTo) -> u64 {
         match r {
             crate::sched::core::YieldTo::Esrch => 0,
