@@ -173,7 +173,7 @@ run_one() { # NAME; stdout = the program's output
 		CCACHE_DISABLE=1 flock "$k/.oversub-build-lock" make -s -C "$k" -j"$jobs" "${objs[@]}" >"$out" 2>&1
 		t1=$(date +%s.%N)
 		local times n
-		times=$(for o in "${objs[@]}"; do [[ $k/$o -nt $out ]] && stat -c %.9Y "$k/$o"; done | sort -n)
+		times=$(for o in "${objs[@]}"; do if [[ $k/$o -nt $out ]]; then stat -c %.9Y "$k/$o"; fi; done | sort -n)
 		n=$(grep -c . <<<"$times" || true)
 		[[ $n == "${#objs[@]}" ]] || die "kernbench-b built $n of ${#objs[@]} objects"
 		if [[ -n ${OVERSUB_OPS_FILE:-} ]]; then
