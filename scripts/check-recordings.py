@@ -201,8 +201,8 @@ def sim_guest(oversub, workload, cpus, hogs, tmp, secs=None):
     v, s = run_program_vm(oversub, prog, cpus, secs, os.path.join(tmp, "guest.toml"))
     ops = max(v["ops_per_s"] * secs, 1e-9)
     hog_ns = sum(t["cpu_ns"] for t in v["threads"] if t["name"].startswith("hog"))
-    return {"hog_share": hog_ns / max(hog_ns + s["cpu_ns"], 1), "cpu_ns": s["cpu_ns"] / ops, "switches": s["switches"] / ops, "wakeups": s["wakeups"] / ops,
-            "ipis_reschedule": v["ipis_sent"] / ops, "tlb_shootdowns": v["csd_waits"] / ops,
+    return {"hog_share": hog_ns / max(hog_ns + s["cpu_ns"], 1), "cpu_ns": s["cpu_ns"] / ops,
+            "switches": s["switches"] / ops, "wakeups": s["wakeups"] / ops, "ipis_reschedule": v["ipis_sent"] / ops, "tlb_shootdowns": v["csd_waits"] / ops,
             "ops_per_s": v["ops_per_s"], "secs": secs, "op_loops": op_loops(w, v)}
 
 
@@ -253,7 +253,9 @@ NO_PART_B = {
 class CpuSampler:
     """On-CPU time (ns, /proc/PID/schedstat) of the hogs and of the
     recorded program's processes (the process group the recorder starts
-    it in), sampled every SAMPLE_S while a recording runs. A process that
+    it in; a process's main thread: the build's and the hogs' processes
+    are single-threaded), sampled every SAMPLE_S while a recording runs
+    (~4 ms of CPU a scan here, in both runs of a pair). A process that
     starts and ends between two samples is missed (kernbench: the short sh,
     rm, fixdep, as processes, ~3% of the build's CPU), so the program's
     figure is a lower bound."""
@@ -346,7 +348,9 @@ def record_named(oversub, rec, seconds, out, hogs):
                               "--buffer-kb", "262144", "--", "scripts/measure-real.sh", "--duration",
                               str(seconds), "--run", prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=env)
-        if rec in PART_B_RUN and hogs:
+        # Without hogs too, so its own CPU (~4 ms a scan here) is in both
+        # runs of a pair.
+        if rec in PART_B_RUN:
             sampler = CpuSampler([q.pid for q in procs], p.pid)
         _, err = p.communicate()
         if sampler:
@@ -364,7 +368,7 @@ def record_named(oversub, rec, seconds, out, hogs):
         t = json.load(f)["totals"]
     steady = int(kv["steady_ops"]) / float(kv["steady_seconds"]) if "steady_ops" in kv else None
     share = None
-    if sampler and "steady_from" in kv:
+    if sampler and hogs and "steady_from" in kv:
         t0 = float(kv["steady_from"])
         w = sampler.window(t0, t0 + float(kv["steady_seconds"]))
         if w and w[0] + w[1] > 0:
