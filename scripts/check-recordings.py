@@ -202,7 +202,8 @@ def sim_guest(oversub, workload, cpus, hogs, tmp, secs=None):
     ops = max(v["ops_per_s"] * secs, 1e-9)
     hog_ns = sum(t["cpu_ns"] for t in v["threads"] if t["name"].startswith("hog"))
     return {"hog_share": hog_ns / max(hog_ns + s["cpu_ns"], 1), "cpu_ns": s["cpu_ns"] / ops,
-            "switches": s["switches"] / ops, "wakeups": s["wakeups"] / ops, "ipis_reschedule": v["ipis_sent"] / ops, "tlb_shootdowns": v["csd_waits"] / ops,
+            "switches": s["switches"] / ops, "wakeups": s["wakeups"] / ops,
+            "ipis_reschedule": v["ipis_sent"] / ops, "tlb_shootdowns": v["csd_waits"] / ops,
             "ops_per_s": v["ops_per_s"], "secs": secs, "op_loops": op_loops(w, v)}
 
 
