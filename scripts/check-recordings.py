@@ -212,7 +212,7 @@ def named_guest_list():
             return dm.KNOWN_GAPS.get(rec, {})
         if src == "forks.json":
             return dk.KNOWN_GAPS.get(rec, {})
-        return dq.KNOWN_GAPS.get(rec, {}) if src else {}
+        return dq.KNOWN_GAPS.get(rec, {}) if src else nw.KNOWN_GAPS.get(name, {})
     out = [(name, rec, nw.check_source(name), known(name, rec)) for name, (rec, _op, _counted) in nw.NAMED.items()]
     # The queue programs no named workload is written from (none today).
     named = {nw.source(name) for name in nw.NAMED}
