@@ -375,7 +375,9 @@ for n in "${names[@]}"; do
 		"$here/scripts/measure-real.sh" --duration "$DURATION" --run "$n" >"$tmp/out" 2>&1 ||
 		{ echo "measure: $n failed:" >&2; tail -5 "$tmp/out" >&2; continue; }
 	t1=$(date +%s.%N)
-	ops=$(sed -n 's/.* ops=\([0-9]*\) .*/\1/p' "$tmp/ops" | tail -1)
+	# idle counts no ops (no op line).
+	ops=
+	if [[ -f $tmp/ops ]]; then ops=$(sed -n 's/.* ops=\([0-9]*\) .*/\1/p' "$tmp/ops" | tail -1); fi
 	read -r invol vol <"$tmp/time"
 	awk -F, -v name="$n" -v wall="$(echo "$t1 - $t0" | bc)" -v ops="${ops:-0}" -v cpus="$(nproc)" \
 		-v vol="$vol" -v invol="$invol" '
