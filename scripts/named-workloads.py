@@ -82,7 +82,8 @@ NAMED = collections.OrderedDict([
 KNOWN_GAPS = {
     "pingpong": {
         "switches/op": "the recording's switches include its threads' preemptions (profile.json "
-                       "totals.involuntary_switches, 43% of them at load average 11): on this 2-CPU machine "
+                       "totals.involuntary_switches; their share follows the load average at the recording, "
+                       "provenance.machine): on this 2-CPU machine "
                        "busy with other users' load the pair often shared one CPU, where the turn handed to the "
                        "other thread preempts the hander, which then finds the turn back without blocking; the "
                        "simulated guest's other vCPU is idle, so its threads never preempt each other and "
