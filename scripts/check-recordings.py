@@ -37,6 +37,9 @@ program's threads on the same scheduler, as the real hogs are). A recording
 too long to re-run six times has a smaller run of the same program for B
 (PART_B_RUN: kernbench's 48-object build, judged on its steady window); the
 simulated B window holds at least B_MIN_LOOPS loops per op-counting thread.
+A named program that does no work (idle, from a recorded `sleep`) has no
+ops: its threads' CPU, switches and wakeups per second are shown against
+the guest's, none judged (a handful of real events), and part B is not run.
 
 Judged: |sim - real| <= 30% of real. Exit 1 if any judged figure fails.
 Needs root and tracefs (oversub record) and the programs of check.json.
@@ -70,8 +73,15 @@ GAPS = {
 
 
 def load_ordered(path):
+    """A program file: JSON, with the header comment a named workload
+    carries after its opening brace (workloads/NAME.json) left out."""
     with open(path) as f:
-        return json.load(f, object_pairs_hook=collections.OrderedDict)
+        text = f.read()
+    head = text.lstrip()
+    if head.startswith("{") and head[1:].lstrip().startswith("/*"):
+        body = head[1:].lstrip()
+        text = "{" + body[body.index("*/") + 2:]
+    return json.loads(text, object_pairs_hook=collections.OrderedDict)
 
 
 def finish_s(threads, secs):
@@ -228,7 +238,7 @@ def named_guest_list():
             return dm.KNOWN_GAPS.get(rec, {})
         if src == "forks.json":
             return dk.KNOWN_GAPS.get(rec, {})
-        return dq.KNOWN_GAPS.get(rec, {}) if src else {}
+        return dq.KNOWN_GAPS.get(rec, {}) if src else nw.KNOWN_GAPS.get(name, {})
     out = [(name, rec, nw.check_source(name), known(name, rec)) for name, (rec, _op, _counted) in nw.NAMED.items()]
     # The queue programs no named workload is written from (none today).
     named = {nw.source(name) for name in nw.NAMED}
@@ -380,6 +390,38 @@ def record_named(oversub, rec, seconds, out, hogs):
             "load": os.getloadavg()[0], "hog_share": share}
 
 
+def no_ops(oversub, j, name, gj, prof, cpus, tmp, no_real):
+    """A named program without ops (idle: a recorded `sleep`): its
+    threads' figures per second, real (the recorded threads of the
+    program's comm, scripts/named-workloads.py) against the guest. Each
+    rests on a handful of real events (one sleep in the recording), so
+    none is judged (MIN_EVENTS); part B has no throughput to compare and
+    is not run."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import importlib
+    nw = importlib.import_module("named-workloads")
+    w = load_ordered(gj)
+    comms = {t.split("_", 1)[1] for t in w["tasks"] if is_program(t)}
+    threads = [t for t in prof["threads"] if t["comm"] in comms]
+    secs = prof["wall_ns"] / 1e9
+    real = {"cpu_ns": sum(t["cpu_ns"] for t in threads) / secs,
+            "switches": sum(sum(t["switches"].values()) for t in threads) / secs,
+            "wakeups": sum(w_["count"] for t in threads for w_ in t.get("woken_by", [])) / secs}
+    counts = {"cpu_ns": round(real["switches"] * secs), "switches": round(real["switches"] * secs),
+              "wakeups": round(real["wakeups"] * secs)}
+    gsecs = guest_seconds(w, cpus)
+    w.pop("provenance", None)
+    prog = os.path.join(tmp, "guest-program.json")
+    with open(prog, "w") as f:
+        json.dump(w, f)
+    v, s = run_program_vm(oversub, prog, cpus, gsecs, os.path.join(tmp, "guest.toml"))
+    side = f"guest of {cpus}-vCPU VM ({gj}), per second"
+    for m in ("cpu_ns", "switches", "wakeups"):
+        j.add(name, side, m + "/s", real[m], s[m] / gsecs, count=counts[m])
+    if not no_real:
+        print(f"# {name}: no ops ({nw.NAMED[name][1]}): part B has no throughput to compare, not run")
+
+
 def guest(oversub, only, no_real, seconds):
     cpus = os.cpu_count()
     j = Judge()
@@ -391,6 +433,10 @@ def guest(oversub, only, no_real, seconds):
             with open(f"recordings/{rec}/profile.json") as f:
                 prof = json.load(f)
             ops = load_ordered(gj)["provenance"]["ops"]
+            if not ops:
+                # A program that does no work (idle): no per-op figures.
+                no_ops(oversub, j, name, gj, prof, cpus, tmp, no_real)
+                continue
             t = prof["totals"]
             real = {"cpu_ns": t["cpu_ns"] / ops, "switches": t["switches"] / ops, "wakeups": t["wakeups"] / ops,
                     "ipis_reschedule": t.get("ipis", {}).get("reschedule", 0) / ops,

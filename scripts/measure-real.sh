@@ -24,7 +24,7 @@
 # record mode does this after recording each ebizzy* program.
 #
 # Programs (NAME): dbench-tmpfs dbench-ext4 vips hackbench kernbench
-# sysbench-threads sysbench-mutex dedup ebizzy ebizzy-M, and ebizzy-64,
+# sysbench-threads sysbench-mutex dedup ebizzy ebizzy-M pingpong idle, and ebizzy-64,
 # ebizzy-M-64, ebizzy-M-80 (ebizzy's default of 2 threads per CPU for the
 # history scenarios' 64- and 80-vCPU guests: 128 and 160 threads, on this
 # machine's CPUs), kernbench-64 (make -j128, kernbench's 2 jobs per CPU). Needs root (mounts,
@@ -36,7 +36,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 W=${OVERSUB_MEASURE_DIR:-/tmp/oversub-measure}
 THREADS=16 # the published runs' vCPUs per VM: 16 threads/clients/jobs
 ALL=(dbench-tmpfs dbench-ext4 vips hackbench kernbench sysbench-threads sysbench-mutex dedup ebizzy ebizzy-M
-	ebizzy-64 ebizzy-M-64 ebizzy-M-80 kernbench-64)
+	pingpong idle ebizzy-64 ebizzy-M-64 ebizzy-M-80 kernbench-64)
 bin=$here/programs/bin
 # kernbench-b (--run only, not recorded by `make measure`): the objects of
 # kernbench's part B, the first 48 of mm/'s defconfig objects by name.
@@ -181,6 +181,21 @@ run_one() { # NAME; stdout = the program's output
 				END { printf "program=kernbench-b unit=objects ops=%d seconds=%s steady_ops=%d steady_seconds=%.6f steady_from=%.6f\n",
 					n, s, n - j - 1, t[n - j] - t[1], t[1] }' <<<"$times" >>"$OVERSUB_OPS_FILE"
 		fi
+		;;
+	pingpong)
+		# Two threads handing a turn back and forth through two pipes
+		# (perf bench sched pipe -T: each writes a word to the other's
+		# pipe, then blocks reading its own). Fixed work: ~11 us a round
+		# trip here untraced. One op is a turn (a hand-off): 2 per loop.
+		local loops=$((40000 * d))
+		perf bench sched pipe -T -l "$loops" >"$out" 2>&1
+		t1=$(date +%s.%N)
+		ops_line pingpong turns "$((2 * loops))" "$(echo "$t1 - $t0" | bc)"
+		;;
+	idle)
+		# An idle guest's user space: a process that sleeps (coreutils'
+		# sleep, one nanosleep). No ops: nothing is done.
+		sleep "$d" >"$out" 2>&1
 		;;
 	sysbench-threads)
 		sysbench threads --threads="$THREADS" --time="$d" run >"$out" 2>&1
@@ -370,8 +385,11 @@ if [[ $MODE == record ]]; then
 			"$here/scripts/measure-real.sh" --duration "$DURATION" --run "$n" ||
 			{ queues_stop; rm -rf "$new" "$new.ops" "$new.queues"; die "recording $n failed"; }
 		queues_stop
-		[[ -s $new.ops ]] || { rm -rf "$new" "$new.ops"; die "$n wrote no op count (OVERSUB_OPS_FILE)"; }
-		mv "$new.ops" "$new/ops.txt"
+		# idle does nothing and counts nothing: it has no ops.
+		if [[ $n != idle ]]; then
+			[[ -s $new.ops ]] || { rm -rf "$new" "$new.ops"; die "$n wrote no op count (OVERSUB_OPS_FILE)"; }
+			mv "$new.ops" "$new/ops.txt"
+		fi
 		if [[ -f $new.queues ]]; then mv "$new.queues" "$new/queues.txt"; fi
 		rm -rf "$here/recordings/$n"
 		mv "$new" "$here/recordings/$n"
@@ -401,7 +419,9 @@ for n in "${names[@]}"; do
 		"$here/scripts/measure-real.sh" --duration "$DURATION" --run "$n" >"$tmp/out" 2>&1 ||
 		{ echo "measure: $n failed:" >&2; tail -5 "$tmp/out" >&2; continue; }
 	t1=$(date +%s.%N)
-	ops=$(sed -n 's/.* ops=\([0-9]*\) .*/\1/p' "$tmp/ops" | tail -1)
+	# idle counts no ops (no op line).
+	ops=
+	if [[ -f $tmp/ops ]]; then ops=$(sed -n 's/.* ops=\([0-9]*\) .*/\1/p' "$tmp/ops" | tail -1); fi
 	read -r invol vol <"$tmp/time"
 	awk -F, -v name="$n" -v wall="$(echo "$t1 - $t0" | bc)" -v ops="${ops:-0}" -v cpus="$(nproc)" \
 		-v vol="$vol" -v invol="$invol" '
