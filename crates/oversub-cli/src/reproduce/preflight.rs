@@ -177,6 +177,24 @@ pub(super) fn check(
             spec.seeds = if quick { &c.quick_seeds } else { &c.seeds }.clone();
             specs.push(spec);
         }
+        // A sweep's own durations name one of the sweeps (by file stem)
+        // and are durations, in both modes.
+        for (field, map) in [
+            ("sweep_durations", &c.sweep_durations),
+            ("quick_sweep_durations", &c.quick_sweep_durations),
+        ] {
+            for (k, v) in map {
+                let f = format!("history.{field}.{}", echo(k));
+                if !names.contains(k) {
+                    let all: Vec<&str> = names.iter().map(String::as_str).collect();
+                    return Err(format!(
+                        "{mf}: {f}: not a [history] sweep: allowed the file stem of one of history.sweeps ({})",
+                        all.join(", ")
+                    ));
+                }
+                duration(mf, &f, v)?;
+            }
+        }
     }
     Ok(specs)
 }

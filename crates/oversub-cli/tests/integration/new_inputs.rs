@@ -192,7 +192,8 @@ const SECTION: &str = "[[section]]\nname = \"a\"\ntitle = \"t\"\nsweep = \"s.tom
 /// ran, after every sweep; duplicate seeds there were accepted; the
 /// manifest's seeds escaped the run cap; a section's duration out of range
 /// was blamed on the scenario; history sweeps with one file name shared a
-/// directory. Each is now refused, naming the manifest, before any run
+/// directory; a history sweep's own duration names no sweep or is out of
+/// range (both modes are checked in either). Each is now refused, naming the manifest, before any run
 /// (the --out directory is not even created).
 #[test]
 fn a_manifest_is_checked_whole_before_the_first_run() {
@@ -237,6 +238,17 @@ fn a_manifest_is_checked_whole_before_the_first_run() {
                 + hist.replacen(", \"y/c.toml\"", "", 1).as_str(),
             vec![],
             &["section history", "[history]", "allowed another name"],
+        ),
+        (
+            hist.replacen(", \"y/c.toml\"", "", 1) + "[history.sweep_durations]\nd = \"1s\"\n",
+            vec![],
+            &["history.sweep_durations.d", "not a [history] sweep", "(c)"],
+        ),
+        (
+            hist.replacen(", \"y/c.toml\"", "", 1)
+                + "[history.quick_sweep_durations]\nc = \"100000s\"\n",
+            vec![],
+            &["history.quick_sweep_durations.c", "100000s", "3600"],
         ),
         (
             SECTION.replacen("duration = \"1ms\"", "duration = \"100000s\"", 1),

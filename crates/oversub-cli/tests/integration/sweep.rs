@@ -642,8 +642,37 @@ fn reproduce_history_section_sets_published_beside_simulated() {
         s390.contains(",901.50,") && !s390.contains(",901.50,,"),
         "{s390}"
     );
+    // kernbench's rows (elapsed time of a build, from the VMs' useful vCPU
+    // time) have a simulated delta and a baseline even where no object is
+    // complete (the slots' first objects take seconds) ...
+    for (vms, published) in [("1x64", ",28.00,"), ("2x64", ",7.00,")] {
+        let kb = rows
+            .iter()
+            .find(|r| r.contains(&format!(",ple-2012-kernbench-{vms},")))
+            .unwrap();
+        assert!(kb.contains(",elapsed_time,"), "{kb}");
+        let after = kb.split(published).nth(1).unwrap();
+        assert!(!after.starts_with(','), "a simulated value: {kb}");
+        assert!(!kb.ends_with("not simulated") && !kb.contains(",,"), "{kb}");
+    }
+    // ... run for their sweep's own duration (quick_sweep_durations), the
+    // others for the section's.
+    let durations = |sweep: &str| -> Vec<String> {
+        let j =
+            std::fs::read_to_string(dir.join("history").join(sweep).join("results.jsonl")).unwrap();
+        let mut d: Vec<String> = j
+            .split("\"duration\":\"")
+            .skip(1)
+            .map(|x| x.split('"').next().unwrap().to_string())
+            .collect();
+        d.dedup();
+        d
+    };
+    assert_eq!(durations("ple-rework-2012-kernbench"), ["20000000ns"]);
+    assert_eq!(durations("ple-rework-2012"), ["5000000ns"]);
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(md.contains("# Section history") && md.contains("266e85a5ec91"));
+    assert!(md.contains("(ple-rework-2012-kernbench 20ms)"), "{md}");
     // Each change's sweep outputs are kept.
     assert!(dir.join("history/pv-tlb-flush/summary.csv").exists());
     let _ = std::fs::remove_dir_all(&dir);
