@@ -69,9 +69,9 @@ _FLUSH = ("every madvise that zapped pages flushed (tlb:tlb_flush reason 3 from 
           "{r} per op under oversub record (profile.json), {b} per op with only bpftrace attached (mm.txt). "
           "Which CPUs a flush reaches is the machine's, not the program's")
 KNOWN_GAPS = {
-    "ebizzy-M": {"tlb_shootdowns/op": _FLUSH.format(f="0.93", r="0.19", b="0.30")},
-    "ebizzy-M-64": {"tlb_shootdowns/op": _FLUSH.format(f="1.01", r="0.14", b="0.17")},
-    "ebizzy-M-80": {"tlb_shootdowns/op": _FLUSH.format(f="1.01", r="0.18", b="0.25")},
+    "ebizzy-M": {"tlb_shootdowns/op": _FLUSH.format(f="0.94", r="0.25", b="0.30")},
+    "ebizzy-M-64": {"tlb_shootdowns/op": _FLUSH.format(f="1.01", r="0.14", b="0.13")},
+    "ebizzy-M-80": {"tlb_shootdowns/op": _FLUSH.format(f="1.02", r="0.19", b="0.16")},
 }
 # x86-64 syscall numbers of the call sites (arch/x86/entry/syscalls).
 SYSCALLS = {9: "mmap", 10: "mprotect", 11: "munmap", 12: "brk", 25: "mremap", 28: "madvise"}

@@ -199,10 +199,10 @@ pub struct Profile {
 
 /// An IPI's type from its callback: none is a reschedule IPI
 /// (`smp_send_reschedule`), `flush_tlb_func` a TLB shootdown, anything else
-/// a call-function IPI named after its callback. Since 6.3
-/// (kernel/smp.c, 6.12: `send_call_function_single_ipi()` and
-/// `send_call_function_ipi_mask()`) every IPI of `smp_call_function_*`
-/// is traced with the generic handler as its callback
+/// a call-function IPI named after its callback. In 6.12 (kernel/smp.c:
+/// `send_call_function_single_ipi()` and `send_call_function_ipi_mask()`;
+/// the recordings' 6.18 likewise) every IPI of `smp_call_function_*` is
+/// traced with the generic handler as its callback
 /// (`generic_smp_call_function_single_interrupt`), not the function it
 /// runs, so a shootdown's IPI is told by what comes right before it in the
 /// sending thread (`after_remote_flush`): `native_flush_tlb_multi()` traces
@@ -744,7 +744,7 @@ mod tests {
 
     #[test]
     fn a_call_function_ipi_right_after_a_remote_flush_is_its_shootdown() {
-        // 6.3+ traces every smp_call_function IPI with the generic handler
+        // 6.12 traces every smp_call_function IPI with the generic handler
         // as callback: the shootdown's is the one right after the thread's
         // TLB_REMOTE_SEND_IPI; another call-function IPI, a reschedule IPI
         // and one after a flush that sent none stay what they are.
