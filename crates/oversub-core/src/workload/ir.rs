@@ -105,10 +105,10 @@ pub enum Event {
     /// Extension: a syscall that runs `run` in the kernel, of which `hold`
     /// (at the end) under the kernel sleeping lock `lock` (a `struct mutex`
     /// or an `rw_semaphore`, by `mode`): a waiter spins optimistically while
-    /// the owner runs, else sleeps (`syscall` with `kind`). With `flush`
-    /// > 0, the hold ends with a synchronous TLB shootdown of `flush` pages
-    /// (as `Munmap`'s) before the release: `madvise(MADV_DONTNEED)`, whose
-    /// `tlb_finish_mmu()` flushes before `mmap_read_unlock()` (6.12
+    /// the owner runs, else sleeps (`syscall` with `kind`). A non-zero
+    /// `flush` ends the hold with a synchronous TLB shootdown of that many
+    /// pages (as `Munmap`'s) before the release: `madvise(MADV_DONTNEED)`,
+    /// whose `tlb_finish_mmu()` flushes before `mmap_read_unlock()` (6.12
     /// mm/madvise.c, mm/mmu_gather.c).
     SleepingLock {
         lock: KlockId,

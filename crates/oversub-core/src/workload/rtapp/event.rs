@@ -387,7 +387,7 @@ impl Repeat {
             let (times, per_loops) = (self.times.unwrap_or(1), self.per_loops.unwrap_or(1));
             if times.div_ceil(per_loops) > MAX_REPEAT_PER_LOOP {
                 return Err(InputError::new(
-                    &format!("{at}.times"),
+                    format!("{at}.times"),
                     format!("{times} per {per_loops} loops: allowed at most {MAX_REPEAT_PER_LOOP} per loop"),
                 ));
             }
