@@ -8,7 +8,9 @@ For each recordings/check/NAME/ (profile.json and workload.json written by
 A. the recording's per-op figures against its derived program simulated
    host-only on this machine's CPU count and as the guest of an
    undercommitted VM of the same size (vCPUs pinned 1:1 to otherwise idle
-   pCPUs): CPU/op, switches/op, wakeups/op (both), reschedule IPIs/op (VM).
+   pCPUs): CPU/op, switches/op, wakeups/op (both), reschedule IPIs/op (VM:
+   its `ipis_reschedule`, not `ipis_sent`, which counts the call-function
+   IPIs of shootdowns and cross-CPU calls too).
    Metrics the simulator cannot produce from a derived program are printed
    as "not modelled" and not judged.
 B. a condition the recording did not see: HOGS busy-loop processes on the
@@ -144,7 +146,7 @@ def run_program_vm(oversub, program, cpus, secs, sc):
 def sim_vm(oversub, workload, cpus, tmp):
     secs = load_ordered(workload)["global"]["duration"]
     v, s = run_program_vm(oversub, os.path.abspath(workload), cpus, secs, os.path.join(tmp, "vm.toml"))
-    s["ipis_reschedule"] = v["ipis_sent"]
+    s["ipis_reschedule"] = v["ipis_reschedule"]
     s["secs"] = finish_s(v["threads"], secs)
     return s
 
@@ -213,7 +215,7 @@ def sim_guest(oversub, workload, cpus, hogs, tmp, secs=None):
     hog_ns = sum(t["cpu_ns"] for t in v["threads"] if t["name"].startswith("hog"))
     return {"hog_share": hog_ns / max(hog_ns + s["cpu_ns"], 1), "cpu_ns": s["cpu_ns"] / ops,
             "switches": s["switches"] / ops, "wakeups": s["wakeups"] / ops,
-            "ipis_reschedule": v["ipis_sent"] / ops, "tlb_shootdowns": v["csd_waits"] / ops,
+            "ipis_reschedule": v["ipis_reschedule"] / ops, "tlb_shootdowns": v["csd_waits"] / ops,
             "ops_per_s": v["ops_per_s"], "secs": secs, "op_loops": op_loops(w, v)}
 
 

@@ -17,11 +17,11 @@
 # and prints one markdown row per program (the table in docs/workloads.md).
 # --run NAME: runs one program in its configuration (what is recorded);
 # also kernbench-b, kernbench's smaller build for its part B (below).
-# --mm NAME...: runs each program (ebizzy*) once more, untraced by the
+# --mm NAME...: runs each program (ebizzy-M, -M-64, -M-80, ebizzy-64) once more, untraced by the
 # recorder, under scripts/measure-mm.bt (mmap_lock acquisitions and holds
 # by call site, page faults, shootdowns, per op) into recordings/NAME/mm.txt,
 # then scripts/derive-mm.py NAME (docs/workloads.md, "Memory paths"). The
-# record mode does this after recording each ebizzy* program.
+# record mode does this after recording each of them.
 #
 # Programs (NAME): dbench-tmpfs dbench-ext4 vips hackbench kernbench
 # sysbench-threads sysbench-mutex dedup ebizzy ebizzy-M pingpong idle, and ebizzy-64,
@@ -324,7 +324,9 @@ queues_stop() {
 # times), into recordings/NAME/mm.txt; its first line says what ran.
 mm_measure() { # NAME
 	local n=$1 dir=$here/recordings/$1 tmp pid i
-	[[ $n == ebizzy* ]] || return 0
+	# The recordings scripts/derive-mm.py derives (its GUEST_MM); plain
+	# ebizzy's copies stay in the arena (no memory paths to derive).
+	[[ " ebizzy-M ebizzy-M-64 ebizzy-M-80 ebizzy-64 " == *" $n "* ]] || return 0
 	[[ -d $dir ]] || die "recordings/$n does not exist (record it first)"
 	command -v bpftrace >/dev/null || die "bpftrace is missing (scripts/install-deps.sh measure)"
 	tmp=$dir/mm.txt.new

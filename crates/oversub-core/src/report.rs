@@ -130,6 +130,9 @@ pub struct VmReport {
     pub halts: u64,
     pub pv_kicks: u64,
     pub ipis_sent: u64,
+    /// Of `ipis_sent`, the reschedule IPIs (`smp_send_reschedule`); the
+    /// rest are call-function IPIs (synchronous calls, TLB shootdowns).
+    pub ipis_reschedule: u64,
     /// ICR writes and PV send-IPI hypercalls that exited to KVM.
     pub ipi_exits: u64,
     /// Unicast IPIs recorded by the IPI tracker.

@@ -145,6 +145,10 @@ pub struct ThreadAcc {
     pub faults_kernel: u64,
     pub tlb: BTreeMap<u32, (u64, i64)>,
     pub ipis: BTreeMap<String, (u64, u64)>,
+    /// The thread's last event was a `tlb:tlb_flush` TLB_REMOTE_SEND_IPI
+    /// (`native_flush_tlb_multi`): its next call-function IPI is that
+    /// shootdown's (see `ipi_type`).
+    after_remote_flush: bool,
     /// Wakeups of a polling idle CPU that sent no IPI.
     pub idle_no_ipi: u64,
     contending: HashMap<String, (u64, String)>,
@@ -195,11 +199,19 @@ pub struct Profile {
 
 /// An IPI's type from its callback: none is a reschedule IPI
 /// (`smp_send_reschedule`), `flush_tlb_func` a TLB shootdown, anything else
-/// a call-function IPI named after its callback.
-fn ipi_type(callback: &str) -> String {
+/// a call-function IPI named after its callback. In 6.12 (kernel/smp.c:
+/// `send_call_function_single_ipi()` and `send_call_function_ipi_mask()`;
+/// the recordings' 6.18 likewise) every IPI of `smp_call_function_*` is
+/// traced with the generic handler as its callback
+/// (`generic_smp_call_function_single_interrupt`), not the function it
+/// runs, so a shootdown's IPI is told by what comes right before it in the
+/// sending thread (`after_remote_flush`): `native_flush_tlb_multi()` traces
+/// `tlb_flush` TLB_REMOTE_SEND_IPI, then queues `flush_tlb_func` and sends
+/// the IPI with preemption off (arch/x86/mm/tlb.c, 6.12).
+fn ipi_type(callback: &str, after_remote_flush: bool) -> String {
     if callback == "0x0" || callback == "0" {
         "reschedule".into()
-    } else if callback.contains("flush_tlb") {
+    } else if after_remote_flush || callback.contains("flush_tlb") {
         "tlb_shootdown".into()
     } else {
         format!("call_function:{callback}")
@@ -270,7 +282,14 @@ impl Profile {
             return Ok(());
         }
         let cur = l.h.pid;
+        // Whether this is the event right after the thread's remote flush
+        // (interrupt-context events in between do not count: the flush
+        // sends its IPI with interrupts on).
+        let mut after_remote_flush = false;
         if let Some(t) = self.threads.get_mut(&cur) {
+            if !l.h.irq {
+                after_remote_flush = std::mem::take(&mut t.after_remote_flush);
+            }
             t.last_ns = ts;
             if let Some(g) = l.h.tgid {
                 t.tgid = g;
@@ -453,6 +472,7 @@ impl Profile {
                     let e = t.tlb.entry(*reason).or_default();
                     e.0 += 1;
                     e.1 += pages;
+                    t.after_remote_flush = *reason == TLB_REMOTE_SEND_IPI && !l.h.irq;
                 }
             }
             Body::Ipi {
@@ -464,7 +484,10 @@ impl Profile {
                     if !l.h.irq {
                         let e = t
                             .ipis
-                            .entry(format!("{}@{callsite}", ipi_type(callback)))
+                            .entry(format!(
+                                "{}@{callsite}",
+                                ipi_type(callback, after_remote_flush)
+                            ))
                             .or_default();
                         e.0 += 1;
                         e.1 += *targets as u64;
@@ -569,7 +592,7 @@ impl Profile {
             s.futex_waits += t.futex_waits;
             s.futex_blocked += t.futex_blocked;
             s.faults += t.faults_user + t.faults_kernel;
-            s.tlb_shootdowns += t.tlb.get(&4).map_or(0, |e| e.0);
+            s.tlb_shootdowns += t.tlb.get(&TLB_REMOTE_SEND_IPI).map_or(0, |e| e.0);
             s.idle_no_ipi += t.idle_no_ipi;
             s.op_marks += t.op_marks;
             for (k, v) in &t.ipis {
@@ -609,6 +632,10 @@ pub struct Totals {
     /// IPI targets by type.
     pub ipis: BTreeMap<String, u64>,
 }
+
+/// `tlb:tlb_flush` reason TLB_REMOTE_SEND_IPI: a shootdown about to IPI
+/// other CPUs (`native_flush_tlb_multi`).
+const TLB_REMOTE_SEND_IPI: u32 = 4;
 
 /// `tlb:tlb_flush` reasons (enum tlb_flush_reason, include/linux/mm_types.h).
 pub fn tlb_reason(r: u32) -> &'static str {
@@ -713,6 +740,37 @@ mod tests {
         let j = p.to_json(Some(2));
         assert_eq!(j["mmap_lock"]["madvise/read"]["per_op"], 0.5);
         assert_eq!(j["mmap_lock"]["fault/read"]["hold_ns"]["sum_ns"], 2_000);
+    }
+
+    #[test]
+    fn a_call_function_ipi_right_after_a_remote_flush_is_its_shootdown() {
+        // 6.12 traces every smp_call_function IPI with the generic handler
+        // as callback: the shootdown's is the one right after the thread's
+        // TLB_REMOTE_SEND_IPI; another call-function IPI, a reschedule IPI
+        // and one after a flush that sent none stay what they are.
+        let gen = "callback=generic_smp_call_function_single_interrupt+0x0/0x10";
+        let lines = [
+            "e-3 (3) [000] d..1. 1.000000: tlb_flush: pages:128 reason:remote IPI send (4)".to_string(),
+            format!("e-3 (3) [000] d..1. 1.000001: ipi_send_cpu: cpu=1 callsite=on_each_cpu_cond_mask+0x20/0x60 {gen}"),
+            format!("e-3 (3) [000] d..1. 1.000010: ipi_send_cpu: cpu=1 callsite=on_each_cpu_cond_mask+0x20/0x60 {gen}"),
+            "e-3 (3) [000] d..1. 1.000020: ipi_send_cpu: cpu=1 callsite=try_to_wake_up+0x1/0x2 callback=0x0".to_string(),
+            "e-3 (3) [000] d..1. 1.000030: tlb_flush: pages:128 reason:remote IPI send (4)".to_string(),
+            "e-3 (3) [000] ..... 1.000031: sys_getpid()".to_string(),
+            format!("e-3 (3) [000] d..1. 1.000040: ipi_send_cpu: cpu=1 callsite=on_each_cpu_cond_mask+0x20/0x60 {gen}"),
+            "e-3 (3) [000] d..1. 1.000050: tlb_flush: pages:128 reason:remote IPI send (4)".to_string(),
+            "e-3 (3) [000] dNh1. 1.000051: ipi_send_cpu: cpu=1 callsite=irq_work+0x1/0x2 callback=0x0".to_string(),
+            format!("e-3 (3) [000] d..1. 1.000052: ipi_send_cpumask: cpumask=1-2 callsite=on_each_cpu_cond_mask+0x20/0x60 {gen}"),
+        ];
+        let p = feed(3, &lines.iter().map(String::as_str).collect::<Vec<_>>());
+        let ipis = &p.totals().ipis;
+        assert_eq!(ipis.get("tlb_shootdown"), Some(&3), "{ipis:?}");
+        assert_eq!(
+            ipis.get("call_function:generic_smp_call_function_single_interrupt"),
+            Some(&2),
+            "{ipis:?}"
+        );
+        assert_eq!(ipis.get("reschedule"), Some(&1), "{ipis:?}");
+        assert_eq!(p.totals().tlb_shootdowns, 3);
     }
 
     #[test]

@@ -113,8 +113,12 @@ enum Pending {
     KernelLock(KlockId, Nanos),
     /// munmap's kernel work ran: its TLB shootdown comes next.
     Shootdown(u32),
-    /// Wants the sleeping lock, then holds it for the CPU time.
-    SleepingWant(KlockId, SleepMode, Nanos),
+    /// Wants the sleeping lock, then holds it for the CPU time, then
+    /// (pages > 0) flushes the TLB of that many pages holding it.
+    SleepingWant(KlockId, SleepMode, Nanos, u32),
+    /// Holds the sleeping lock (its hold time ran): its TLB shootdown of
+    /// this many pages comes next, still holding it.
+    SleepingFlush(KlockId, SleepMode, u32),
     /// Holds the sleeping lock (its hold time ran): release it.
     SleepingHeld(KlockId, SleepMode),
     /// A `count` was taken and its put found the queue full: retry the
@@ -171,6 +175,8 @@ struct ThreadRt {
     notify_parent: bool,
     /// A vforked child whose parent waits for its exec (its first event).
     vfork_done_pending: bool,
+    /// Runs of the current event left after this one (a `Repeat`).
+    reps_left: u32,
     stats: ThreadStats,
 }
 
@@ -257,6 +263,7 @@ impl ProgramRt {
                     queue_wait_since: None,
                     notify_parent: false,
                     vfork_done_pending: false,
+                    reps_left: 0,
                     stats: ThreadStats::default(),
                 })
                 .collect(),
@@ -338,6 +345,10 @@ impl ProgramRt {
         let spec = &self.prog.threads[t];
         let th = &mut self.threads[t];
         th.pending = Pending::None;
+        if th.reps_left > 0 {
+            th.reps_left -= 1;
+            return;
+        }
         th.ev += 1;
         if th.ev < spec.phases[th.phase].events.len() {
             return;
@@ -391,6 +402,7 @@ impl ProgramRt {
         th.phase = 0;
         th.phase_loop = 0;
         th.ev = 0;
+        th.reps_left = 0;
         th.pending = Pending::None;
         th.done = false;
         th.notify_parent = false;
@@ -497,7 +509,7 @@ impl ProgramRt {
     /// after optimistic spinning): it joins the wait list, unless already
     /// on it. False (nothing done) if `t` wants no sleeping lock.
     pub fn sleeping_lock_wait(&mut self, t: usize) -> bool {
-        let Pending::SleepingWant(l, mode, _) = self.threads[t].pending else {
+        let Pending::SleepingWant(l, mode, _, _) = self.threads[t].pending else {
             return false;
         };
         let s = &mut self.sleeping[l.idx()];
@@ -509,7 +521,7 @@ impl ProgramRt {
 
     /// Whether the sleeping lock `t` wants could be taken now.
     pub fn sleeping_lock_free(&self, t: usize) -> bool {
-        let Pending::SleepingWant(l, mode, _) = self.threads[t].pending else {
+        let Pending::SleepingWant(l, mode, _, _) = self.threads[t].pending else {
             return false;
         };
         let s = &self.sleeping[l.idx()];
@@ -757,16 +769,26 @@ impl ProgramRt {
                     self.threads[t].pending = Pending::Done;
                     return Action::Kernel(KernelOp::TlbShootdown { pages });
                 }
-                Pending::SleepingWant(lock, mode, hold) => {
+                Pending::SleepingWant(lock, mode, hold, flush) => {
                     if !self.sleeping_try(t, lock, mode, now) {
                         let owner = self.sleeping[lock.idx()].owner;
                         return Action::Kernel(KernelOp::SleepingLockBusy { lock, mode, owner });
                     }
-                    self.threads[t].pending = Pending::SleepingHeld(lock, mode);
+                    self.threads[t].pending = if flush > 0 {
+                        Pending::SleepingFlush(lock, mode, flush)
+                    } else {
+                        Pending::SleepingHeld(lock, mode)
+                    };
                     if hold > Nanos::ZERO {
                         return Action::Run(hold);
                     }
                     continue;
+                }
+                // The section's flush (`tlb_finish_mmu()` before the
+                // unlock): the lock stays held while its IPIs are out.
+                Pending::SleepingFlush(lock, mode, pages) => {
+                    self.threads[t].pending = Pending::SleepingHeld(lock, mode);
+                    return Action::Kernel(KernelOp::TlbShootdown { pages });
                 }
                 Pending::SleepingHeld(lock, mode) => {
                     self.sleeping_release(t, lock, mode, wake);
@@ -913,8 +935,9 @@ impl ProgramRt {
                     mode,
                     run,
                     hold,
+                    flush,
                 } => {
-                    self.threads[t].pending = Pending::SleepingWant(lock, mode, hold);
+                    self.threads[t].pending = Pending::SleepingWant(lock, mode, hold, flush);
                     let pre = Nanos(run.0.saturating_sub(hold.0));
                     if pre > Nanos::ZERO {
                         return Action::Run(pre);
@@ -936,6 +959,23 @@ impl ProgramRt {
                         Pending::Child(child.idx())
                     };
                     return Action::Sleep(None);
+                }
+                // The next event's runs in this loop (validated: there is
+                // one, in this phase); none skips it.
+                Event::Repeat { times, per_loops } => {
+                    let (n, p) = (u128::from(times), u128::from(per_loops));
+                    // Thread t of T starts its spread t p / T loops in, so
+                    // the instances of one task do not run their rare
+                    // repeats at the same loop.
+                    let off = t as u128 * p / self.threads.len() as u128;
+                    let k = u128::from(self.threads[t].stats.phase_loops) + off;
+                    let runs = ((k + 1) * n / p - k * n / p) as u32;
+                    self.advance(t, now);
+                    if runs == 0 {
+                        self.advance(t, now);
+                    } else {
+                        self.threads[t].reps_left = runs - 1;
+                    }
                 }
                 Event::SmpCall {
                     targets,

@@ -105,12 +105,17 @@ pub enum Event {
     /// Extension: a syscall that runs `run` in the kernel, of which `hold`
     /// (at the end) under the kernel sleeping lock `lock` (a `struct mutex`
     /// or an `rw_semaphore`, by `mode`): a waiter spins optimistically while
-    /// the owner runs, else sleeps (`syscall` with `kind`).
+    /// the owner runs, else sleeps (`syscall` with `kind`). A non-zero
+    /// `flush` ends the hold with a synchronous TLB shootdown of that many
+    /// pages (as `Munmap`'s) before the release: `madvise(MADV_DONTNEED)`,
+    /// whose `tlb_finish_mmu()` flushes before `mmap_read_unlock()` (6.12
+    /// mm/madvise.c, mm/mmu_gather.c).
     SleepingLock {
         lock: KlockId,
         mode: SleepMode,
         run: Nanos,
         hold: Nanos,
+        flush: u32,
     },
     /// Extension: `munmap` of `pages` pages: `run` of kernel work, then a
     /// TLB shootdown of every other CPU the process's threads ran on
@@ -166,7 +171,22 @@ pub enum Event {
         child: ThreadId,
         vfork: bool,
     },
+    /// Extension: the next event of the phase (a kernel extension event
+    /// that takes time, or a `munmap`) runs `times` times every
+    /// `per_loops` loops of the thread, spread evenly: on the thread's
+    /// k-th phase loop (k from 0, counted over all its phases) of thread i
+    /// of the program's T, with o = i p / T, floor((k+o+1) t / p) -
+    /// floor((k+o) t / p) times in a row, 0 included (a measured rate per
+    /// op, written once instead of unrolled over a period of ops; the
+    /// offset o spreads the instances of one task over the period).
+    Repeat {
+        times: u32,
+        per_loops: u32,
+    },
 }
+
+/// The most repetitions one `Repeat` gives its event in one loop.
+pub const MAX_REPEAT_PER_LOOP: u32 = 100_000;
 
 /// How a `SleepingLock` event takes its kernel lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -181,6 +201,25 @@ pub enum SleepMode {
 }
 
 impl Event {
+    /// Whether the event takes simulated time whenever it runs (the time
+    /// check, `Program::check_time_advances`).
+    pub fn takes_time(&self) -> bool {
+        match *self {
+            Event::Run(d) | Event::Runtime(d) | Event::Sleep(d) => d > Nanos::ZERO,
+            Event::Timer { period, .. } => period > Nanos::ZERO,
+            Event::Syscall { run, hold, .. } | Event::SleepingLock { run, hold, .. } => {
+                run > Nanos::ZERO || hold > Nanos::ZERO
+            }
+            Event::Munmap { run, .. } => run > Nanos::ZERO,
+            Event::SmpCall {
+                targets,
+                handler,
+                wait,
+            } => wait && targets > 0 && handler > Nanos::ZERO,
+            _ => false,
+        }
+    }
+
     /// Whether the event needs the guest kernel model (an extension).
     pub fn is_kernel_extension(&self) -> bool {
         matches!(
@@ -403,6 +442,21 @@ impl Program {
                         Event::Syscall { lock, .. } | Event::SleepingLock { lock, .. } => {
                             bad(lock.idx(), self.klocks.len(), "kernel lock")
                         }
+                        Event::Repeat { times, per_loops } => {
+                            let next = p.events.get(i + 1);
+                            if *times == 0 || *per_loops == 0 {
+                                Some(format!("{}: repeat {times} times per {per_loops} loops: both allowed 1 ..= 4294967295", at(i)))
+                            } else if times.div_ceil(*per_loops) > MAX_REPEAT_PER_LOOP {
+                                Some(format!("{}: repeat {times} times per {per_loops} loops: allowed at most {MAX_REPEAT_PER_LOOP} per loop", at(i)))
+                            } else if !next.is_some_and(|e| {
+                                e.is_kernel_extension()
+                                    && (e.takes_time() || matches!(e, Event::Munmap { .. }))
+                            }) {
+                                Some(format!("{}: a repeat applies to the next event of its phase, a munmap, or a syscall or smp_call that takes time", at(i)))
+                            } else {
+                                None
+                            }
+                        }
                         Event::Fork { child, .. } => {
                             bad(child.idx(), self.threads.len(), "thread").or_else(|| {
                                 let c = &self.threads[child.idx()];
@@ -541,20 +595,38 @@ impl Program {
     /// alone is refused (a `yield`-only loop piles events at one instant).
     pub fn check_time_advances(&self) -> Result<(), String> {
         use crate::limits::MAX_ZERO_TIME_STEPS;
-        let advances = |e: &Event| match *e {
-            Event::Run(d) | Event::Runtime(d) | Event::Sleep(d) => d > Nanos::ZERO,
-            Event::Timer { period, .. } => period > Nanos::ZERO,
-            Event::Syscall { run, hold, .. } | Event::SleepingLock { run, hold, .. } => {
-                run > Nanos::ZERO || hold > Nanos::ZERO
-            }
-            Event::Munmap { run, .. } => run > Nanos::ZERO,
-            Event::SmpCall {
-                targets,
-                handler,
-                wait,
-            } => wait && targets > 0 && handler > Nanos::ZERO,
-            _ => false,
+        // An event a `Repeat` may run 0 times in a loop (fewer times than
+        // loops) does not make that loop take time.
+        let gated: Vec<Vec<Vec<bool>>> = self
+            .threads
+            .iter()
+            .map(|t| {
+                t.phases
+                    .iter()
+                    .map(|p| {
+                        let mut g = vec![false; p.events.len()];
+                        for (i, e) in p.events.iter().enumerate() {
+                            if let (Event::Repeat { times, per_loops }, Some(x)) =
+                                (e, g.get_mut(i + 1))
+                            {
+                                *x = times < per_loops;
+                            }
+                        }
+                        g
+                    })
+                    .collect()
+            })
+            .collect();
+        let timed = |t: usize, pi: usize| {
+            let g = &gated[t][pi];
+            self.threads[t].phases[pi]
+                .events
+                .iter()
+                .enumerate()
+                .filter(move |(i, _)| !g[*i])
+                .map(|(_, e)| e)
         };
+        let advances = |e: &Event| e.takes_time();
         // Blocking waits by resource (conditions, then barriers): the
         // resource a wait blocks on, and the resources a thread can end a
         // wait on (it signals the condition, it uses the barrier).
@@ -618,15 +690,17 @@ impl Program {
         let thread_ok = |t: usize, live: &[bool]| -> Result<(), String> {
             let th = &self.threads[t];
             const WHY: &str = "no run, runtime, sleep or timer of non-zero length, nor a wait (condition, barrier, queue) that another thread ends";
-            for p in &th.phases {
-                if p.loops.is_none() && !loop_ok(&mut p.events.iter(), live) {
+            for (pi, p) in th.phases.iter().enumerate() {
+                if p.loops.is_none() && !loop_ok(&mut timed(t, pi), live) {
                     return Err(format!(
                         "thread {} phase {}: loops forever without advancing simulated time ({WHY})",
                         th.name, p.name
                     ));
                 }
             }
-            if th.loops.is_none() && !loop_ok(&mut events(t), live) {
+            if th.loops.is_none()
+                && !loop_ok(&mut (0..th.phases.len()).flat_map(|pi| timed(t, pi)), live)
+            {
                 return Err(format!(
                     "thread {} phase {}: the thread loops forever without advancing simulated time ({WHY})",
                     th.name, th.phases[0].name
@@ -655,15 +729,12 @@ impl Program {
             thread_ok(t, &live)?;
         }
         // Finite loops of zero-time events: bounded step counts.
-        for th in &self.threads {
+        for (t, th) in self.threads.iter().enumerate() {
             let mut pass: u64 = 0;
             let mut pass_advances = false;
-            for p in &th.phases {
+            for (pi, p) in th.phases.iter().enumerate() {
                 let steps = p.loops.unwrap_or(1).saturating_mul(p.events.len() as u64);
-                if p.events
-                    .iter()
-                    .any(|e| advances(e) || waits_on(e).is_some_and(|r| live[r]))
-                {
+                if timed(t, pi).any(|e| advances(e) || waits_on(e).is_some_and(|r| live[r])) {
                     pass_advances = true;
                 } else if steps > MAX_ZERO_TIME_STEPS {
                     return Err(format!(

@@ -652,3 +652,68 @@ fn a_thread_woken_during_its_own_wakeup_path_does_not_sleep_through_it() {
             .collect::<Vec<_>>()
     );
 }
+
+/// A VM of 3 vCPUs pinned to CPUs 0-2, PV TLB flush off, with a host hog
+/// on CPU 2 (vCPU 2, the flushes' target, is preempted for host slices).
+fn three_vcpus_target_preempted(prog: &str) -> Report {
+    run_toml(&format!(
+        "[host]\ncpus = 3\nduration = \"1s\"\n\
+         [[task]]\nname = \"hog\"\nkind = \"hog\"\ncpus = [2]\n\
+         [guest.pv]\nsteal_time = true\ntlb_flush = false\n\
+         [[vm]]\nname = \"g\"\nvcpus = 3\npin = [0, 1, 2]\nprogram = \"{prog}\"\n"
+    ))
+}
+
+#[test]
+fn a_flush_inside_the_read_section_holds_the_writer_for_its_ipis() {
+    // madvise's flush inside its mmap_lock read section: while its IPI
+    // waits for the preempted vCPU 2, the writer waits for the lock. With
+    // the flush after the unlock, the writer waits for the 20 us hold only.
+    let inside = three_vcpus_target_preempted("zap_in_section.json");
+    let after = three_vcpus_target_preempted("zap_then_flush.json");
+    let (zi, za) = (thread(&inside, "zapper"), thread(&after, "zapper"));
+    // Both zap about as often (the zapper waits for the same IPIs).
+    assert!(
+        zi.phase_loops > 1000 && za.phase_loops > 1000,
+        "{zi:?} {za:?}"
+    );
+    assert!(
+        inside.vms[0].csd_waits > 1000 && after.vms[0].csd_waits > 1000,
+        "{} {}",
+        inside.vms[0].csd_waits,
+        after.vms[0].csd_waits
+    );
+    let (wi, wa) = (thread(&inside, "writer"), thread(&after, "writer"));
+    assert!(
+        wi.sleeping_lock_wait_ns > 2 * wa.sleeping_lock_wait_ns,
+        "writer's mmap_lock waits: flush inside {} ns, after {} ns",
+        wi.sleeping_lock_wait_ns,
+        wa.sleeping_lock_wait_ns
+    );
+    // The writer gets less done when it waits through the flushes.
+    assert!(
+        2 * wi.phase_loops < wa.phase_loops,
+        "writer loops: flush inside {}, after {}",
+        wi.phase_loops,
+        wa.phase_loops
+    );
+}
+
+#[test]
+fn reschedule_ipis_are_the_wakeups_not_the_shootdowns() {
+    // munmap_pair.json: every shootdown IPIs vCPU 1 and no thread blocks:
+    // call-function IPIs only.
+    let m = two_vcpus("munmap_pair.json", false, true, 1);
+    let v = &m.vms[0];
+    assert!(v.csd_waits > 1000 && v.ipis_sent >= v.csd_waits, "{v:?}");
+    assert_eq!(v.ipis_reschedule, 0, "ipis_sent {}", v.ipis_sent);
+    // signal_pair.json: b's wakeups on the halted vCPU 1 are reschedule
+    // IPIs, and nothing else sends one.
+    let s = two_vcpus("signal_pair.json", false, true, 1);
+    let w = &s.vms[0];
+    assert!(
+        w.ipis_reschedule >= thread(&s, "b").phase_loops / 2,
+        "{w:?}"
+    );
+    assert_eq!(w.ipis_reschedule, w.ipis_sent);
+}

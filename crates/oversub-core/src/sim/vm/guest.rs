@@ -520,6 +520,7 @@ impl Simulator {
                 continue;
             }
             vm.stats.ipis_sent += 1;
+            vm.stats.ipis_reschedule += 1;
             vm.guest.as_mut().expect("program VM").resched_ipis += 1;
             self.send_unicast_ipi(vi, from, t, RESCHEDULE_VECTOR, &running, cpu);
         }

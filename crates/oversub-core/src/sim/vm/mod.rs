@@ -464,6 +464,7 @@ impl VmRt {
             halts: s.halts,
             pv_kicks: s.pv_kicks,
             ipis_sent: s.ipis_sent,
+            ipis_reschedule: s.ipis_reschedule,
             ipi_exits: s.ipi_exits,
             ipis_tracked: s.ipis_tracked,
             eoi_exits: s.eoi_exits,

@@ -111,6 +111,7 @@ impl Simulator {
                     }
                     if send {
                         vm.stats.ipis_sent += 1;
+                        vm.stats.ipis_reschedule += u64::from(vector == RESCHEDULE_VECTOR);
                         let running = self.vcpus_running_if(avic, vi);
                         self.send_unicast_ipi(vi, me, t, vector, &running, cpu);
                     }

@@ -201,6 +201,7 @@ pub(super) struct VmStats {
     pub(super) halts: u64,
     pub(super) pv_kicks: u64,
     pub(super) ipis_sent: u64,
+    pub(super) ipis_reschedule: u64,
     pub(super) ipi_exits: u64,
     pub(super) ipis_tracked: u64,
     pub(super) eoi_exits: u64,

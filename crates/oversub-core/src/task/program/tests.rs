@@ -498,3 +498,60 @@ fn a_waking_unlock_returns_to_user_mode_before_the_next_event() {
         assert_eq!(action, Action::Sleep(Some(Time(450_000))));
     }
 }
+
+#[test]
+fn a_repeat_runs_its_event_at_its_rate_spread_over_the_loops() {
+    // 5 munmaps every 2 loops and a syscall once every 3 loops, after a
+    // 10 us run: per loop 2, 3, 2, 3, ... munmaps (floor((k+1) 5/2) -
+    // floor(k 5/2)), the syscall on loops 2, 5, 8, ...
+    let mut p = rt(r#"{"tasks": {"t": {"loop": 6, "phases": {"a": {"loop": 1,
+        "run": 10,
+        "munmap": {"run": 0, "pages": 4, "times": 5, "per_loops": 2},
+        "syscall": {"lock": "k", "kind": "rwsem_read", "hold": 2, "times": 1, "per_loops": 3}}}}}}"#);
+    let t = Time::ZERO;
+    let mut munmaps = Vec::new();
+    let mut syscalls = Vec::new();
+    let mut first = p.step(0, t).1;
+    for l in 0..6 {
+        assert_eq!(first, Action::Run(Nanos::from_us(10)), "loop {l}");
+        let (mut m, mut s) = (0, 0);
+        loop {
+            let a = p.step(0, t).1;
+            if p.stats(0).phase_loops > l {
+                first = a;
+                break;
+            }
+            match a {
+                Action::Kernel(KernelOp::TlbShootdown { pages: 4 }) => m += 1,
+                Action::Run(d) if d == Nanos::from_us(2) => s += 1,
+                other => panic!("loop {l}: {other:?}"),
+            }
+        }
+        munmaps.push(m);
+        syscalls.push(s);
+    }
+    assert_eq!(munmaps, [2, 3, 2, 3, 2, 3]);
+    assert_eq!(syscalls, [0, 0, 1, 0, 0, 1]);
+}
+
+#[test]
+fn a_flush_in_a_sleeping_lock_section_comes_before_the_release() {
+    // The zap's flush inside the read section: a writer asking while the
+    // flush is out finds the lock taken.
+    let mut p = rt(r#"{"global": {"duration": 1}, "tasks": {
+        "z": {"loop": 1, "syscall": {"lock": "m", "kind": "rwsem_read", "hold": 20, "flush": 8}},
+        "w": {"loop": 1, "syscall": {"lock": "m", "kind": "rwsem_write", "hold": 5}}}}"#);
+    let t = Time::ZERO;
+    assert_eq!(p.step(0, t).1, Action::Run(Nanos::from_us(20)));
+    assert_eq!(
+        p.step(0, t).1,
+        Action::Kernel(KernelOp::TlbShootdown { pages: 8 })
+    );
+    assert!(
+        matches!(
+            p.step(1, t).1,
+            Action::Kernel(KernelOp::SleepingLockBusy { .. })
+        ),
+        "the writer waits while the flush's IPIs are out"
+    );
+}

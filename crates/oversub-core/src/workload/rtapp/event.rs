@@ -6,7 +6,7 @@ use super::{event_kind, intern, us, Builder, MAX_QUEUE_BATCH, MAX_QUEUE_ITEMS};
 use crate::engine::Nanos;
 use crate::workload::ir::{
     BarrierId, CondId, CounterId, Event, Fidelity, KlockId, MutexId, QueueId, SleepMode, ThreadId,
-    TimerId,
+    TimerId, MAX_REPEAT_PER_LOOP,
 };
 use crate::workload::json::Json;
 use crate::workload::InputError;
@@ -144,16 +144,31 @@ impl Builder {
                 let f = fields(
                     v,
                     at,
-                    &["lock", "run", "hold", "kind", "irqsave"],
+                    &[
+                        "lock",
+                        "run",
+                        "hold",
+                        "kind",
+                        "irqsave",
+                        "flush",
+                        "times",
+                        "per_loops",
+                    ],
                     &["lock", "hold"],
                 )?;
                 let mut lock = KlockId(0);
                 let (mut run, mut hold) = (Nanos::ZERO, Nanos::ZERO);
                 let mut mode = None;
                 let mut irqsave = None;
+                let mut flush = None;
+                let mut rep = Repeat::default();
                 for (k, x) in f {
                     let a = format!("{at}.{k}");
+                    if rep.field(k, x, &a)? {
+                        continue;
+                    }
                     match k {
+                        "flush" => flush = Some((int(x, &a, 1, 1 << 30, " pages")? as u32, a)),
                         "lock" => {
                             lock = KlockId(intern(&mut self.klocks, string(x, &a)?));
                             if self.klock_irqsave.len() < self.klocks.len() {
@@ -190,6 +205,13 @@ impl Builder {
                     }
                     self.klock_irqsave_set(lock, irq, &a)?;
                 }
+                if let (Some((_, a)), None) = (&flush, mode) {
+                    return Err(InputError::new(
+                        a,
+                        "flush is a sleeping lock's section's: allowed only with kind mutex, rwsem_read or rwsem_write",
+                    ));
+                }
+                rep.push(out, at)?;
                 out.push(match mode {
                     None => Event::Syscall { lock, run, hold },
                     Some(mode) => Event::SleepingLock {
@@ -197,20 +219,26 @@ impl Builder {
                         mode,
                         run,
                         hold,
+                        flush: flush.map_or(0, |(n, _)| n),
                     },
                 });
             }
             "munmap" => {
-                let f = fields(v, at, &["run", "pages"], &["run"])?;
+                let f = fields(v, at, &["run", "pages", "times", "per_loops"], &["run"])?;
                 let mut run = Nanos::ZERO;
                 let mut pages = 1;
+                let mut rep = Repeat::default();
                 for (k, x) in f {
                     let a = format!("{at}.{k}");
+                    if rep.field(k, x, &a)? {
+                        continue;
+                    }
                     match k {
                         "run" => run = micros(x, &a)?,
                         _ => pages = int(x, &a, 1, 1 << 30, " pages")? as u32,
                     }
                 }
+                rep.push(out, at)?;
                 out.push(Event::Munmap { run, pages });
             }
             "smp_call" => {
@@ -329,5 +357,42 @@ impl Builder {
             }
         }
         Ok(QueueId(i as u32))
+    }
+}
+
+/// `times` and `per_loops` of a `syscall` or `munmap` (the `Repeat`
+/// extension: the event runs `times` times every `per_loops` loops).
+#[derive(Default)]
+struct Repeat {
+    times: Option<u32>,
+    per_loops: Option<u32>,
+}
+
+impl Repeat {
+    /// Takes key `k` if it is one of the two; true when it was.
+    fn field(&mut self, k: &str, x: &Json, at: &str) -> Result<bool, InputError> {
+        let n = |x| int(x, at, 1, u32::MAX.into(), "").map(|n| n as u32);
+        match k {
+            "times" => self.times = Some(n(x)?),
+            "per_loops" => self.per_loops = Some(n(x)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The `Repeat` event before the event, unless both are absent (once
+    /// per loop).
+    fn push(&self, out: &mut Vec<Event>, at: &str) -> Result<(), InputError> {
+        if self.times.is_some() || self.per_loops.is_some() {
+            let (times, per_loops) = (self.times.unwrap_or(1), self.per_loops.unwrap_or(1));
+            if times.div_ceil(per_loops) > MAX_REPEAT_PER_LOOP {
+                return Err(InputError::new(
+                    format!("{at}.times"),
+                    format!("{times} per {per_loops} loops: allowed at most {MAX_REPEAT_PER_LOOP} per loop"),
+                ));
+            }
+            out.push(Event::Repeat { times, per_loops });
+        }
+        Ok(())
     }
 }

@@ -567,3 +567,63 @@ fn validate_refuses_forks_of_non_children_and_parent_cycles() {
     p.threads[0].parent = Some(ThreadId(7));
     assert!(p.validate().unwrap_err().contains("not another thread"));
 }
+
+#[test]
+fn repeats_and_flushes_parse_and_bad_ones_name_the_field() {
+    let p = prog(
+        r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 10,
+        "syscall": {"lock": "m", "kind": "rwsem_read", "hold": 2, "flush": 1, "times": 7, "per_loops": 3},
+        "munmap": {"run": 0, "per_loops": 4}}}}"#,
+    );
+    assert_eq!(
+        p.threads[0].phases[0].events[1..],
+        [
+            Event::Repeat {
+                times: 7,
+                per_loops: 3
+            },
+            Event::SleepingLock {
+                lock: KlockId(0),
+                mode: crate::workload::ir::SleepMode::Read,
+                run: Nanos::ZERO,
+                hold: Nanos::from_us(2),
+                flush: 1
+            },
+            Event::Repeat {
+                times: 1,
+                per_loops: 4
+            },
+            Event::Munmap {
+                run: Nanos::ZERO,
+                pages: 1
+            },
+        ]
+    );
+    let e = err(
+        r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 1, "syscall": {"lock": "k", "hold": 1, "flush": 1}}}}"#,
+    );
+    assert!(
+        e.contains("tasks.t.syscall.flush") && e.contains("allowed only with kind"),
+        "{e}"
+    );
+    let e = err(
+        r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 1, "munmap": {"run": 1, "times": 0}}}}"#,
+    );
+    assert!(e.contains("tasks.t.munmap.times: 0 is out of range"), "{e}");
+    let e = err(
+        r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 1, "munmap": {"run": 1, "times": 200001, "per_loops": 2}}}}"#,
+    );
+    assert!(
+        e.contains("tasks.t.munmap.times") && e.contains("at most 100000 per loop"),
+        "{e}"
+    );
+    let e = err(
+        r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 1, "syscall": {"lock": "k", "hold": 0, "times": 2}}}}"#,
+    );
+    assert!(e.contains("a repeat applies to the next event"), "{e}");
+    // A repeated event that may not run in a loop does not make it take time.
+    let e = err(
+        r#"{"global": {"duration": 1}, "tasks": {"t": {"munmap": {"run": 5, "times": 1, "per_loops": 2}}}}"#,
+    );
+    assert!(e.contains("without advancing simulated time"), "{e}");
+}
