@@ -382,6 +382,16 @@ fn reproduce_writes_csv_summary_and_report() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The loops of a VM's program threads (`t*`, not their guards): what the
+/// per-op histogram counts one sample for.
+fn program_thread_loops(v: &oversub::report::VmReport) -> u64 {
+    v.threads
+        .iter()
+        .filter(|t| t.name.starts_with('t'))
+        .map(|t| t.phase_loops)
+        .sum()
+}
+
 /// Every op of a VM is timed once, and a vCPU's ops never overlap: the
 /// per-op histogram counts one sample per loop of the `ops` threads (each
 /// loop weighs its thread's `ops_per_loop` in `ops`), and their sum fits
@@ -402,12 +412,7 @@ fn per_op_latency_is_recorded_once_per_op() {
         // threads' loops, each weighted by its ops_per_loop (turns per
         // loop, ~1.7): the histogram counts one sample per loop of the
         // `ops` threads (t*, not their guards).
-        let loops: u64 = v
-            .threads
-            .iter()
-            .filter(|t| t.name.starts_with('t'))
-            .map(|t| t.phase_loops)
-            .sum();
+        let loops = program_thread_loops(v);
         assert_eq!(h.count(), loops, "{}", v.name);
         // A thread's loops never overlap, and 2 threads on 16 vCPUs, so
         // the sum fits in vCPUs x duration.
@@ -431,12 +436,7 @@ fn per_op_latency_is_recorded_once_per_op() {
         .expect("the run finishes");
     for v in &r.vms {
         assert!(v.ops > 0, "{}: no ops", v.name);
-        let loops: u64 = v
-            .threads
-            .iter()
-            .filter(|t| t.name.starts_with('t'))
-            .map(|t| t.phase_loops)
-            .sum();
+        let loops = program_thread_loops(v);
         assert_eq!(v.op_latency_ns.count(), loops, "{}", v.name);
         assert_ne!(loops, v.ops, "{}", v.name);
     }
