@@ -213,7 +213,7 @@ impl Builder {
         }
         for (k, v) in kv {
             let at = format!("global.{k}");
-            match k {
+            match k.as_str() {
                 "duration" => {
                     let d = int(v, &at, -1, 3600, " s (-1: until every thread ends)")?;
                     if d == 0 {

@@ -1,7 +1,7 @@
 //! One rt-app event (`run`, `sleep`, `lock`, `wait`, `barrier`, the
 //! extensions, ...) lowered to the program IR.
 
-use super::value::{boolean, fields, int, micros, string};
+use super::value::{boolean, fields, int, micros, string, Sub};
 use super::{event_kind, intern, us, Builder, MAX_QUEUE_BATCH, MAX_QUEUE_ITEMS};
 use crate::engine::Nanos;
 use crate::workload::ir::{
@@ -10,6 +10,7 @@ use crate::workload::ir::{
 };
 use crate::workload::json::Json;
 use crate::workload::InputError;
+use std::fmt::Display;
 
 impl Builder {
     /// One event of a phase; `out` receives its IR (rt-app's compound
@@ -19,7 +20,7 @@ impl Builder {
         &mut self,
         key: &str,
         v: &Json,
-        at: &str,
+        at: impl Display + Copy,
         thread: &str,
         task: &str,
         out: &mut Vec<Event>,
@@ -31,7 +32,7 @@ impl Builder {
             "runtime" => {
                 out.push(Event::Runtime(time(v)?));
                 self.note(
-                    at,
+                    &at.to_string(),
                     Fidelity::Approximated,
                     "runtime (busy until a wall-clock time) runs as CPU time: a preempted runtime event ends later than rt-app's",
                 );
@@ -43,19 +44,19 @@ impl Builder {
                 let mut period = Nanos::ZERO;
                 let mut absolute = false;
                 for (k, x) in f {
-                    let a = format!("{at}.{k}");
-                    match k {
-                        "ref" => r = string(x, &a)?.to_string(),
+                    let a = Sub(&at, k.as_str());
+                    match k.as_str() {
+                        "ref" => r = string(x, a)?.to_string(),
                         // 0 is allowed: the timer never sleeps (rt-app's
                         // tune_json.py uses it to switch timers off).
-                        "period" => period = int(x, &a, 0, 3_600_000_000, " us").map(us)?,
+                        "period" => period = int(x, a, 0, 3_600_000_000, " us").map(us)?,
                         _ => {
-                            absolute = match string(x, &a)? {
+                            absolute = match string(x, a)? {
                                 "relative" => false,
                                 "absolute" => true,
                                 m => {
                                     return Err(InputError::new(
-                                        a,
+                                        a.to_string(),
                                         format!("unknown mode \"{m}\": allowed relative, absolute"),
                                     ))
                                 }
@@ -96,7 +97,7 @@ impl Builder {
                 let f = fields(v, at, &["ref", "mutex"], &["ref", "mutex"])?;
                 let get = |name: &str| {
                     let (_, x) = f.iter().find(|(k, _)| *k == name).expect("required");
-                    string(x, &format!("{at}.{name}"))
+                    string(x, Sub(&at, name))
                 };
                 let cond = CondId(intern(&mut self.conds, get("ref")?));
                 let mutex = MutexId(intern(&mut self.mutexes, get("mutex")?));
@@ -137,7 +138,7 @@ impl Builder {
             }
             "yield" => out.push(Event::Yield),
             "mem" | "iorun" => return Err(InputError::new(
-                at,
+                at.to_string(),
                 "mem and iorun are not modelled (no memory-bandwidth or I/O device model): use run",
             )),
             "syscall" => {
@@ -163,29 +164,29 @@ impl Builder {
                 let mut flush = None;
                 let mut rep = Repeat::default();
                 for (k, x) in f {
-                    let a = format!("{at}.{k}");
-                    if rep.field(k, x, &a)? {
+                    let a = Sub(&at, k.as_str());
+                    if rep.field(k, x, a)? {
                         continue;
                     }
-                    match k {
-                        "flush" => flush = Some((int(x, &a, 1, 1 << 30, " pages")? as u32, a)),
+                    match k.as_str() {
+                        "flush" => flush = Some((int(x, a, 1, 1 << 30, " pages")? as u32, a)),
                         "lock" => {
-                            lock = KlockId(intern(&mut self.klocks, string(x, &a)?));
+                            lock = KlockId(intern(&mut self.klocks, string(x, a)?));
                             if self.klock_irqsave.len() < self.klocks.len() {
-                                self.klock_irqsave.push((None, a));
+                                self.klock_irqsave.push((None, a.to_string()));
                             }
                         }
-                        "run" => run = micros(x, &a)?,
-                        "irqsave" => irqsave = Some((boolean(x, &a)?, a)),
+                        "run" => run = micros(x, a)?,
+                        "irqsave" => irqsave = Some((boolean(x, a)?, a)),
                         "kind" => {
-                            mode = match string(x, &a)? {
+                            mode = match string(x, a)? {
                                 "spin" => None,
                                 "mutex" => Some(SleepMode::Mutex),
                                 "rwsem_read" => Some(SleepMode::Read),
                                 "rwsem_write" => Some(SleepMode::Write),
                                 other => {
                                     return Err(InputError::new(
-                                        &a,
+                                        a.to_string(),
                                         format!(
                                         "\"{other}\": allowed spin, mutex, rwsem_read, rwsem_write"
                                     ),
@@ -193,13 +194,14 @@ impl Builder {
                                 }
                             }
                         }
-                        _ => hold = micros(x, &a)?,
+                        _ => hold = micros(x, a)?,
                     }
                 }
                 if let Some((irq, a)) = irqsave {
+                    let a = a.to_string();
                     if mode.is_some() {
                         return Err(InputError::new(
-                            &a,
+                            a.to_string(),
                             "irqsave is a spinlock's attribute: allowed only with kind \"spin\" (or no kind)",
                         ));
                     }
@@ -207,7 +209,7 @@ impl Builder {
                 }
                 if let (Some((_, a)), None) = (&flush, mode) {
                     return Err(InputError::new(
-                        a,
+                        a.to_string(),
                         "flush is a sleeping lock's section's: allowed only with kind mutex, rwsem_read or rwsem_write",
                     ));
                 }
@@ -229,13 +231,13 @@ impl Builder {
                 let mut pages = 1;
                 let mut rep = Repeat::default();
                 for (k, x) in f {
-                    let a = format!("{at}.{k}");
-                    if rep.field(k, x, &a)? {
+                    let a = Sub(&at, k.as_str());
+                    if rep.field(k, x, a)? {
                         continue;
                     }
-                    match k {
-                        "run" => run = micros(x, &a)?,
-                        _ => pages = int(x, &a, 1, 1 << 30, " pages")? as u32,
+                    match k.as_str() {
+                        "run" => run = micros(x, a)?,
+                        _ => pages = int(x, a, 1, 1 << 30, " pages")? as u32,
                     }
                 }
                 rep.push(out, at)?;
@@ -245,11 +247,11 @@ impl Builder {
                 let f = fields(v, at, &["targets", "handler", "wait"], &["handler"])?;
                 let (mut targets, mut handler, mut wait) = (1, Nanos::ZERO, true);
                 for (k, x) in f {
-                    let a = format!("{at}.{k}");
-                    match k {
-                        "targets" => targets = int(x, &a, 1, 1024, " CPUs")? as u32,
-                        "handler" => handler = micros(x, &a)?,
-                        _ => wait = boolean(x, &a)?,
+                    let a = Sub(&at, k.as_str());
+                    match k.as_str() {
+                        "targets" => targets = int(x, a, 1, 1024, " CPUs")? as u32,
+                        "handler" => handler = micros(x, a)?,
+                        _ => wait = boolean(x, a)?,
                     }
                 }
                 out.push(Event::SmpCall {
@@ -262,11 +264,16 @@ impl Builder {
                 let f = fields(v, at, &["queue", "items", "capacity"], &["queue"])?;
                 let (mut name, mut items, mut cap) = ("", 1, None);
                 for (k, x) in f {
-                    let a = format!("{at}.{k}");
-                    match k {
-                        "queue" => name = string(x, &a)?,
-                        "items" => items = int(x, &a, 1, MAX_QUEUE_BATCH, " items")? as u32,
-                        _ => cap = Some((int(x, &a, 1, MAX_QUEUE_ITEMS, " items")? as u64, a)),
+                    let a = Sub(&at, k.as_str());
+                    match k.as_str() {
+                        "queue" => name = string(x, a)?,
+                        "items" => items = int(x, a, 1, MAX_QUEUE_BATCH, " items")? as u32,
+                        _ => {
+                            cap = Some((
+                                int(x, a, 1, MAX_QUEUE_ITEMS, " items")? as u64,
+                                a.to_string(),
+                            ))
+                        }
                     }
                 }
                 let queue = self.queue(name, cap, at)?;
@@ -287,13 +294,13 @@ impl Builder {
                 let (mut every, mut first) = (0, None);
                 let max = i64::from(u32::MAX);
                 for (k, x) in f {
-                    let a = format!("{at}.{k}");
-                    match k {
-                        "counter" => counter = string(x, &a)?,
-                        "queue" => name = string(x, &a)?,
-                        "every" => every = int(x, &a, 1, max, " counts")? as u32,
-                        "first" => first = Some(int(x, &a, 1, max, " counts")? as u32),
-                        _ => items = int(x, &a, 1, max, " items")? as u32,
+                    let a = Sub(&at, k.as_str());
+                    match k.as_str() {
+                        "counter" => counter = string(x, a)?,
+                        "queue" => name = string(x, a)?,
+                        "every" => every = int(x, a, 1, max, " counts")? as u32,
+                        "first" => first = Some(int(x, a, 1, max, " counts")? as u32),
+                        _ => items = int(x, a, 1, max, " items")? as u32,
                     }
                 }
                 let queue = self.queue(name, None, at)?;
@@ -333,7 +340,7 @@ impl Builder {
         &mut self,
         name: &str,
         cap: Option<(u64, String)>,
-        at: &str,
+        at: impl Display,
     ) -> Result<QueueId, InputError> {
         let i = match self.queues.iter().position(|(n, ..)| n == name) {
             Some(i) => i,
@@ -346,7 +353,7 @@ impl Builder {
             match &self.queues[i].1 {
                 Some((c0, a0)) if *c0 != c => {
                     return Err(InputError::new(
-                        a,
+                        a.to_string(),
                         format!(
                             "{c}: queue \"{name}\" has capacity {c0} at {a0}: one queue has one capacity"
                         ),
@@ -370,7 +377,7 @@ struct Repeat {
 
 impl Repeat {
     /// Takes key `k` if it is one of the two; true when it was.
-    fn field(&mut self, k: &str, x: &Json, at: &str) -> Result<bool, InputError> {
+    fn field(&mut self, k: &str, x: &Json, at: impl Display + Copy) -> Result<bool, InputError> {
         let n = |x| int(x, at, 1, u32::MAX.into(), "").map(|n| n as u32);
         match k {
             "times" => self.times = Some(n(x)?),
@@ -382,7 +389,7 @@ impl Repeat {
 
     /// The `Repeat` event before the event, unless both are absent (once
     /// per loop).
-    fn push(&self, out: &mut Vec<Event>, at: &str) -> Result<(), InputError> {
+    fn push(&self, out: &mut Vec<Event>, at: impl Display) -> Result<(), InputError> {
         if self.times.is_some() || self.per_loops.is_some() {
             let (times, per_loops) = (self.times.unwrap_or(1), self.per_loops.unwrap_or(1));
             if times.div_ceil(per_loops) > MAX_REPEAT_PER_LOOP {

@@ -1,10 +1,10 @@
 //! An rt-app task object and its phases lowered to IR threads (instances,
 //! loops, affinity, delay), and a task's `oversub` extension object.
 
-use super::value::{cpus, int, no_dups, obj, policy};
+use super::value::{cpus, int, no_dups, obj, policy, Sub};
 use super::{event_kind, us, Builder, EVENTS, EXT_EVENTS, TASK_KEYS};
 use crate::engine::Nanos;
-use crate::workload::ir::{Fidelity, Phase, Thread};
+use crate::workload::ir::{Event, Fidelity, Phase, Thread};
 use crate::workload::json::Json;
 use crate::workload::InputError;
 
@@ -27,33 +27,33 @@ impl Builder {
         let mut loops = Some(1);
         let mut events = Vec::new();
         for (k, x) in kv {
-            let a = format!("{at}.{k}");
+            let a = Sub(&at, k.as_str());
             if k == "loop" {
                 // -1: the phase repeats forever (rt-app counts up and never
                 // meets a negative loop count).
-                let l = int(x, &a, -1, i64::MAX, " (-1: forever)")?;
+                let l = int(x, a, -1, i64::MAX, " (-1: forever)")?;
                 if l == 0 {
                     return Err(InputError::new(
-                        a,
+                        a.to_string(),
                         "loop 0 is not allowed: -1 (forever) or >= 1",
                     ));
                 }
                 loops = (l > 0).then_some(l as u64);
             } else if k == "cpus" {
-                let c = cpus(x, &a)?;
+                let c = cpus(x, a)?;
                 if Some(&c) != thread_cpus.as_ref() {
                     return Err(InputError::new(
-                        a,
+                        a.to_string(),
                         "phase-level affinity changes are not modelled yet: put cpus on the task",
                     ));
                 }
             } else if event_kind(k).is_some() {
-                self.event(k, x, &a, thread, task, &mut events)?;
+                self.event(k, x, a, thread, task, &mut events)?;
             } else if !extra.contains(&k.as_str()) {
                 let mut allowed: Vec<&str> = vec!["loop", "cpus"];
                 allowed.extend_from_slice(extra);
                 return Err(InputError::new(
-                    a,
+                    a.to_string(),
                     format!(
                         "unknown key: allowed {}, or an event ({}, {}; numbered like run0, run1)",
                         allowed.join(", "),
@@ -91,7 +91,7 @@ impl Builder {
         no_dups(kv, &at)?;
         let get = |k: &str| kv.iter().find(|(n, _)| n == k).map(|(_, x)| x);
         let instances = match get("instance") {
-            Some(x) => int(x, &format!("{at}.instance"), 1, 100_000, "")? as u32,
+            Some(x) => int(x, format!("{at}.instance"), 1, 100_000, "")? as u32,
             None => 1,
         };
         if let Some(p) = get("policy") {
@@ -100,7 +100,7 @@ impl Builder {
         let nice = match get("priority") {
             Some(x) => int(
                 x,
-                &format!("{at}.priority"),
+                format!("{at}.priority"),
                 -20,
                 19,
                 " (the nice value for SCHED_OTHER)",
@@ -123,7 +123,7 @@ impl Builder {
             None => None,
         };
         let delay = match get("delay") {
-            Some(x) => us(int(x, &format!("{at}.delay"), 0, 3_600_000_000, " us")?),
+            Some(x) => us(int(x, format!("{at}.delay"), 0, 3_600_000_000, " us")?),
             None => Nanos::ZERO,
         };
         let ext = match get("oversub") {
@@ -142,6 +142,11 @@ impl Builder {
                 ),
             ));
         }
+        // Instance 0's phases, when the next instances read the same: an
+        // instance's events differ from the first's only in its "unique"
+        // timers (named per thread) and in its barrier references (each
+        // counted); every other event interns the same names again.
+        let mut same: Option<Vec<Phase>> = None;
         for i in 0..instances {
             let name = if instances == 1 {
                 task.to_string()
@@ -156,18 +161,24 @@ impl Builder {
                     if pkv.is_empty() {
                         return Err(InputError::new(pat, "no phases"));
                     }
-                    let mut phases = Vec::new();
-                    for (pn, pv) in pkv {
-                        phases.push(self.phase(
-                            pn,
-                            pv,
-                            &format!("{pat}.{pn}"),
-                            &name,
-                            task,
-                            &[],
-                            &tcpus,
-                        )?);
-                    }
+                    let phases = match &same {
+                        Some(p) => p.clone(),
+                        None => {
+                            let mut phases = Vec::new();
+                            for (pn, pv) in pkv {
+                                phases.push(self.phase(
+                                    pn,
+                                    pv,
+                                    &format!("{pat}.{pn}"),
+                                    &name,
+                                    task,
+                                    &[],
+                                    &tcpus,
+                                )?);
+                            }
+                            phases
+                        }
+                    };
                     // Unknown task keys (events are not allowed beside phases).
                     for (k, _) in kv {
                         if !TASK_KEYS.contains(&k.as_str()) {
@@ -182,7 +193,7 @@ impl Builder {
                     }
                     let loops = match get("loop") {
                         Some(x) => {
-                            let l = int(x, &format!("{at}.loop"), -1, i64::MAX, " (-1: forever)")?;
+                            let l = int(x, format!("{at}.loop"), -1, i64::MAX, " (-1: forever)")?;
                             if l == 0 {
                                 return Err(InputError::new(
                                     format!("{at}.loop"),
@@ -204,10 +215,16 @@ impl Builder {
                         .copied()
                         .filter(|k| *k != "loop" && *k != "cpus" && *k != "phases")
                         .collect();
-                    let p = self.phase(task, v, &at, &name, task, &extra, &tcpus)?;
-                    (vec![p], None)
+                    let phases = match &same {
+                        Some(p) => p.clone(),
+                        None => vec![self.phase(task, v, &at, &name, task, &extra, &tcpus)?],
+                    };
+                    (phases, None)
                 }
             };
+            if i == 0 && instances > 1 && !phases.iter().any(per_instance) {
+                same = Some(phases.clone());
+            }
             out.push(Thread {
                 name,
                 task: task.to_string(),
@@ -223,4 +240,13 @@ impl Builder {
         }
         Ok(())
     }
+}
+
+/// Whether a phase holds events that differ between a task's instances
+/// (a timer, which may be "unique" to its thread) or whose every reference
+/// counts (a barrier's users).
+fn per_instance(p: &Phase) -> bool {
+    p.events
+        .iter()
+        .any(|e| matches!(e, Event::Timer { .. } | Event::Barrier(_)))
 }

@@ -627,3 +627,48 @@ fn repeats_and_flushes_parse_and_bad_ones_name_the_field() {
     );
     assert!(e.contains("without advancing simulated time"), "{e}");
 }
+
+#[test]
+fn a_long_object_names_its_first_repeated_key() {
+    // More keys than the linear check takes: the hashed one must name the
+    // first key that repeats an earlier one (run3 at place 21), not a later
+    // repeat (run1 at 22) nor the first of the pair.
+    let mut events: Vec<String> = (0..20).map(|i| format!(r#""run{i}": 1"#)).collect();
+    events.push(r#""run3": 2"#.into());
+    events.push(r#""run1": 2"#.into());
+    let src = format!(
+        r#"{{"global": {{"duration": 1}}, "tasks": {{"t": {{"loop": 1, "phases": {{"p": {{{}}}}}}}}}}}"#,
+        events.join(", ")
+    );
+    let e = parse(&src).unwrap_err();
+    assert_eq!(e.field, "tasks.t.phases.p.run3", "{e}");
+    assert!(e.to_string().contains("repeated key"), "{e}");
+}
+
+#[test]
+fn instances_without_timers_or_barriers_share_their_first_phases() {
+    // The shared copy must be what each instance would have read: the same
+    // events and resources, notes kept once.
+    let p = parse(
+        r#"{"global": {"duration": 1}, "tasks": {
+              "w": {"instance": 3, "loop": -1, "phases": {
+                "a": {"lock": "m", "runtime": 5, "unlock": "m",
+                      "syscall": {"lock": "mmap_lock", "kind": "rwsem_read", "run": 1.5, "hold": 2}},
+                "b": {"put": {"queue": "q", "capacity": 4}, "get": {"queue": "q"}, "sleep": 3}}}}}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let p = p.program;
+    let t = &p.threads;
+    assert_eq!(t.len(), 3);
+    assert_eq!(t[1].phases, t[0].phases);
+    assert_eq!(t[2].phases, t[0].phases);
+    assert_eq!(t[2].name, "w.2");
+    assert_eq!(t[0].phases[0].events.len(), 4);
+    assert_eq!(p.mutexes, ["m"]);
+    let runtime_notes = p
+        .fidelity
+        .iter()
+        .filter(|n| n.at.ends_with(".runtime"))
+        .count();
+    assert_eq!(runtime_notes, 1, "{:?}", p.fidelity);
+}
