@@ -144,16 +144,27 @@ def us(ns):
 SPIN_LEAVES = ("cc1", "as", "fixdep", "rm", "mkdir")
 
 
-def spin_phases(cpu_ns, n, classes):
-    """A leaf process's CPU as `n` spinlock sections (scripts/spin_sections.py),
-    one phase per hold class, the CPU between them as each section's work
-    before the lock."""
-    shares = spin_sections.counts(n, classes)
-    held_us = sum(h * k for h, k in shares)
-    gap = max(0.0, cpu_ns / 1000.0 - held_us) / n
+def spin_phases(ev, n, classes):
+    """A leaf process's events `ev` (its runs and sleeps, in order) as
+    phases whose runs are `n` spinlock sections in all
+    (scripts/spin_sections.py), shared out over the runs: per run one phase
+    per hold class, the run's CPU between the sections as each section's
+    work before the lock; each sleep a phase of its own."""
+    runs = [k for k in ev if k.startswith("run")]
     ph = collections.OrderedDict()
-    for j, (h, k) in enumerate(shares):
-        ph[f"spin{j}"] = collections.OrderedDict([("loop", k), ("syscall", spin_sections.event(h, gap))])
+    for i, (key, v) in enumerate(ev.items()):
+        if not key.startswith("run"):
+            ph[f"p{i}"] = collections.OrderedDict([(key, v)])
+            continue
+        r = runs.index(key)
+        m = n * (r + 1) // len(runs) - n * r // len(runs)
+        if m == 0:
+            ph[f"p{i}"] = collections.OrderedDict([(key, v)])
+            continue
+        shares = spin_sections.counts(m, classes)
+        gap = max(0.0, v - sum(h * k for h, k in shares)) / m
+        for j, (h, k) in enumerate(shares):
+            ph[f"p{i}_spin{j}"] = collections.OrderedDict([("loop", k), ("syscall", spin_sections.event(h, gap))])
     return ph
 
 
@@ -251,7 +262,7 @@ def derive(rec):
         for name in leaf(c):
             ev = process(c, [])
             if c in spin_per_process:
-                ev = collections.OrderedDict([("phases", spin_phases(a[c]["cpu_ns"] / a[c]["n"], n, spin_classes))])
+                ev = collections.OrderedDict([("phases", spin_phases(ev, n, spin_classes))])
             images[name] = ev
     spin_info["sections_per_process"] = spin_per_process
     spin_info["not_written"] = collections.OrderedDict(
