@@ -41,6 +41,7 @@ import re
 import sys
 
 from generated_files import write_or_check
+import spin_sections
 
 # Objects per pass of a job slot: each comm's processes per object are
 # rounded to a pass (cc1 1.51 per object -> 3 per pass of 2).
@@ -137,11 +138,45 @@ def us(ns):
     return max(1, round(ns / 1000.0))
 
 
+# Comms whose processes get guest kernel spinlock sections: the leaves of
+# the tree (one run, no children), where the recording's contention is
+# (cc1: 98% of it at -j16); the others' rates are listed in not_derived.
+SPIN_LEAVES = ("cc1", "as", "fixdep", "rm", "mkdir")
+
+
+def spin_phases(ev, n, classes):
+    """A leaf process's events `ev` (its runs and sleeps, in order) as
+    phases whose runs are `n` spinlock sections in all
+    (scripts/spin_sections.py), shared out over the runs: per run one phase
+    per hold class, the run's CPU between the sections as each section's
+    work before the lock; each sleep a phase of its own."""
+    runs = [k for k in ev if k.startswith("run")]
+    ph = collections.OrderedDict()
+    for i, (key, v) in enumerate(ev.items()):
+        if not key.startswith("run"):
+            ph[f"p{i}"] = collections.OrderedDict([(key, v)])
+            continue
+        r = runs.index(key)
+        m = n * (r + 1) // len(runs) - n * r // len(runs)
+        if m == 0:
+            ph[f"p{i}"] = collections.OrderedDict([(key, v)])
+            continue
+        shares = spin_sections.counts(m, classes)
+        gap = max(0.0, v - sum(h * k for h, k in shares)) / m
+        for j, (h, k) in enumerate(shares):
+            ph[f"p{i}_spin{j}"] = collections.OrderedDict([("loop", k), ("syscall", spin_sections.event(h, gap))])
+    return ph
+
+
 def derive(rec):
     path = f"recordings/{rec}/profile.json"
     p, ops = load(rec)
     jobs = jobs_of(p["provenance"], path)
     a = per_comm(p)
+    try:
+        spin_classes, spin_rates, spin_info = spin_sections.derive(p, path)
+    except spin_sections.Missing as e:
+        die(str(e))
     for c in ["make", "sh", "gcc", "cc1"]:
         if a[c]["n"] == 0:
             die(f"{path}: no {c} process recorded: not a kernel build")
@@ -219,9 +254,23 @@ def derive(rec):
         images[name] = process("sh", kids)
     for name, kids in zip(gccs, gkids):
         images[name] = process("gcc", kids)
+    spin_per_process = collections.OrderedDict()
     for c in ("cc1", "as", "fixdep", "rm", "mkdir"):
+        n = round(spin_rates.get(c, 0.0) * a[c]["cpu_ns"] / a[c]["n"] / 1e9) if a[c]["n"] else 0
+        if c in SPIN_LEAVES and n > 0:
+            spin_per_process[c] = n
         for name in leaf(c):
-            images[name] = process(c, [])
+            ev = process(c, [])
+            if c in spin_per_process:
+                ev = collections.OrderedDict([("phases", spin_phases(ev, n, spin_classes))])
+            images[name] = ev
+    spin_info["sections_per_process"] = spin_per_process
+    spin_info["not_written"] = collections.OrderedDict(
+        (c, round(r, 1)) for c, r in spin_rates.items() if c not in spin_per_process and r > 0)
+    spin_info["not_written_are"] = ("acquisitions per CPU-second of the comms whose processes are not leaves of the "
+                                    "tree (their CPU is split around their children) or were not written "
+                                    "(rustc, nm: another user's or the recorder's processes)")
+    derivation["spin"] = spin_info
     # The misc comms as one pooled process image.
     if k_misc:
         a["misc"] = collections.Counter(n=misc_n, cpu_ns=misc_cpu,
@@ -273,9 +322,10 @@ def derive(rec):
         "which process forks which (the tree above is kbuild's, the counts and CPU the recording's)",
         "blocks other than a wait for a child's exec (vfork) or exit (wait4): pipe reads, I/O, are sleeps of a "
         "measured or estimated mean (sleep_us per comm), not waits on the process that ends them",
-        "page faults (23 k per object), TLB shootdowns and the fork/exec/exit kernel paths' locks: their "
-        "CPU is in each process's measured CPU; the guest model has one mm per program, so a child's "
-        "shootdowns would reach its parent's CPUs",
+        "page faults (23 k per object) and TLB shootdowns: their CPU is in each process's measured CPU; the "
+        "guest model has one mm per program, so a child's shootdowns would reach its parent's CPUs",
+        "spinlock sections outside the leaf processes (derivation.spin.not_written) and which lock a section "
+        "is: every contended spinlock of the recording is pooled on one lock (derivation.spin)",
         "exec balancing (sched_exec: select_task_rq with WF_EXEC right after the fork balance)",
         "the processes' start-up and the build's own start and end (the job slots loop for ever)",
     ]

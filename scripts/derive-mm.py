@@ -48,6 +48,7 @@ import math
 import sys
 
 from generated_files import write_or_check
+import spin_sections
 
 # The guest kernel whose mmap_lock use the program is written for, per
 # recording (module docstring): the history scenarios' guests are of the
@@ -78,6 +79,8 @@ SYSCALLS = {9: "mmap", 10: "mprotect", 11: "munmap", 12: "brk", 25: "mremap", 28
 FAULT = -1
 MADVISE = 28
 TIMER_SLACK_US = 0.001
+# The program's threads' comm in profile.json (its spinlock contention).
+SPIN_COMM = "ebizzy"
 # Most blocks per op of a recording the per-op form takes (see program()).
 MAX_BLOCKS_PER_OP = 0.01
 
@@ -236,6 +239,28 @@ def pooled_fault_hold(runs):
     return q
 
 
+def spin_kinds(rec, cpu_us):
+    """The spinlock sections per op of the program's comm, one kind per
+    hold class (scripts/spin_sections.py), and the derivation's figures."""
+    path = f"recordings/{rec}/profile.json"
+    try:
+        with open(path) as f:
+            p = json.load(f)
+        classes, rates, info = spin_sections.derive(p, path)
+    except OSError as e:
+        die(f"{path}: {e.strerror}")
+    except ValueError as e:
+        die(f"{path}: {e}")
+    except spin_sections.Missing as e:
+        die(str(e))
+    if SPIN_COMM not in rates:
+        die(f"{path}: threads: no {SPIN_COMM} thread listed")
+    per_op = rates[SPIN_COMM] * cpu_us * 1e-6
+    info["comm"] = SPIN_COMM
+    info["per_op"] = round(per_op, 4)
+    return [(f"spin/{h}", per_op * q, h, "spin") for h, q in classes], info
+
+
 def program(rec, prof, guest, era, pooled):
     gpath = f"recordings/{rec}/guest.json"
     threads = [t for t in guest["provenance"]["derivation"]["threads"]]
@@ -285,6 +310,10 @@ def program(rec, prof, guest, era, pooled):
             h = hold_us(prof, f"{site}/{mode}")
             if e and h is not None:
                 kinds.append((f"{site}/{mode}", e["per_op"], h, f"rwsem_{mode}"))
+    # Guest kernel spinlock sections (scripts/spin_sections.py): the
+    # recording's contended spinlock waits, per hold class.
+    spin, spin_info = spin_kinds(rec, cpu_us)
+    kinds.extend(spin)
     ops = prof["ops"]
     # The flushes of the zaps (tlb:tlb_flush of any reason from the call
     # site: every zap that flushed). In an era whose section of that site
@@ -334,6 +363,11 @@ def program(rec, prof, guest, era, pooled):
     ev = []
     for name, rate, hold, mode, fl in written:
         pre = piece if name == "fault" else 0.0
+        if mode == "spin":
+            e = spin_sections.event(hold)
+            e.update(rep(rate))
+            ev.append(("syscall", e))
+            continue
         e = collections.OrderedDict([("lock", "mmap_lock"), ("kind", mode), ("run", round(pre + hold, 3)),
                                      ("hold", round(hold, 3))] + ([("flush", 1)] if fl else []) + rep(rate))
         ev.append(("syscall", e))
@@ -364,7 +398,9 @@ def program(rec, prof, guest, era, pooled):
                    "median holds (mm-profile.json), each written once with `times` per `per_loops` = its "
                    "measured count over the measured ops (the interpreter's Repeat: spread evenly over each "
                    "thread's loops), the CPU left between them as runs, and each measured flush of a zap inside "
-                   "its section (`flush`) where the era's section takes mmap_lock, else a munmap event"),
+                   "its section (`flush`) where the era's section takes mmap_lock, else a munmap event; the guest "
+                   "kernel's spinlock sections at the rate and hold classes derived from the recording's "
+                   "contended spinlock waits (derivation.spin, scripts/spin_sections.py), the same way"),
         ("guest_mm", era),
         ("guest_mm_is", {"recorded": "the recording's kernel (" + prof["provenance"]["kernel"] + "): the "
                                      "mmap_lock acquisitions measured, at their measured rates (faults and "
@@ -398,6 +434,7 @@ def program(rec, prof, guest, era, pooled):
                                                   ("hold_us", 0.0), ("kind", "munmap"),
                                                   ("flush_inside", False)])]
                         if times(flush_alone) else [])),
+        ("spin", spin_info),
         ("not_derived", [
             "the part of a fault or madvise outside its section (exception entry)",
             "the write part of munmap and brk before mmap_write_downgrade() and the read part after are "
@@ -406,8 +443,8 @@ def program(rec, prof, guest, era, pooled):
             "read part",
             "the flushes of mprotect and brk (tlb:tlb_flush from those call sites: " + json.dumps(
                 {k: v for k, v in flush.items() if k.split("/")[0] in ("mprotect", "brk")}) + " per op)",
-            "zone->lock: pages moved under it per op are in mm-profile.json, its hold is not traceable here "
-            "(no kprobes); the page allocator's per-CPU lists take it about once per batch",
+            "which spinlock a spin section is (zone->lock, lru_lock, ...): the recording's contended "
+            "spinlock waits are pooled on one lock (derivation.spin)",
             "per-VMA lock sections (never contended here: each thread's arena is its own VMA)",
             "start-up and exit (the threads loop their op from time 0)",
             f"the recording's {blocks} blocks in {markers} ops (threads woken by another thread; on 2 CPUs, "

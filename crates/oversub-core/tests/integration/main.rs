@@ -25,6 +25,7 @@ mod nested_guests;
 mod periodic_cycles;
 mod program_properties;
 mod properties;
+mod pv_queue_head;
 mod pvoff_modes;
 mod sched_behaviour;
 mod wake_preempt_versions;
