@@ -11,7 +11,6 @@ mod cfs_behaviour;
 mod csd_queue;
 mod event_budget;
 mod flat_behaviour;
-mod futex_wake_preempt;
 mod fuzz;
 mod guest_haltpoll;
 mod hackbench_pipes;
