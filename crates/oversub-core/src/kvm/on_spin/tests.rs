@@ -313,6 +313,16 @@ fn hist(f: HistoricForm) -> OnSpinVariant {
     OnSpinVariant::Historic(f)
 }
 
+/// vCPU 0's directed yield in historic form `f` from a fresh `SpinVm`
+/// (no last boosted vCPU), no IPI receiver.
+fn run_hist(
+    v: &mut [VcpuState],
+    f: HistoricForm,
+    res: impl FnMut(VcpuIdx) -> i32,
+) -> OnSpinDecision {
+    run(&mut SpinVm::default(), v, 0, hist(f), None, res)
+}
+
 /// vCPU woken from halt (IPI / kick) and not yet running: `ready`, not
 /// `preempted`; its cached `preempted_in_kernel` is from its last
 /// preemption, at `last_cpl`.
@@ -440,15 +450,7 @@ fn historic_2011_ignores_dy_eligible_and_visits_vcpu_0_twice() {
 #[test]
 fn historic_2012_has_no_try_budget_2013_stops_at_the_first_esrch_2014_after_three() {
     let mut v = vm(6);
-    let mut s = SpinVm::default();
-    let d = run(
-        &mut s,
-        &mut v,
-        0,
-        hist(HistoricForm::Y2012DyEligible),
-        None,
-        |_| -ESRCH,
-    );
+    let d = run_hist(&mut v, HistoricForm::Y2012DyEligible, |_| -ESRCH);
     assert_eq!(targets(&d), vec![1, 2, 3, 4, 5]);
     assert_eq!(d.yielded, 0);
     // 2013: `bool kvm_vcpu_yield_to()` turns the first -ESRCH into true:
@@ -510,25 +512,9 @@ fn historic_2012_boosts_a_woken_vcpu_2014_does_not() {
     let mut v = vm(3);
     woken(&mut v[1], Cpl::Kernel);
     v[2].kvm_sched_in(); // running
-    let mut s = SpinVm::default();
-    let d = run(
-        &mut s,
-        &mut v,
-        0,
-        hist(HistoricForm::Y2012DyEligible),
-        None,
-        |_| 1,
-    );
+    let d = run_hist(&mut v, HistoricForm::Y2012DyEligible, |_| 1);
     assert_eq!(d.target, Some(VcpuIdx(1)));
-    let mut s = SpinVm::default();
-    let d = run(
-        &mut s,
-        &mut v,
-        0,
-        hist(HistoricForm::Y2014Preempted),
-        None,
-        |_| 1,
-    );
+    let d = run_hist(&mut v, HistoricForm::Y2014Preempted, |_| 1);
     assert!(d.attempts.is_empty(), "not preempted: no candidate");
 }
 
