@@ -4,8 +4,12 @@
 use oversub::scenario::Scenario;
 
 fn run(src: &str) -> oversub::report::Report {
-    let sc = Scenario::parse("costs.toml", src).unwrap();
-    let mut sim = oversub::sim::Simulator::new(&sc);
+    run_checked(&Scenario::parse("costs.toml", src).unwrap())
+}
+
+/// The whole run of `sc`, the core's invariants checked at every event.
+fn run_checked(sc: &Scenario) -> oversub::report::Report {
+    let mut sim = oversub::sim::Simulator::new(sc);
     sim.set_check_invariants(true);
     sim.run_polled(sc.host.duration, &mut |_| true)
         .expect("the run finishes")
@@ -165,11 +169,7 @@ fn mutex_pair(remote: &str, gap_us: u32) -> [(u64, u64); 2] {
     let mut sc = oversub::scenario::rtapp::scenario("mutex.json", &json).unwrap();
     sc.host.costs = oversub::sched::HostCosts::ZERO;
     sc.host.costs.remote_wakeup = oversub::scenario::parse_duration(remote).unwrap().0;
-    let mut sim = oversub::sim::Simulator::new(&sc);
-    sim.set_check_invariants(true);
-    let r = sim
-        .run_polled(sc.host.duration, &mut |_| true)
-        .expect("the run finishes");
+    let r = run_checked(&sc);
     let p = r.program.as_ref().unwrap();
     [0, 1].map(|i| (task(&r, &format!("t.{i}")).cpu_ns, p.threads[i].phase_loops))
 }
@@ -206,11 +206,7 @@ fn an_rtapp_threads_timer_slack_sets_how_late_its_sleeps_end() {
         );
         let mut sc = oversub::scenario::rtapp::scenario("slack.json", &json).unwrap();
         sc.host.costs = oversub::sched::HostCosts::ZERO;
-        let mut sim = oversub::sim::Simulator::new(&sc);
-        sim.set_check_invariants(true);
-        let r = sim
-            .run_polled(sc.host.duration, &mut |_| true)
-            .expect("the run finishes");
+        let r = run_checked(&sc);
         task(&r, "w").wakeup_latency_ns.clone()
     };
     let default = lat("");
@@ -332,11 +328,7 @@ fn condvar_pair(costs: oversub::sched::HostCosts, hog: bool) -> Vec<(String, u64
     );
     let mut sc = oversub::scenario::rtapp::scenario("condvar.json", &json).unwrap();
     sc.host.costs = costs;
-    let mut sim = oversub::sim::Simulator::new(&sc);
-    sim.set_check_invariants(true);
-    let r = sim
-        .run_polled(sc.host.duration, &mut |_| true)
-        .expect("the run finishes");
+    let r = run_checked(&sc);
     let p = r.program.as_ref().unwrap();
     p.threads
         .iter()
