@@ -165,6 +165,11 @@ struct ThreadRt {
     lock_wait_since: Option<Time>,
     /// Since when it waits for a kernel sleeping lock.
     sleeping_wait_since: Option<Time>,
+    /// On the wait list of the sleeping lock it wants (`Pending::
+    /// SleepingWant`: it stays there until it takes that lock, so it is on
+    /// at most one list). Spares scanning the list on every uncontended
+    /// take.
+    sleeping_queued: bool,
     /// Since when it waits on a queue.
     queue_wait_since: Option<Time>,
     /// A forked child that exited and has not yet woken its parent.
@@ -185,6 +190,9 @@ struct SleepingLockRt {
     /// Sleeping waiters in FIFO order; a woken waiter stays queued until it
     /// takes the lock (as on the kernel's wait list).
     waiters: VecDeque<(usize, SleepMode)>,
+    /// How many of `waiters` are not readers (a reader's trylock need not
+    /// look at the list when there are none).
+    waiters_not_read: u32,
 }
 
 /// A bounded queue: items queued, capacity, and the threads waiting on its
@@ -252,6 +260,7 @@ impl ProgramRt {
                     done: t.parent.is_some(),
                     lock_wait_since: None,
                     sleeping_wait_since: None,
+                    sleeping_queued: false,
                     queue_wait_since: None,
                     notify_parent: false,
                     vfork_done_pending: false,
@@ -417,11 +426,13 @@ impl ProgramRt {
         let ok = s.owner.is_none()
             && match mode {
                 SleepMode::Mutex | SleepMode::Write => s.readers == 0,
-                SleepMode::Read => s
-                    .waiters
-                    .iter()
-                    .take_while(|(w, _)| *w != t)
-                    .all(|(_, m)| *m == SleepMode::Read),
+                SleepMode::Read => {
+                    s.waiters_not_read == 0
+                        || s.waiters
+                            .iter()
+                            .take_while(|(w, _)| *w != t)
+                            .all(|(_, m)| *m == SleepMode::Read)
+                }
             };
         let th = &mut self.threads[t];
         if !ok {
@@ -432,7 +443,16 @@ impl ProgramRt {
             SleepMode::Read => s.readers += 1,
             _ => s.owner = Some(t),
         }
-        s.waiters.retain(|(w, _)| *w != t);
+        if th.sleeping_queued {
+            th.sleeping_queued = false;
+            // On the list once (`sleeping_lock_wait`).
+            let k = s.waiters.iter().position(|(w, _)| *w == t);
+            if let Some((_, m)) = k.and_then(|k| s.waiters.remove(k)) {
+                if m != SleepMode::Read {
+                    s.waiters_not_read -= 1;
+                }
+            }
+        }
         if let Some(since) = th.sleeping_wait_since.take() {
             th.stats.sleeping_lock_wait_ns += (now - since).0;
             th.stats.sleeping_lock_waits += 1;
@@ -480,8 +500,13 @@ impl ProgramRt {
             return false;
         };
         let s = &mut self.sleeping[l.idx()];
-        if !s.waiters.iter().any(|(w, _)| *w == t) {
+        let th = &mut self.threads[t];
+        if !th.sleeping_queued {
+            th.sleeping_queued = true;
             s.waiters.push_back((t, mode));
+            if mode != SleepMode::Read {
+                s.waiters_not_read += 1;
+            }
         }
         true
     }
@@ -515,8 +540,7 @@ impl ProgramRt {
     /// Whether `t` is on the wait list of the sleeping lock it wants (it
     /// slept on it and was woken: `mutex_optimistic_spin`'s `waiter`).
     pub fn sleeping_lock_is_waiter(&self, t: usize) -> bool {
-        self.sleeping_lock_wanted(t)
-            .is_some_and(|l| self.sleeping[l.idx()].waiters.iter().any(|(w, _)| *w == t))
+        self.sleeping_lock_wanted(t).is_some() && self.threads[t].sleeping_queued
     }
 
     /// A thread that executed more than [`crate::limits::MAX_ZERO_TIME_STEPS`]

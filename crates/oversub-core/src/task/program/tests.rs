@@ -79,6 +79,49 @@ fn rwsem_readers_share_a_writer_waits_and_a_mutex_reports_its_owner() {
 }
 
 #[test]
+fn a_reader_queues_behind_a_waiting_writer_and_the_writer_leaves_the_list() {
+    let mut p = rt(r#"{"global": {"duration": 1}, "tasks": {
+          "a_w": {"syscall": {"lock": "sem", "kind": "rwsem_write", "hold": 5}, "run": 50},
+          "b_r": {"instance": 2, "syscall": {"lock": "sem", "kind": "rwsem_read", "hold": 10}}}}"#);
+    let t0 = Time::ZERO;
+    let hold = |us| Action::Run(Nanos::from_us(us));
+    let busy = |mode, owner| {
+        Action::Kernel(KernelOp::SleepingLockBusy {
+            lock: KlockId(0),
+            mode,
+            owner,
+        })
+    };
+    assert_eq!(p.step(1, t0).1, hold(10), "reader 1 takes it");
+    assert_eq!(p.step(0, t0).1, busy(SleepMode::Write, None));
+    assert!(p.sleeping_lock_wait(0));
+    assert!(p.sleeping_lock_is_waiter(0));
+    // Free for readers, but a writer waits ahead: reader 2 is refused.
+    assert_eq!(p.step(2, t0).1, busy(SleepMode::Read, None));
+    assert!(p.sleeping_lock_wait(2));
+    assert!(p.sleeping_lock_wait(2), "queued once, still waiting");
+    let t1 = Time(10_000);
+    let (w, _) = p.step(1, t1);
+    assert_eq!(w, vec![0], "the last reader wakes the queue head");
+    assert_eq!(p.step(0, t1).1, hold(5));
+    assert!(
+        !p.sleeping_lock_is_waiter(0),
+        "off the list once it took it"
+    );
+    assert_eq!(p.step(1, t1).1, busy(SleepMode::Read, Some(0)));
+    let t2 = Time(15_000);
+    let (w, a) = p.step(0, t2);
+    assert_eq!(w, vec![2], "only the queued reader is woken");
+    assert_eq!(a, hold(50), "the writer runs on without the lock");
+    // No writer waits any more: both readers take it.
+    assert_eq!(p.step(2, t2).1, hold(10));
+    assert_eq!(p.step(1, t2).1, hold(10));
+    assert!(!p.sleeping_lock_is_waiter(2));
+    assert_eq!(p.stats(2).sleeping_lock_waits, 1);
+    assert_eq!(p.stats(2).sleeping_lock_wait_ns, 15_000);
+}
+
+#[test]
 fn munmap_and_smp_call_ask_the_guest_kernel() {
     let mut p = rt(r#"{"global": {"duration": 1}, "tasks": {"t": {
           "munmap": {"run": 3, "pages": 4}, "smp_call": {"targets": 2, "handler": 1, "wait": false}}}}"#);
