@@ -122,7 +122,8 @@ pub(crate) struct GuestLevel {
     pub(crate) tlb_shootdowns: u64,
     /// Per guest CPU, the mm it has loaded (`cpu_tlbstate.loaded_mm`): the
     /// mm of the last thread it ran, kept while idle (lazy TLB); None:
-    /// none yet (`init_mm`).
+    /// none yet (`init_mm`), or an exited process's whose copy was forked
+    /// again (a new mm under the same [`MmId`]).
     pub(crate) loaded_mm: Vec<Option<MmId>>,
     /// Buffers kept between steps (the threads a program step wakes, the
     /// guest CPUs to send a reschedule IPI), so the hot path allocates
@@ -446,7 +447,8 @@ impl Simulator {
         let g = vm.guest.as_mut().expect("a program VM");
         let prog = g.prog.program();
         let rqs = &g.kernel.sched.rqs;
-        let mm = rqs[i.idx()].curr.map(|t| prog.mm_of(t.idx()));
+        // (The flushing thread is current: a step's op.)
+        let mm = Some(prog.mm_of(rqs[i.idx()].curr?.idx()));
         let mut targets = std::mem::take(&mut g.call_buf);
         targets.clear();
         let mut remote = false;
