@@ -215,7 +215,10 @@ def sim_guest(oversub, workload, cpus, hogs, tmp, secs=None):
     hog_ns = sum(t["cpu_ns"] for t in v["threads"] if t["name"].startswith("hog"))
     return {"hog_share": hog_ns / max(hog_ns + s["cpu_ns"], 1), "cpu_ns": s["cpu_ns"] / ops,
             "switches": s["switches"] / ops, "wakeups": s["wakeups"] / ops,
-            "ipis_reschedule": v["ipis_reschedule"] / ops, "tlb_shootdowns": v["csd_waits"] / ops,
+            "ipis_reschedule": v["ipis_reschedule"] / ops,
+            # Remote flushes (flush_tlb_multi: the mm's cpumask had another
+            # CPU), IPIs sent or not, as the recorder's TLB_REMOTE_SEND_IPI.
+            "tlb_shootdowns": v["program"]["tlb_shootdowns"] / ops,
             "ops_per_s": v["ops_per_s"], "secs": secs, "op_loops": op_loops(w, v)}
 
 

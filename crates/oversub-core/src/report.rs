@@ -189,6 +189,10 @@ pub struct ProgramSummary {
     /// Futex-mutex (rt-app `lock`) and kernel sleeping-lock waits, in ns.
     pub lock_wait_ns: u64,
     pub sleeping_lock_wait_ns: u64,
+    /// Remote TLB flushes (`flush_tlb_multi` calls: the flushing thread's
+    /// mm had another CPU in its cpumask, IPIs sent or not; the recorder's
+    /// TLB_REMOTE_SEND_IPI events).
+    pub tlb_shootdowns: u64,
 }
 
 impl ProgramSummary {
@@ -203,6 +207,7 @@ impl ProgramSummary {
             finished_ns: finished.and_then(|f| f.into_iter().max()),
             lock_wait_ns: threads.iter().map(|t| t.lock_wait_ns).sum(),
             sleeping_lock_wait_ns: threads.iter().map(|t| t.sleeping_lock_wait_ns).sum(),
+            tlb_shootdowns: 0,
         }
     }
 }

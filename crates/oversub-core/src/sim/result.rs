@@ -134,8 +134,10 @@ impl Simulator {
                 let mut r = v.report(duration, cpu_ns, steal, &lefts);
                 r.exit_overhead_ns += switch_paid.0;
                 r.threads = self.guest_threads(vi);
-                if self.vms[vi].guest.is_some() {
-                    r.program = Some(crate::report::ProgramSummary::of(&r.threads));
+                if let Some(g) = &self.vms[vi].guest {
+                    let mut p = crate::report::ProgramSummary::of(&r.threads);
+                    p.tlb_shootdowns = g.tlb_shootdowns;
+                    r.program = Some(p);
                 }
                 r
             })

@@ -54,6 +54,11 @@ id!(
     QueueId
 );
 id!(
+    /// An address space (`struct mm_struct`): the process a thread belongs
+    /// to ([`Program::mm_of`]).
+    MmId
+);
+id!(
     /// A counter shared by the threads that count on it (extension).
     CounterId
 );
@@ -333,6 +338,24 @@ impl Program {
             if let Event::Run(d) = e {
                 *d = Nanos((d.0 as f64 * factor).round() as u64);
             }
+        }
+    }
+
+    /// The address space of thread `t`: threads started at time 0 are the
+    /// threads of one process (`MmId(0)`: they share its mm, as threads
+    /// created with CLONE_VM do); a forked thread (the `fork` extension) is
+    /// a process of its own (`MmId(1 + t)`): `fork()` / `vfork()` without
+    /// CLONE_VM, then `execve()`, give the child a new mm (6.12
+    /// kernel/fork.c `copy_mm()` -> `dup_mm()`, fs/exec.c `exec_mmap()`).
+    /// A vfork child borrows its parent's mm until its exec, its first
+    /// event: the model gives it its own from the start. A copy is forked
+    /// again only after its previous process exited (its parent waits),
+    /// so one id per copy is one live mm at a time.
+    #[inline]
+    pub fn mm_of(&self, t: usize) -> MmId {
+        match self.threads[t].parent {
+            None => MmId(0),
+            Some(_) => MmId(1 + t as u32),
         }
     }
 

@@ -447,6 +447,51 @@ fn pv_tlb_flush_skips_a_preempted_vcpu_and_native_shootdowns_wait_for_it() {
     assert_eq!(alone.vms[0].ipis_sent, 0);
 }
 
+/// A TLB shootdown reaches only the CPUs of the flushing thread's mm
+/// (`mm_cpumask`): each process its own, threads of one process sharing
+/// it. vCPU 2 runs a thread of another process and loses its host CPU to
+/// a hog; native flushes (no PV TLB flush) wait for every target. The
+/// mutant this kills: one mm per program (every vCPU running any of its
+/// threads a target), which IPIs vCPU 2 too (two call-function IPIs per
+/// flush) and waits for it while it is preempted (ms per flush).
+#[test]
+fn a_shootdown_reaches_only_its_own_processs_vcpus() {
+    let r = run_toml(&format!(
+        "[host]\ncpus = 3\nduration = \"500ms\"\n\
+         [[task]]\nname = \"hog\"\nkind = \"hog\"\ncpus = [2]\n\
+         [guest.pv]\nsteal_time = true\ntlb_flush = false\n\
+         [[vm]]\nname = \"g\"\nvcpus = 3\npin = [0, 1, 2]\nprogram = \"{}/munmap_procs.json\"\n",
+        dir()
+    ));
+    let (v, u) = (&r.vms[0], thread(&r, "unmapper"));
+    assert!(u.phase_loops > 1_000, "{u:?}");
+    // Each munmap flushed remotely and waited for vCPU 1 (the sibling).
+    let remote = v.program.as_ref().expect("a program VM").tlb_shootdowns;
+    assert!(
+        remote.abs_diff(u.phase_loops) <= 1,
+        "{remote} flushes, {u:?}"
+    );
+    assert!(
+        v.csd_waits.abs_diff(u.phase_loops) <= 1,
+        "{} waits {u:?}",
+        v.csd_waits
+    );
+    // One target per flush: vCPU 2 (the other process) is never sent one.
+    let calls = v.ipis_sent - v.ipis_reschedule;
+    assert!(
+        calls <= v.csd_waits + 2,
+        "{calls} call IPIs for {} waits",
+        v.csd_waits
+    );
+    // vCPU 1 always runs: a wait is an IPI's delivery and entry, not a
+    // host slice of the hog's.
+    let per_wait = v.csd_wait_ns / v.csd_waits.max(1);
+    assert!(per_wait < 50_000, "{per_wait} ns per flush");
+    // The other process ran on vCPU 2 (it was current there, unflushed).
+    let other = thread(&r, "launcher/other");
+    assert!(other.cpu_ns > 50_000_000, "{other:?}");
+}
+
 #[test]
 fn cross_cpu_call_ipis_go_through_the_lapic_tracker() {
     // The calls' unicast ICR writes reach the series' IPI tracker, so the

@@ -33,7 +33,7 @@ use crate::sched::features::KernelPreset;
 use crate::sched::{CpuId, SchedConfig, SchedFeatures, TaskId, ROOT_GROUP};
 use crate::task::program::{Action, KernelOp, ProgramRt};
 use crate::task::Next;
-use crate::workload::ir::{Program, SleepMode};
+use crate::workload::ir::{MmId, Program, SleepMode};
 
 /// A guest thread: a task of the guest scheduler (its own id space).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -117,7 +117,14 @@ pub(crate) struct GuestLevel {
     /// TLB shootdown targets left out because preempted (PV TLB flush:
     /// they flush on their next entry).
     pub(crate) tlb_flush_deferred: u64,
+    /// `flush_tlb_multi` calls: flushes whose mm's cpumask held another
+    /// CPU (the recorder's TLB_REMOTE_SEND_IPI), IPIs sent or not.
     pub(crate) tlb_shootdowns: u64,
+    /// Per guest CPU, the mm it has loaded (`cpu_tlbstate.loaded_mm`): the
+    /// mm of the last thread it ran, kept while idle (lazy TLB); None:
+    /// none yet (`init_mm`), or an exited process's whose copy was forked
+    /// again (a new mm under the same [`MmId`]).
+    pub(crate) loaded_mm: Vec<Option<MmId>>,
     /// Buffers kept between steps (the threads a program step wakes, the
     /// guest CPUs to send a reschedule IPI), so the hot path allocates
     /// nothing.
@@ -203,6 +210,7 @@ impl GuestLevel {
             wake_sections_buf: Default::default(),
             tlb_flush_deferred: 0,
             tlb_shootdowns: 0,
+            loaded_mm: vec![None; n],
             wake_buf: Vec::new(),
             fork_buf: Vec::new(),
             resched_buf: Vec::new(),
@@ -309,6 +317,9 @@ impl Simulator {
                 return GuestNext::Idle;
             };
             let t = GuestTask(t);
+            // switch_mm_irqs_off(): the CPU runs (so has loaded) the
+            // thread's mm; it keeps it while idle (lazy TLB).
+            g.loaded_mm[i.idx()] = Some(g.prog.program().mm_of(t.0.idx()));
             match g.kernel.remaining(t.0) {
                 Some(d) if d > Nanos::ZERO => {
                     g.running[i.idx()] = Some(t);
@@ -415,22 +426,43 @@ impl Simulator {
         }
     }
 
-    /// `flush_tlb_mm_range` -> `flush_tlb_multi` from vCPU `i` (6.12,
-    /// arch/x86/mm/tlb.c): the other CPUs of the mm (the one process's
-    /// threads) minus those in lazy TLB mode, i.e. the vCPUs whose guest CPU
-    /// runs a thread (`should_flush_tlb`; munmap is taken as freeing no page
-    /// tables). With PV TLB flush (`kvm_flush_tlb_multi`, needs steal time)
-    /// preempted vCPUs are dropped and flush on their next entry. None:
-    /// nobody to interrupt.
+    /// `flush_tlb_mm_range` -> `flush_tlb_multi` from vCPU `i` (6.12.117,
+    /// arch/x86/mm/tlb.c) for the mm of its current thread (the thread's
+    /// process: [`Program::mm_of`]). `mm_cpumask(mm)` is the CPUs whose
+    /// loaded mm is this one: `switch_mm_irqs_off()` sets a CPU's bit when
+    /// it switches to a thread of the mm and, in 6.12, clears it when the
+    /// CPU switches to another mm; a CPU that went idle (lazy TLB) keeps
+    /// its bit. With another CPU in the mask the flush is remote (counted:
+    /// `flush_tlb_multi`, traced TLB_REMOTE_SEND_IPI) and its targets are
+    /// those `should_flush_tlb()` keeps: not lazy, i.e. running a thread of
+    /// the mm now (munmap is taken as freeing no page tables, so the
+    /// `freed_tables` IPI to every CPU of the mask is not modelled; the
+    /// periodic trim of 6.12's `should_trim_cpumask()` has nothing to trim
+    /// when the mask is cleared eagerly). With PV TLB flush
+    /// (`kvm_flush_tlb_multi`, needs steal time) preempted vCPUs are
+    /// dropped and flush on their next entry. None: nobody to interrupt.
     fn guest_tlb_shootdown(&mut self, vi: VmId, i: VcpuIdx) -> Option<GuestNext> {
         let pv = self.pv.tlb_flush && self.pv.steal_time;
         let vm = &mut self.vms[vi];
         let g = vm.guest.as_mut().expect("a program VM");
-        g.tlb_shootdowns += 1;
+        let prog = g.prog.program();
+        let rqs = &g.kernel.sched.rqs;
+        // (The flushing thread is current: a step's op.)
+        let mm = Some(prog.mm_of(rqs[i.idx()].curr?.idx()));
         let mut targets = std::mem::take(&mut g.call_buf);
         targets.clear();
-        for t in VcpuIdx::all(g.kernel.sched.rqs.len() as u32).filter(|&t| t != i) {
-            if g.kernel.sched.rqs[t.idx()].curr.is_none() {
+        let mut remote = false;
+        for t in VcpuIdx::all(rqs.len() as u32).filter(|&t| t != i) {
+            let curr = rqs[t.idx()].curr;
+            let loaded = match curr {
+                Some(u) => Some(prog.mm_of(u.idx())),
+                None => g.loaded_mm[t.idx()],
+            };
+            if loaded != mm {
+                continue;
+            }
+            remote = true;
+            if curr.is_none() {
                 continue;
             }
             if pv && vm.vcpus[t].preempted {
@@ -439,6 +471,7 @@ impl Simulator {
             }
             targets.push(t);
         }
+        g.tlb_shootdowns += u64::from(remote);
         if targets.is_empty() {
             g.call_buf = targets;
             return None;

@@ -88,6 +88,12 @@ impl Simulator {
         for k in 0..g.fork_buf.len() {
             let c = g.fork_buf[k];
             g.exited[c] = false;
+            // A new mm (copy_mm): a CPU still holding the copy's previous,
+            // exited process's mm lazily is not in the new one's cpumask.
+            let mm = Some(g.prog.program().mm_of(c));
+            for l in g.loaded_mm.iter_mut().filter(|l| **l == mm) {
+                *l = None;
+            }
             g.kernel.sched.sched_fork(TaskId(c as u32), cpu);
             g.kernel.sched.wake_up_new_task(TaskId(c as u32));
         }
