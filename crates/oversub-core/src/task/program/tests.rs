@@ -502,6 +502,46 @@ fn a_parent_waits_for_its_forked_child_and_its_exit_wakes_it() {
     assert!(!p.all_done());
 }
 
+/// A FUTEX_WAKE that woke a thread ends the waker's step at the system
+/// call's return (`syscall_exit_to_user_mode()`): the unlock comes back as
+/// a run of no CPU with the waiter to wake, and the waker's next event (its
+/// timer sleep) only on the next step. An unlock that woke nobody (no
+/// FUTEX_WAKE) and a runtime without the switch (a guest level) go on in
+/// the same step.
+#[test]
+fn a_waking_unlock_returns_to_user_mode_before_the_next_event() {
+    let src = r#"{"global": {"duration": 1}, "tasks": {
+        "holder": {"lock": "m", "run": 100, "unlock": "m", "timer": {"ref": "t", "period": 1000}},
+        "taker": {"lock": "m", "run": 50, "unlock": "m", "sleep": 300}}}"#;
+    let t0 = Time::ZERO;
+    let t1 = Time(100_000);
+    for exit in [true, false] {
+        let mut p = rt(src).preempt_at_syscall_exit(exit);
+        assert_eq!(p.step(0, t0).1, Action::Run(Nanos::from_us(100)));
+        // The taker finds the mutex taken and waits on the futex.
+        assert_eq!(p.step(1, t0).1, Action::Sleep(None));
+        let (woken, action) = p.step(0, t1);
+        assert_eq!(woken, vec![1]);
+        assert_eq!(p.take_futex_wakes(), 1);
+        let timer = Action::Sleep(Some(Time(1_000_000)));
+        if exit {
+            assert_eq!(action, Action::Run(Nanos::ZERO));
+            // Back in user mode: the timer, and no second FUTEX_WAKE.
+            let (woken, action) = p.step(0, t1);
+            assert!(woken.is_empty());
+            assert_eq!((action, p.take_futex_wakes()), (timer, 0));
+        } else {
+            assert_eq!(action, timer);
+        }
+        // The taker takes the mutex; its unlock wakes nobody, so its step
+        // goes on to the sleep.
+        assert_eq!(p.step(1, t1).1, Action::Run(Nanos::from_us(50)));
+        let (woken, action) = p.step(1, Time(150_000));
+        assert!(woken.is_empty());
+        assert_eq!(action, Action::Sleep(Some(Time(450_000))));
+    }
+}
+
 #[test]
 fn a_repeat_runs_its_event_at_its_rate_spread_over_the_loops() {
     // 5 munmaps every 2 loops and a syscall once every 3 loops, after a
