@@ -656,6 +656,34 @@ impl ProgramRt {
         true
     }
 
+    /// A `put` of `items` into queue `q` with `if_waited` `d`: when the
+    /// first consumer waiting in `get` has waited at least `d` and the
+    /// batch fits, it is put and that consumer is woken (as
+    /// [`Self::queue_op`]'s put); otherwise nothing happens (no item is
+    /// left behind, the kicker never waits).
+    fn kick(&mut self, q: QueueId, items: u32, d: Nanos, now: Time, wake: &mut Vec<usize>) {
+        let qr = &mut self.queues[q.idx()];
+        let k = u64::from(items);
+        let stalled = qr.getters.front().is_some_and(|&w| {
+            self.threads[w]
+                .queue_wait_since
+                .is_some_and(|s| now >= s + d)
+        });
+        if !stalled || qr.count + k > qr.cap {
+            return;
+        }
+        qr.count += k;
+        if let Some(w) = qr.getters.pop_front() {
+            wake.push(w);
+            let futex = self.prog.mutexes.len()
+                + self.prog.conds.len()
+                + self.prog.barriers.len()
+                + q.idx();
+            self.futex_ops.push(futex);
+            self.futex_wakes += 1;
+        }
+    }
+
     /// Items in queue `q` now.
     pub fn queue_len(&self, q: QueueId) -> u64 {
         self.queues[q.idx()].count
@@ -920,7 +948,17 @@ impl ProgramRt {
                     return Action::Yield;
                 }
                 // Blocked: stepping again (after the wakeup) retries it.
-                Event::Put { queue, items } | Event::Get { queue, items } => {
+                // A kick: nothing unless a consumer waits, and it never
+                // blocks.
+                Event::Put {
+                    queue,
+                    items,
+                    if_waited: Some(d),
+                } => {
+                    self.kick(queue, items, d, now, wake);
+                    self.advance(t, now);
+                }
+                Event::Put { queue, items, .. } | Event::Get { queue, items } => {
                     let put = matches!(self.event(t), Event::Put { .. });
                     if !self.queue_op(t, queue, items, put, now, wake) {
                         return Action::Sleep(None);

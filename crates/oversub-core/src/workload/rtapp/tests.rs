@@ -145,7 +145,8 @@ fn queues_parse_with_one_capacity_and_bad_ones_name_the_field() {
         p.threads[2].phases[0].events[0],
         Event::Put {
             queue: QueueId(1),
-            items: 1
+            items: 1,
+            if_waited: None
         }
     );
     assert!(!p.uses_kernel_extensions(), "queues are user-space objects");
