@@ -10,8 +10,9 @@
 //!   from the thread's own queue, into which that thread `put`s one (a
 //!   measured wait is a wait on the thread that ends it, not a sleep): the
 //!   wakee waits on its own object, the waker takes no lock of the
-//!   wakee's, and a wakeup that finds its thread running is kept (a pipe's
-//!   data, a futex word already changed) and ends its next wait at once;
+//!   wakee's, and the put (`if_waited` 0) wakes the thread only if it
+//!   waits, as every recorded wakeup did (docs/workloads.md says why one
+//!   that finds it running wakes nobody);
 //! * a block ended by anything else (interrupt context: timers, I/O
 //!   completion; kernel threads such as jbd2 or kworkers) becomes a sleep of
 //!   that waker's mean measured blocked time;
@@ -19,8 +20,9 @@
 //!   `put`'s `times` per `per_loops`: n of the cycles), at its place inside
 //!   the burst: a slot's wakeups cut its burst evenly (an estimate: the
 //!   recording does not keep where in a burst a wakeup was);
-//! * the counts are rounded per slot, so a thread can wait once more than it
-//!   is woken; so that this cannot stall it for ever, each waiting thread
+//! * a wakeup that finds its thread running, or a wait the rounded rates
+//!   leave without its wakeup, would stall it; so that this cannot stall
+//!   it for ever, each waiting thread
 //!   has a guard task (`guard_NAME`, nice 19) that kicks its queue
 //!   periodically (a `put` with `if_waited`: an item only when the thread
 //!   has waited for a whole period): every p99 of its measured waits on
@@ -239,9 +241,8 @@ pub fn derive_form(p: &Profile, ops: Option<u64>, duration_s: u64, form: Form) -
             .max(if blocks == 0 { chunks } else { 0 })
             .max(y.div_ceil(YIELDS_PER_SLOT))
             .max(1);
-        // Passes of up to SLOTS slots that make about the measured cycles.
-        let passes = cycles.div_ceil(SLOTS);
-        let l = ((cycles + passes / 2) / passes).clamp(1, SLOTS);
+        let l = cycles.min(SLOTS);
+        let passes = ((cycles + l / 2) / l).max(1);
         all_slots += cycles;
         // Bursts: the quantiles at (i + 0.5) / l, scaled to the mean.
         let per_cycle = t.cpu_ns as f64 / cycles as f64;
@@ -445,7 +446,7 @@ pub fn derive_form(p: &Profile, ops: Option<u64>, duration_s: u64, form: Form) -
         "phase_loops_recorded": all_slots,
         "timer_slack": "every t* task has \"oversub\": {\"timer_slack\": 0.001} (1 ns): its sleeps replay measured blocked times (irq-, timer- or kernel-thread-ended waits), which already include the real kernel's timer slack where there was one, so the simulator's hrtimer adds none; guard tasks keep the default 50 us (they are not the program)",
         "not_captured": [
-            "wakeups are kept: a put into a thread's queue that finds it running ends its next get at once (a pipe's data, a futex word already changed); how many wakeups the real program did that found their thread running is not recorded (only wakeups of a blocked thread are), so none is derived; a thread that waits once more than it is woken (per-slot rounding) is kicked by its guard task (guard_NAME, nice 19) after a whole period of waiting (the longest of the p99 of the thread's waits on threads, its mean interval between them, and 1 ms); the guard's wakeups are not the program's",
+            "wakeups of a thread that is not waiting: a derived wakeup (a put with if_waited 0 into the wakee's queue) wakes the wakee only if it waits, as the recorded ones did (the recording counts wakeups of blocked threads only); one that finds it running wakes nobody, where the real program may have left data that ends the next wait at once (a pipe's) or made no wakeup at all (a futex wake with no waiter); a thread left waiting is kicked by its guard task (guard_NAME, nice 19) after a whole period of waiting (the longest of the p99 of the thread's waits on threads, its mean interval between them, and 1 ms); the guard's wakeups are not the program's",
             "page faults, TLB shootdowns, IPIs and kernel lock contention (recorded in profile.json; host-only programs have no kernel-work events)",
             "the CPU cost of the syscalls themselves beyond the measured burst (bursts include kernel time)",
             "sleep durations as distributions (each sleep is its waker's mean)",
