@@ -181,6 +181,15 @@ fn queues_parse_with_one_capacity_and_bad_ones_name_the_field() {
             "tasks.t.get.batch: unknown key: allowed queue, items, capacity",
         ),
         (
+            // A rate and a kick are a put's only.
+            r#"{"global": {"duration": 1}, "tasks": {"t": {"get": {"queue": "q", "capacity": 2, "if_waited": 0}}}}"#,
+            "tasks.t.get.if_waited: unknown key: allowed queue, items, capacity",
+        ),
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"t": {"put": {"queue": "q", "capacity": 2, "times": 0}}}}"#,
+            "tasks.t.put.times: 0 is out of range",
+        ),
+        (
             r#"{"global": {"duration": 1}, "tasks": {"t": {"get": {"items": 1}}}}"#,
             "tasks.t.get.queue: required",
         ),
