@@ -196,6 +196,35 @@ impl CpuController {
     }
 }
 
+/// The 1-minute load average of a `/proc/loadavg` text ("27.41 30.12
+/// 29.80 5/812 4242" -> 27.41).
+pub fn load_average_from(text: &str) -> Option<f64> {
+    text.split_whitespace()
+        .next()?
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+}
+
+/// This machine's 1-minute load average now (other jobs' demand beside a
+/// real run: conform prints it with the runs).
+pub fn load_average() -> Option<f64> {
+    load_average_from(&std::fs::read_to_string("/proc/loadavg").ok()?)
+}
+
+/// "load average 27.4..31.2 at the real runs' starts" (or one value).
+pub fn load_note(loads: &[f64]) -> String {
+    let lo = loads.iter().cloned().fold(f64::INFINITY, f64::min);
+    let hi = loads.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    if loads.is_empty() {
+        "load average unknown".into()
+    } else if hi - lo < 0.05 {
+        format!("load average {lo:.1} at the real runs' starts")
+    } else {
+        format!("load average {lo:.1}..{hi:.1} at the real runs' starts")
+    }
+}
+
 /// v1 shares of a v2 weight (both end in `sched_group_set_shares()`).
 pub fn shares_of(weight: u32) -> u64 {
     weight as u64 * 1024 / 100
@@ -261,6 +290,26 @@ pub fn detect_cpu_controller() -> Result<CpuController, String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn load_average_is_the_first_field_of_proc_loadavg() {
+        assert_eq!(
+            load_average_from("27.41 30.12 29.80 5/812 4242\n"),
+            Some(27.41)
+        );
+        assert_eq!(load_average_from(""), None);
+        assert_eq!(load_average_from("x 1 2"), None);
+        assert_eq!(
+            load_note(&[27.41, 31.2, 29.0]),
+            "load average 27.4..31.2 at the real runs' starts"
+        );
+        assert_eq!(
+            load_note(&[3.0, 3.01]),
+            "load average 3.0 at the real runs' starts"
+        );
+        assert_eq!(load_note(&[]), "load average unknown");
+    }
+
     use super::*;
 
     const HYBRID: &str = "\

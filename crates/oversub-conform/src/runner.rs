@@ -296,8 +296,10 @@ fn run_program_file(
     let ns_per_loop = (loop_ns[0].round() as i64).max(1);
     let mut real_runs = Vec::new();
     let mut real_threads = Vec::new();
+    let mut loads = Vec::new();
     for i in 0..opts.runs.max(1) {
         let tag = format!("oversub-conform-{}-{i}", std::process::id());
+        loads.extend(crate::host::load_average());
         let th = rtapp::run_once(sc, &src, ctl, &tag, duration, ns_per_loop, stop)
             .map_err(|e| format!("real run {}: {e}", i + 1))?;
         bar.step();
@@ -357,8 +359,9 @@ fn run_program_file(
     widen_to_fraction(&mut rows, "share", drift);
     rows.extend(program_rows(&names, &real_threads, &simr, duration));
     let note = format!(
-        "1 simulated run; busy loop {mean:.1} ns by CPU time (drift {:.1}% over the runs), rt-app told {ns_per_loop}, run x{scale:.3}",
-        drift * 100.0
+        "1 simulated run; busy loop {mean:.1} ns by CPU time (drift {:.1}% over the runs), rt-app told {ns_per_loop}, run x{scale:.3}; {}",
+        drift * 100.0,
+        crate::host::load_note(&loads)
     );
     Ok((rows, real_runs.len(), note))
 }
@@ -428,6 +431,7 @@ fn run_file(
         real::timer_probe_batch(ctl, &tag, &probe_cpus, samples, shape, unpinned, stop)
             .map_err(|e| format!("probe batch {}: {e}", i + 1))
     };
+    let mut loads = Vec::new();
     for i in 0..opts.runs.max(1) {
         let tag = format!("oversub-conform-{}-{i}", std::process::id());
         if !probe_cpus.is_empty() {
@@ -437,6 +441,7 @@ fn run_file(
             }
         }
         let tick_ns = 1_000_000_000 / u64::from(h.hz.max(1));
+        loads.extend(crate::host::load_average());
         let run = real::run_once(&sc, ctl, &tag, duration, Some(tick_ns), stop);
         bar.step();
         match run {
@@ -509,10 +514,11 @@ fn run_file(
         .filter(|r| r.pass == Some(false) && r.known.is_some())
         .count();
     let mut msg = format!(
-        "{} real runs of {} ms, {} simulated seeds",
+        "{} real runs of {} ms, {} simulated seeds; {}",
         real_runs.len(),
         duration / 1_000_000,
-        sims.len()
+        sims.len(),
+        crate::host::load_note(&loads)
     );
     let nj = rows.iter().filter(|r| r.not_judged).count();
     if nj > 0 {

@@ -6,23 +6,31 @@
 //!
 //! * run bursts: the measured burst distribution's quantiles, one per slot,
 //!   scaled so that their sum is the measured CPU time per cycle;
-//! * a block ended by another recorded thread becomes a wait on the
-//!   thread's own condition variable, which that thread signals (a measured
-//!   wait is a wait on the thread that ends it, not a sleep);
+//! * a block ended by another recorded thread becomes a `get` of one item
+//!   from the thread's own queue, into which that thread `put`s one (a
+//!   measured wait is a wait on the thread that ends it, not a sleep): the
+//!   wakee waits on its own object, the waker takes no lock of the
+//!   wakee's, and the put (`if_waited` 0) wakes the thread only if it
+//!   waits, as every recorded wakeup did (docs/workloads.md says why one
+//!   that finds it running wakes nobody);
 //! * a block ended by anything else (interrupt context: timers, I/O
 //!   completion; kernel threads such as jbd2 or kworkers) becomes a sleep of
 //!   that waker's mean measured blocked time;
-//! * rt-app 1.0 loses a signal that finds no waiter, where the real wakeup
-//!   would have been kept (data in a pipe, a futex word already changed);
-//!   so that a lost signal cannot stall a thread for ever, each waiting
-//!   thread has a guard task (`guard_NAME`, nice 19) that broadcasts its
-//!   condition periodically: every p99 of its measured waits on threads,
-//!   or its mean interval between such waits, or 1 ms, whichever is
-//!   longest. The wait becomes a wait on the thread that ends it with about
-//!   that timeout; a lost signal costs about one of the thread's cycles;
-//! * each slot count is the measured count per cycle, spread evenly over the
-//!   slots (at least one slot for any measured link, so no causal edge is
-//!   rounded away).
+//! * each wakeup of a thread is in every slot at its measured rate (the
+//!   `put`'s `times` per `per_loops`: n of the cycles), at its place inside
+//!   the burst: a slot's wakeups cut its burst evenly (an estimate: the
+//!   recording does not keep where in a burst a wakeup was);
+//! * a wakeup that finds its thread running, or a wait the rounded rates
+//!   leave without its wakeup, would stall it; so that this cannot stall
+//!   it for ever, each waiting thread
+//!   has a guard task (`guard_NAME`, nice 19) that kicks its queue
+//!   periodically (a `put` with `if_waited`: an item only when the thread
+//!   has waited for a whole period): every p99 of its measured waits on
+//!   threads, or its mean interval between such waits, or 1 ms, whichever
+//!   is longest;
+//! * each slot's block kind (wait or sleep) is the measured count per
+//!   cycle, spread evenly over the slots (at least one slot waits if any
+//!   measured block was a wait).
 //!
 //! Each thread starts when it did (`delay`) and makes as many passes over
 //! its slots as it made cycles (`loop`), so the program does the recorded
@@ -75,6 +83,9 @@ pub const YIELDS_PER_SLOT: u64 = 64;
 /// The shortest guard period (us).
 pub const GUARD_MIN_US: u64 = 1000;
 pub use crate::bounds::MIN_CPU_SHARE;
+/// The capacity of a derived thread's wakeup queue (items): room for every
+/// wakeup a recording can hold, so a wakeup never blocks its waker.
+pub const WAKE_QUEUE_CAPACITY: u64 = 1 << 32;
 /// The timer slack (us) of derived threads: 1 ns, the least there is
 /// (the rt-app `oversub` task extension, docs/workloads.md).
 pub const STAND_IN_TIMER_SLACK_US: f64 = 0.001;
@@ -90,11 +101,13 @@ fn spread(i: u64, n: u64, l: u64) -> bool {
     (i + 1) * n / l > i * n / l
 }
 
-/// `n` events spread evenly over `l` slots starting with slot 0 (slots
-/// `floor(j * l / n)`): is slot `i` one of them? [`spread`] starts with
-/// the last slot (`n` = 1 puts the event in slot `l - 1`).
-fn spread_from_first(i: u64, n: u64, l: u64) -> bool {
-    (i * n) % l < n
+/// `n` events spread evenly over the `l` cuts of a burst (cut `k` ends
+/// piece `k` of `l + 1`): is cut `k` one of them? Event j (from 0) is at
+/// cut `floor((2j + 1) l / 2n)`, so one event is in the middle.
+fn spread_in(k: u64, n: u64, l: u64) -> bool {
+    // Events before cut k: the j with (2j + 1) l < 2 n k.
+    let before = |k: u64| (2 * n * k).saturating_sub(l).div_ceil(2 * l);
+    n > 0 && before(k + 1) > before(k)
 }
 
 /// Apportions `total` between `weights` by largest remainder.
@@ -138,7 +151,10 @@ struct Plan {
     bursts_us: Vec<u64>,
     yields: Vec<u64>,
     blocks: Vec<Option<Block>>,
-    signals: Vec<Vec<String>>,
+    /// The threads it wakes: (wakee, measured wakeups), then (after
+    /// [`balance`]) (wakee, puts over the thread's passes); each slot puts
+    /// into the wakee's queue at that rate.
+    signals: Vec<(String, u64)>,
     /// Steady form only: TLB shootdowns (`munmap` events) per slot of one
     /// pass; with `repeat` > 1 they are all in the pass's last slot.
     unmaps: Vec<u64>,
@@ -226,6 +242,7 @@ pub fn derive_form(p: &Profile, ops: Option<u64>, duration_s: u64, form: Form) -
             .max(y.div_ceil(YIELDS_PER_SLOT))
             .max(1);
         let l = cycles.min(SLOTS);
+        let passes = ((cycles + l / 2) / l).max(1);
         all_slots += cycles;
         // Bursts: the quantiles at (i + 0.5) / l, scaled to the mean.
         let per_cycle = t.cpu_ns as f64 / cycles as f64;
@@ -297,20 +314,10 @@ pub fn derive_form(p: &Profile, ops: Option<u64>, duration_s: u64, form: Form) -
         // into pieces between them).
         let ytot = (l * y + cycles / 2) / cycles;
         let yields: Vec<u64> = (0..l).map(|i| (i + 1) * ytot / l - i * ytot / l).collect();
-        let mut signals = vec![Vec::new(); l as usize];
-        for (wakee, n) in &sig {
-            let k = ((l * n + cycles / 2) / cycles).clamp(1, l);
-            for (i, s) in signals.iter_mut().enumerate() {
-                let at = if form == Form::Steady {
-                    spread_from_first(i as u64, k, l)
-                } else {
-                    spread(i as u64, k, l)
-                };
-                if at {
-                    s.push((*wakee).clone());
-                }
-            }
-        }
+        // Every slot wakes each wakee at its measured rate per cycle (a
+        // `put` repeated `n` times per `cycles` loops): the wakeups are
+        // not rounded to whole slots.
+        let signals: Vec<(String, u64)> = sig.iter().map(|(w, n)| ((*w).clone(), *n)).collect();
         let mut waited = crate::hist::Dist::default();
         for (w, d) in &t.woken_by {
             if matches!(w, Waker::Thread(x) if names.contains_key(x)) {
@@ -358,7 +365,7 @@ pub fn derive_form(p: &Profile, ops: Option<u64>, duration_s: u64, form: Form) -
             }
         }
         plans.push(Plan {
-            passes: ((cycles + l / 2) / l).max(1),
+            passes,
             delay_us: t.first_ns.saturating_sub(start) / 1000,
             life_us: t.last_ns.saturating_sub(t.first_ns) / 1000,
             guard_us,
@@ -374,6 +381,7 @@ pub fn derive_form(p: &Profile, ops: Option<u64>, duration_s: u64, form: Form) -
         });
     }
 
+    balance(&mut plans);
     let mut tasks: Vec<(String, Ordered)> = plans
         .iter()
         .map(|pl| (pl.name.clone(), task_json(pl, form)))
@@ -410,9 +418,14 @@ pub fn derive_form(p: &Profile, ops: Option<u64>, duration_s: u64, form: Form) -
                                     "timer0".into(),
                                     Ordered::V(json!({"ref": format!("g_{n}"), "period": us})),
                                 ),
-                                ("lock1".into(), Ordered::V(json!(format!("m_{n}")))),
-                                ("broad2".into(), Ordered::V(json!(format!("c_{n}")))),
-                                ("unlock3".into(), Ordered::V(json!(format!("m_{n}")))),
+                                (
+                                    "put1".into(),
+                                    Ordered::V(json!({
+                                        "queue": format!("q_{n}"),
+                                        "capacity": WAKE_QUEUE_CAPACITY,
+                                        "if_waited": us,
+                                    })),
+                                ),
                             ]),
                         )]),
                     ),
@@ -422,7 +435,7 @@ pub fn derive_form(p: &Profile, ops: Option<u64>, duration_s: u64, form: Form) -
     }
     let ops_per_loop = ops.map(|n| n as f64 / all_slots.max(1) as f64);
     let derivation = json!({
-        "method": "oversub-record/derive 1: per recorded thread, a cycle of run bursts (measured quantiles scaled to the measured CPU per cycle), wakeups of the threads it woke (condition signals), and blocks: waits on its own condition when a recorded thread ended the measured wait, sleeps of the measured mean otherwise",
+        "method": "oversub-record/derive 2: per recorded thread, a cycle of run bursts (measured quantiles scaled to the measured CPU per cycle), wakeups of the threads it woke (a put into the wakee's own queue in every slot at a rate: the wakee's derived waits apportioned between its wakers by their measured wakeups of it; spread evenly inside the burst), and blocks: a get from its own queue when a recorded thread ended the measured wait, sleeps of the measured mean otherwise",
         "threads": per_thread,
         "omitted_threads": omitted,
         "min_cpu_share": MIN_CPU_SHARE,
@@ -433,11 +446,11 @@ pub fn derive_form(p: &Profile, ops: Option<u64>, duration_s: u64, form: Form) -
         "phase_loops_recorded": all_slots,
         "timer_slack": "every t* task has \"oversub\": {\"timer_slack\": 0.001} (1 ns): its sleeps replay measured blocked times (irq-, timer- or kernel-thread-ended waits), which already include the real kernel's timer slack where there was one, so the simulator's hrtimer adds none; guard tasks keep the default 50 us (they are not the program)",
         "not_captured": [
-            "lost wakeups: a signal to a thread that is not waiting is lost (rt-app 1.0 condition semantics), where the real wakeup may have been queued (a pipe's data, a futex word); the guard task (guard_NAME, nice 19) then ends the wait within its period (the longest of the p99 of the thread's waits on threads, its mean interval between them, and 1 ms); its wakeups are not the program's",
+            "wakeups of a thread that is not waiting: a derived wakeup (a put with if_waited 0 into the wakee's queue) wakes the wakee only if it waits, as the recorded ones did (the recording counts wakeups of blocked threads only); one that finds it running wakes nobody, where the real program may have left data that ends the next wait at once (a pipe's) or made no wakeup at all (a futex wake with no waiter); a thread left waiting is kicked by its guard task (guard_NAME, nice 19) after a whole period of waiting (the longest of the p99 of the thread's waits on threads, its mean interval between them, and 1 ms); the guard's wakeups are not the program's",
             "page faults, TLB shootdowns, IPIs and kernel lock contention (recorded in profile.json; host-only programs have no kernel-work events)",
             "the CPU cost of the syscalls themselves beyond the measured burst (bursts include kernel time)",
             "sleep durations as distributions (each sleep is its waker's mean)",
-            "the order of events inside a burst and which thread a wakeup favours beyond the measured counts",
+            "where inside a burst a wakeup happens (the recording does not keep it: a slot's wakeups cut its burst evenly, an estimate), the order of other events inside a burst, and which thread a wakeup favours beyond the measured counts",
             "threads below min_cpu_share of the program's CPU time"
         ],
     });
@@ -458,43 +471,92 @@ pub fn derive_form(p: &Profile, ops: Option<u64>, duration_s: u64, form: Form) -
 /// A slot's events, as (key prefix, value) in order.
 fn slot_events(pl: &Plan, i: usize, unmaps: u64) -> Vec<(&'static str, Value)> {
     let mut ev = Vec::new();
-    // The burst is cut into pieces by its yields and its munmaps (each
-    // after a piece, the yields first).
-    let cuts = pl.yields[i] + unmaps;
+    // The burst is cut into pieces by its wakeups, its yields and its
+    // munmaps (each after a piece): the wakeups spread evenly over the
+    // cuts (one wakeup is in the middle of the burst), the yields before
+    // the munmaps among the rest.
+    let puts = pl.signals.len() as u64;
+    let cuts = puts + pl.yields[i] + unmaps;
     let pieces = cuts + 1;
     let b = pl.bursts_us[i];
+    let (mut put, mut other) = (0usize, 0u64);
     for k in 0..pieces {
         let us = (k + 1) * b / pieces - k * b / pieces;
         if us > 0 || k + 1 == pieces {
             ev.push(("run", json!(us.max(1))));
         }
-        if k < pl.yields[i] {
+        if k + 1 == pieces {
+            break;
+        }
+        if spread_in(k, puts, cuts) {
+            let (w, n) = &pl.signals[put];
+            put += 1;
+            // A wakeup of a waiting thread: one that finds it running
+            // wakes nobody (`if_waited` 0, module doc).
+            let mut v = json!({"queue": format!("q_{w}"), "if_waited": 0});
+            let loops = pl.passes * pl.slots;
+            if *n != loops {
+                v["times"] = json!(n);
+                v["per_loops"] = json!(loops);
+            }
+            ev.push(("put", v));
+        } else if other < pl.yields[i] {
+            other += 1;
             ev.push(("yield", json!("")));
-        } else if k < cuts {
+        } else {
             // The unmapping syscall's kernel work is in the measured burst
             // (CPU time); the event adds the flush of the other CPUs.
             ev.push(("munmap", json!({"run": 0})));
         }
     }
-    for w in &pl.signals[i] {
-        ev.push(("lock", json!(format!("m_{w}"))));
-        ev.push(("signal", json!(format!("c_{w}"))));
-        ev.push(("unlock", json!(format!("m_{w}"))));
-    }
     match &pl.blocks[i] {
         Some(Block::Wait) => {
             let n = &pl.name;
-            ev.push(("lock", json!(format!("m_{n}"))));
             ev.push((
-                "wait",
-                json!({"ref": format!("c_{n}"), "mutex": format!("m_{n}")}),
+                "get",
+                json!({"queue": format!("q_{n}"), "capacity": WAKE_QUEUE_CAPACITY}),
             ));
-            ev.push(("unlock", json!(format!("m_{n}"))));
         }
         Some(Block::Sleep(_, us)) => ev.push(("sleep", json!(us))),
         None => {}
     }
     ev
+}
+
+/// Each thread's wakeups of a thread as puts over the waker's passes, so
+/// that every thread is woken as often as the derived program makes it
+/// wait: its waits (wait slots x passes) apportioned between its wakers by
+/// their measured wakeups of it (largest remainder; a measured edge keeps
+/// at least one put). In the recording each wait on a thread ended with one
+/// of that thread's wakeups; rounding the slots apart would otherwise leave
+/// a thread more wakeups than waits (each extra one kept, a wait skipped)
+/// or fewer (a stall its guard ends).
+fn balance(plans: &mut [Plan]) {
+    let waits: BTreeMap<String, u64> = plans
+        .iter()
+        .map(|pl| {
+            let w = pl
+                .blocks
+                .iter()
+                .filter(|b| **b == Some(Block::Wait))
+                .count() as u64;
+            (pl.name.clone(), w * pl.passes)
+        })
+        .collect();
+    // (waker index, signal index, measured wakeups) per wakee.
+    let mut edges: BTreeMap<String, Vec<(usize, usize, u64)>> = BTreeMap::new();
+    for (i, pl) in plans.iter().enumerate() {
+        for (j, (w, n)) in pl.signals.iter().enumerate() {
+            edges.entry(w.clone()).or_default().push((i, j, *n));
+        }
+    }
+    for (wakee, e) in edges {
+        let total = waits.get(&wakee).copied().unwrap_or(0);
+        let shares = apportion(total, &e.iter().map(|x| x.2).collect::<Vec<_>>());
+        for (&(i, j, _), k) in e.iter().zip(shares) {
+            plans[i].signals[j].1 = k.max(1);
+        }
+    }
 }
 
 fn task_json(pl: &Plan, form: Form) -> Ordered {
@@ -567,20 +629,24 @@ mod tests {
     }
 
     #[test]
-    fn spread_from_first_places_exactly_n_of_l_and_starts_at_slot_0() {
+    fn spread_in_places_exactly_n_of_l_around_the_middle() {
         for l in 1..40u64 {
-            for n in 1..=l {
-                let at: Vec<u64> = (0..l).filter(|&i| spread_from_first(i, n, l)).collect();
+            for n in 0..=l {
+                let at: Vec<u64> = (0..l).filter(|&k| spread_in(k, n, l)).collect();
                 assert_eq!(at.len() as u64, n, "{n} of {l}");
-                assert_eq!(at[0], 0, "{n} of {l}: the first in slot 0");
-                // Evenly: consecutive events at most ceil(l / n) apart.
-                for w in at.windows(2) {
-                    assert!(w[1] - w[0] <= l.div_ceil(n), "{n} of {l}: {at:?}");
-                }
             }
         }
-        // spread puts a single event last.
-        assert!(spread(15, 1, 16) && !spread(0, 1, 16));
+        // One wakeup in a burst of one cut, and one of five cuts: the
+        // middle.
+        assert!(spread_in(0, 1, 1));
+        assert_eq!(
+            (0..5).filter(|&k| spread_in(k, 1, 5)).collect::<Vec<_>>(),
+            vec![2]
+        );
+        assert_eq!(
+            (0..4).filter(|&k| spread_in(k, 2, 4)).collect::<Vec<_>>(),
+            vec![1, 3]
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! A profile folded from trace lines derives a program that the simulator's
 //! rt-app loader accepts (provenance included), in which a wait that another
-//! recorded thread ended is a wait on that thread's signal, and a wait a
+//! recorded thread ended is a `get` from its own queue into which that thread `put`s, and a wait a
 //! timer ended is a sleep of the measured length.
 
 use oversub_record::derive::derive;
@@ -81,17 +81,21 @@ fn a_derived_program_loads_and_keeps_who_waits_for_whom() {
         "b waits on a: it has a guard {names:?}"
     );
     assert!(!names.contains(&"guard_t0_a"), "a only sleeps {names:?}");
-    // b waits on its own condition, which a signals; a sleeps 1 ms.
+    // b waits on its own queue, into which a puts; a sleeps 1 ms. No
+    // mutex or condition variable is left: the waker takes no lock.
     assert!(
-        text.contains(r#""signal"#) && text.contains(r#""c_t1_b""#),
+        text.contains(r#""put"#) && text.contains(r#""get"#) && text.contains(r#""q_t1_b""#),
         "{text}"
     );
-    assert!(text.contains(r#""wait"#), "{text}");
+    let tasks = serde_json::to_value(&prog).unwrap()["tasks"].to_string();
+    for k in [r#""lock"#, r#""signal"#, r#""wait"#, r#""unlock"#] {
+        assert!(!tasks.contains(k), "{k}: {tasks}");
+    }
     assert!(
         text.contains(r#""sleep"#) && text.contains(":1000"),
         "{text}"
     );
-    assert!(!text.contains(r#""c_t0_a""#), "nobody signals a: {text}");
+    assert!(!text.contains(r#""q_t0_a""#), "nobody wakes a: {text}");
 }
 
 /// Thread 10 sleeps 64 times (1 ms, ended from interrupt context) and
@@ -129,35 +133,32 @@ fn rare_waker_trace() -> Vec<String> {
     v
 }
 
-/// The steady form starts every thread at slot 0 at once: a waker's
-/// signals must open its pass, or a thread that waits in every slot (b)
-/// waits at time 0 for a signal its waker (a) only sends at the end of its
-/// first pass (the derived vips stalled so: every worker waited in slot 0
-/// while the signals came last, and only the guards, every 0.2-8 s, ended
-/// those waits). The recorded form keeps the end-of-pass placement.
+/// A rare wakeup is in every slot at its measured rate (a `put` 4 times
+/// per 64 loops), inside the burst (a run before and after it), in both
+/// forms: the steady form's threads start at slot 0 at once, so a wakeup
+/// rounded to the end of a pass (as the old derivation did) left its
+/// wakee waiting for a whole pass; and the waker's run after the wakeup is
+/// the CPU it has left when the woken thread is placed.
 #[test]
-fn the_steady_form_opens_each_pass_with_its_rare_signals() {
+fn a_rare_wakeup_is_inside_every_burst_at_its_rate() {
     use oversub_record::derive::{derive_form, Form};
     let lines = rare_waker_trace();
     let p = feed(10, &lines.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(p.threads[&10].wakes[&11], 4);
-    let first_phase = |form| {
+    for form in [Form::Steady, Form::Recorded] {
         let (prog, _) = derive_form(&p, Some(64), 1, form);
-        let v: serde_json::Value = serde_json::to_value(&prog).unwrap();
-        let a = &v["tasks"]["t0_a"]["phases"];
-        let n = a.as_object().unwrap().len();
-        (a["p0"].to_string(), a[format!("p{}", n - 1)].to_string())
-    };
-    let (first, _) = first_phase(Form::Steady);
-    assert!(
-        first.contains("c_t1_b"),
-        "steady: a signals b in its first slot: {first}"
-    );
-    let (first, last) = first_phase(Form::Recorded);
-    assert!(
-        !first.contains("c_t1_b") && last.contains("c_t1_b"),
-        "recorded: last: {first} / {last}"
-    );
+        // Serialized in event order (the put's own object sorted).
+        let text = serde_json::to_string(&prog).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let a = v["tasks"]["t0_a"]["phases"].as_object().unwrap();
+        let put = r#","put1":{"if_waited":0,"per_loops":64,"queue":"q_t1_b","times":4},"run2":"#;
+        assert_eq!(
+            text.matches(put).count(),
+            a.len(),
+            "{form:?}: every phase of a wakes b 4 times per 64 loops between two runs: {text}"
+        );
+        assert!(a.values().all(|ph| ph["run0"].is_number()), "{form:?}");
+    }
 }
 
 /// The finished profile of process `root` folded from `lines`.

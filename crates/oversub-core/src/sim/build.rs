@@ -244,7 +244,10 @@ impl<'a> SimBuilder<'a> {
         }
         if let Some(p) = &sc.program {
             debug_assert_eq!(sim.world.program_tasks.len(), p.threads.len());
-            sim.world.program = Some(crate::task::program::ProgramRt::new(p.clone()));
+            // A host task's FUTEX_WAKE returns to user mode before it goes
+            // on: the wakee may preempt it there.
+            sim.world.program =
+                Some(crate::task::program::ProgramRt::new(p.clone()).preempt_at_syscall_exit(true));
             sim.until_done = sc.until_done;
         }
         for (id, tg) in pending_targets {

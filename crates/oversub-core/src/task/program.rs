@@ -18,6 +18,10 @@
 //!   the tail if it lost. A FUTEX_WAKE that wakes a waiter is counted
 //!   ([`ProgramRt::take_futex_wakes`]) so that the host can charge its CPU
 //!   time; FUTEX_WAIT's is the switch's.
+//! * a FUTEX_WAKE that woke a thread returns to user mode before the waker
+//!   goes on (with [`ProgramRt::preempt_at_syscall_exit`]): the step ends
+//!   there ([`ProgramRt::syscall_exit_to_user_mode`]), so that the level can
+//!   preempt the waker for the thread it woke.
 //! * condition variables: FIFO waiters; `wait` releases the mutex, sleeps,
 //!   and re-acquires the mutex after the signal (no spurious wakeups);
 //!   signals without waiters are lost.
@@ -234,6 +238,10 @@ pub struct ProgramRt {
     futex_wakes: u32,
     /// The children forked by the last step ([`Self::take_forks`]).
     forks: Vec<usize>,
+    /// A step that issued a FUTEX_WAKE that woke a thread ends at the
+    /// system call's return ([`Self::syscall_exit_to_user_mode`]); off: the
+    /// waker goes on to its next events in the same step.
+    exit_to_user: bool,
     /// The first thread that executed more than
     /// [`crate::limits::MAX_ZERO_TIME_STEPS`] events in one step, and when
     /// ([`Self::zero_time_loop`]).
@@ -292,9 +300,34 @@ impl ProgramRt {
             futex_ops: Vec::new(),
             futex_wakes: 0,
             forks: Vec::new(),
+            exit_to_user: false,
             stuck: None,
             prog,
         }
+    }
+
+    /// Ends a step at every FUTEX_WAKE that woke a thread
+    /// ([`Self::syscall_exit_to_user_mode`]) when `on`. The host level runs
+    /// its program with it; a guest level does not yet (docs/workloads.md,
+    /// "What the model leaves out").
+    pub fn preempt_at_syscall_exit(mut self, on: bool) -> ProgramRt {
+        self.exit_to_user = on;
+        self
+    }
+
+    /// `syscall_exit_to_user_mode()` after a FUTEX_WAKE that woke a thread
+    /// (kernel/entry/common.c, Linux 6.12 and 6.18): the waker is still on
+    /// its CPU and runnable when the wakeup's `check_preempt_wakeup_fair()`
+    /// decides, and `exit_to_user_mode_loop()` calls `schedule()` if it
+    /// set TIF_NEED_RESCHED, before the waker's next user instruction (its
+    /// next event). So the step ends here with a burst of no CPU: the level
+    /// acts on the reschedule, and the thread's next event runs when it
+    /// next runs. (The host's voluntary preemption: the switch follows
+    /// `sys_exit_futex` in its trace; a fully preemptible kernel switches at
+    /// `try_to_wake_up()`'s `preempt_enable()` instead, the same instant in
+    /// the model, which charges the FUTEX_WAKE's CPU after the wakeup.)
+    fn syscall_exit_to_user_mode(&self) -> Action {
+        Action::Run(Nanos::ZERO)
     }
 
     pub fn program(&self) -> &Program {
@@ -623,6 +656,34 @@ impl ProgramRt {
         true
     }
 
+    /// A `put` of `items` into queue `q` with `if_waited` `d`: when the
+    /// first consumer waiting in `get` has waited at least `d` and the
+    /// batch fits, it is put and that consumer is woken (as
+    /// [`Self::queue_op`]'s put); otherwise nothing happens (no item is
+    /// left behind, the kicker never waits).
+    fn kick(&mut self, q: QueueId, items: u32, d: Nanos, now: Time, wake: &mut Vec<usize>) {
+        let qr = &mut self.queues[q.idx()];
+        let k = u64::from(items);
+        let stalled = qr.getters.front().is_some_and(|&w| {
+            self.threads[w]
+                .queue_wait_since
+                .is_some_and(|s| now >= s + d)
+        });
+        if !stalled || qr.count + k > qr.cap {
+            return;
+        }
+        qr.count += k;
+        if let Some(w) = qr.getters.pop_front() {
+            wake.push(w);
+            let futex = self.prog.mutexes.len()
+                + self.prog.conds.len()
+                + self.prog.barriers.len()
+                + q.idx();
+            self.futex_ops.push(futex);
+            self.futex_wakes += 1;
+        }
+    }
+
     /// Items in queue `q` now.
     pub fn queue_len(&self, q: QueueId) -> u64 {
         self.queues[q.idx()].count
@@ -715,6 +776,11 @@ impl ProgramRt {
                     }
                 }
                 return Action::Exit;
+            }
+            // The last event woke a thread with a FUTEX_WAKE and did not
+            // block: the system call returns to user mode first.
+            if self.exit_to_user && self.futex_wakes > 0 {
+                return self.syscall_exit_to_user_mode();
             }
             steps += 1;
             if steps > crate::limits::MAX_ZERO_TIME_STEPS {
@@ -882,7 +948,17 @@ impl ProgramRt {
                     return Action::Yield;
                 }
                 // Blocked: stepping again (after the wakeup) retries it.
-                Event::Put { queue, items } | Event::Get { queue, items } => {
+                // A kick: nothing unless a consumer waits, and it never
+                // blocks.
+                Event::Put {
+                    queue,
+                    items,
+                    if_waited: Some(d),
+                } => {
+                    self.kick(queue, items, d, now, wake);
+                    self.advance(t, now);
+                }
+                Event::Put { queue, items, .. } | Event::Get { queue, items } => {
                     let put = matches!(self.event(t), Event::Put { .. });
                     if !self.queue_op(t, queue, items, put, now, wake) {
                         return Action::Sleep(None);

@@ -138,10 +138,15 @@ pub enum Event {
     },
     /// Extension: put `items` items into a bounded queue as one batch
     /// (a pthread mutex + two condition variables queue): blocks while the
-    /// batch does not fit; then wakes one waiting consumer.
+    /// batch does not fit; then wakes one waiting consumer. With
+    /// `if_waited` the batch is put only when the first waiting consumer
+    /// has waited at least that long (and nothing happens otherwise): a
+    /// watchdog's kick of a stalled consumer, which never blocks and
+    /// leaves no items behind.
     Put {
         queue: QueueId,
         items: u32,
+        if_waited: Option<Nanos>,
     },
     /// Extension: take `items` items from a queue as one batch: blocks
     /// while fewer are queued; then wakes one waiting producer.
@@ -472,10 +477,11 @@ impl Program {
                             } else if times.div_ceil(*per_loops) > MAX_REPEAT_PER_LOOP {
                                 Some(format!("{}: repeat {times} times per {per_loops} loops: allowed at most {MAX_REPEAT_PER_LOOP} per loop", at(i)))
                             } else if !next.is_some_and(|e| {
-                                e.is_kernel_extension()
-                                    && (e.takes_time() || matches!(e, Event::Munmap { .. }))
+                                (e.is_kernel_extension()
+                                    && (e.takes_time() || matches!(e, Event::Munmap { .. })))
+                                    || matches!(e, Event::Put { .. })
                             }) {
-                                Some(format!("{}: a repeat applies to the next event of its phase, a munmap, or a syscall or smp_call that takes time", at(i)))
+                                Some(format!("{}: a repeat applies to the next event of its phase, a munmap, a put, or a syscall or smp_call that takes time", at(i)))
                             } else {
                                 None
                             }
@@ -510,7 +516,7 @@ impl Program {
                                 })
                             })
                             .or_else(|| batch(i, queue, items)),
-                        Event::Put { queue, items } | Event::Get { queue, items } => {
+                        Event::Put { queue, items, .. } | Event::Get { queue, items } => {
                             batch(i, queue, items)
                         }
                         _ => None,
@@ -662,7 +668,12 @@ impl Program {
             Event::Wait { cond, .. } | Event::SignalWait { cond, .. } => Some(cond.idx()),
             Event::Barrier(b) => Some(nconds + b.idx()),
             Event::Get { queue, .. } => Some(nconds + nbar + queue.idx()),
-            Event::Put { queue, .. } => Some(nconds + nbar + nq + queue.idx()),
+            // A kick never waits.
+            Event::Put {
+                queue,
+                if_waited: None,
+                ..
+            } => Some(nconds + nbar + nq + queue.idx()),
             _ => None,
         };
         let ends = |e: &Event| match *e {

@@ -11,6 +11,7 @@ mod cfs_behaviour;
 mod csd_queue;
 mod event_budget;
 mod flat_behaviour;
+mod futex_wake_preempt;
 mod fuzz;
 mod guest_haltpoll;
 mod hackbench_pipes;

@@ -502,6 +502,46 @@ fn a_parent_waits_for_its_forked_child_and_its_exit_wakes_it() {
     assert!(!p.all_done());
 }
 
+/// A FUTEX_WAKE that woke a thread ends the waker's step at the system
+/// call's return (`syscall_exit_to_user_mode()`): the unlock comes back as
+/// a run of no CPU with the waiter to wake, and the waker's next event (its
+/// timer sleep) only on the next step. An unlock that woke nobody (no
+/// FUTEX_WAKE) and a runtime without the switch (a guest level) go on in
+/// the same step.
+#[test]
+fn a_waking_unlock_returns_to_user_mode_before_the_next_event() {
+    let src = r#"{"global": {"duration": 1}, "tasks": {
+        "holder": {"lock": "m", "run": 100, "unlock": "m", "timer": {"ref": "t", "period": 1000}},
+        "taker": {"lock": "m", "run": 50, "unlock": "m", "sleep": 300}}}"#;
+    let t0 = Time::ZERO;
+    let t1 = Time(100_000);
+    for exit in [true, false] {
+        let mut p = rt(src).preempt_at_syscall_exit(exit);
+        assert_eq!(p.step(0, t0).1, Action::Run(Nanos::from_us(100)));
+        // The taker finds the mutex taken and waits on the futex.
+        assert_eq!(p.step(1, t0).1, Action::Sleep(None));
+        let (woken, action) = p.step(0, t1);
+        assert_eq!(woken, vec![1]);
+        assert_eq!(p.take_futex_wakes(), 1);
+        let timer = Action::Sleep(Some(Time(1_000_000)));
+        if exit {
+            assert_eq!(action, Action::Run(Nanos::ZERO));
+            // Back in user mode: the timer, and no second FUTEX_WAKE.
+            let (woken, action) = p.step(0, t1);
+            assert!(woken.is_empty());
+            assert_eq!((action, p.take_futex_wakes()), (timer, 0));
+        } else {
+            assert_eq!(action, timer);
+        }
+        // The taker takes the mutex; its unlock wakes nobody, so its step
+        // goes on to the sleep.
+        assert_eq!(p.step(1, t1).1, Action::Run(Nanos::from_us(50)));
+        let (woken, action) = p.step(1, Time(150_000));
+        assert!(woken.is_empty());
+        assert_eq!(action, Action::Sleep(Some(Time(450_000))));
+    }
+}
+
 #[test]
 fn a_repeat_runs_its_event_at_its_rate_spread_over_the_loops() {
     // 5 munmaps every 2 loops and a syscall once every 3 loops, after a
@@ -557,4 +597,62 @@ fn a_flush_in_a_sleeping_lock_section_comes_before_the_release() {
         ),
         "the writer waits while the flush's IPIs are out"
     );
+}
+
+/// A `put` with `if_waited` 0 wakes a consumer waiting in `get` (one
+/// FUTEX_WAKE) and, when none waits, does nothing: no item is kept, so the
+/// consumer's next `get` blocks (a plain `put` would have left it an item).
+#[test]
+fn a_put_if_waited_0_wakes_only_a_waiting_consumer_and_keeps_nothing() {
+    let src = r#"{"global": {"duration": 1}, "tasks": {
+        "w": {"run": 100, "put": {"queue": "q", "if_waited": 0}, "run1": 100},
+        "c": {"get": {"queue": "q", "capacity": 8}, "run": 500}}}"#;
+    let us = |n: u64| Time(n * 1000);
+    let mut p = rt(src);
+    assert_eq!(p.step(0, us(0)).1, Action::Run(Nanos::from_us(100)));
+    assert_eq!(p.step(1, us(0)).1, Action::Sleep(None), "c waits");
+    // c waits: the put wakes it, then w runs on.
+    let (woken, action) = p.step(0, us(100));
+    assert_eq!((woken, action), (vec![1], Action::Run(Nanos::from_us(100))));
+    assert_eq!(p.take_futex_wakes(), 1);
+    assert_eq!(p.step(1, us(100)).1, Action::Run(Nanos::from_us(500)));
+    // c runs: w's next put finds nobody waiting and does nothing.
+    assert_eq!(p.step(0, us(200)).1, Action::Run(Nanos::from_us(100)));
+    let (woken, _) = p.step(0, us(300));
+    assert!(woken.is_empty());
+    assert_eq!(p.take_futex_wakes(), 0);
+    assert_eq!(p.queue_len(QueueId(0)), 0, "no item kept");
+    assert_eq!(p.step(1, us(600)).1, Action::Sleep(None), "c waits again");
+    // A plain put keeps its item: the consumer's get does not block.
+    let mut p = rt(&src.replace(r#", "if_waited": 0"#, ""));
+    p.step(0, us(0));
+    p.step(0, us(100));
+    assert_eq!(p.queue_len(QueueId(0)), 1);
+    assert_eq!(p.step(1, us(100)).1, Action::Run(Nanos::from_us(500)));
+}
+
+/// A kick (`if_waited` d) wakes a consumer only once it has waited d: a
+/// guard's timer before that does nothing and leaves no item.
+#[test]
+fn a_kick_wakes_a_consumer_only_after_it_waited_its_period() {
+    let src = r#"{"global": {"duration": 1}, "tasks": {
+        "c": {"get": {"queue": "q", "capacity": 8}, "run": 50},
+        "g": {"timer": {"ref": "t", "period": 1000}, "put": {"queue": "q", "if_waited": 1000}}}}"#;
+    let us = |n: u64| Time(n * 1000);
+    let mut p = rt(src);
+    assert_eq!(
+        p.step(0, us(400)).1,
+        Action::Sleep(None),
+        "c waits from 400 us"
+    );
+    assert_eq!(p.step(1, us(0)).1, Action::Sleep(Some(us(1000))));
+    // At 1000 us c has waited 600 us: nothing.
+    let (woken, action) = p.step(1, us(1000));
+    assert!(woken.is_empty());
+    assert_eq!(action, Action::Sleep(Some(us(2000))));
+    assert_eq!(p.queue_len(QueueId(0)), 0);
+    // At 2000 us it has waited 1600 us: kicked.
+    let (woken, _) = p.step(1, us(2000));
+    assert_eq!(woken, vec![0]);
+    assert_eq!(p.step(0, us(2000)).1, Action::Run(Nanos::from_us(50)));
 }

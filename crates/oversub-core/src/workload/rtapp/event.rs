@@ -261,12 +261,32 @@ impl Builder {
                 });
             }
             "put" | "get" => {
-                let f = fields(v, at, &["queue", "items", "capacity"], &["queue"])?;
+                // Only a put takes a rate (`times`, `per_loops`) and
+                // `if_waited` (a watchdog's kick).
+                let keys: &[&str] = if kind == "put" {
+                    &[
+                        "queue",
+                        "items",
+                        "capacity",
+                        "times",
+                        "per_loops",
+                        "if_waited",
+                    ]
+                } else {
+                    &["queue", "items", "capacity"]
+                };
+                let f = fields(v, at, keys, &["queue"])?;
                 let (mut name, mut items, mut cap) = ("", 1, None);
+                let mut rep = Repeat::default();
+                let mut if_waited = None;
                 for (k, x) in f {
                     let a = Sub(&at, k.as_str());
+                    if rep.field(k, x, a)? {
+                        continue;
+                    }
                     match k.as_str() {
                         "queue" => name = string(x, a)?,
+                        "if_waited" => if_waited = Some(micros(x, a)?),
                         "items" => items = int(x, a, 1, MAX_QUEUE_BATCH, " items")? as u32,
                         _ => {
                             cap = Some((
@@ -277,8 +297,13 @@ impl Builder {
                     }
                 }
                 let queue = self.queue(name, cap, at)?;
+                rep.push(out, at)?;
                 out.push(if kind == "put" {
-                    Event::Put { queue, items }
+                    Event::Put {
+                        queue,
+                        items,
+                        if_waited,
+                    }
                 } else {
                     Event::Get { queue, items }
                 });
@@ -367,7 +392,7 @@ impl Builder {
     }
 }
 
-/// `times` and `per_loops` of a `syscall` or `munmap` (the `Repeat`
+/// `times` and `per_loops` of a `syscall`, `munmap` or `put` (the `Repeat`
 /// extension: the event runs `times` times every `per_loops` loops).
 #[derive(Default)]
 struct Repeat {

@@ -145,7 +145,8 @@ fn queues_parse_with_one_capacity_and_bad_ones_name_the_field() {
         p.threads[2].phases[0].events[0],
         Event::Put {
             queue: QueueId(1),
-            items: 1
+            items: 1,
+            if_waited: None
         }
     );
     assert!(!p.uses_kernel_extensions(), "queues are user-space objects");
@@ -178,6 +179,15 @@ fn queues_parse_with_one_capacity_and_bad_ones_name_the_field() {
         (
             r#"{"global": {"duration": 1}, "tasks": {"t": {"get": {"queue": "q", "capacity": 2, "batch": 1}}}}"#,
             "tasks.t.get.batch: unknown key: allowed queue, items, capacity",
+        ),
+        (
+            // A rate and a kick are a put's only.
+            r#"{"global": {"duration": 1}, "tasks": {"t": {"get": {"queue": "q", "capacity": 2, "if_waited": 0}}}}"#,
+            "tasks.t.get.if_waited: unknown key: allowed queue, items, capacity",
+        ),
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"t": {"put": {"queue": "q", "capacity": 2, "times": 0}}}}"#,
+            "tasks.t.put.times: 0 is out of range",
         ),
         (
             r#"{"global": {"duration": 1}, "tasks": {"t": {"get": {"items": 1}}}}"#,
