@@ -130,9 +130,16 @@ pub struct VmReport {
     pub halts: u64,
     pub pv_kicks: u64,
     pub ipis_sent: u64,
-    /// Of `ipis_sent`, the reschedule IPIs (`smp_send_reschedule`); the
-    /// rest are call-function IPIs (synchronous calls, TLB shootdowns).
+    /// Of `ipis_sent`, the reschedule IPIs (`smp_send_reschedule`: a
+    /// remote `resched_curr()` of a busy guest CPU, the phase generator's
+    /// asynchronous wakeups).
     pub ipis_reschedule: u64,
+    /// Of `ipis_sent`, the call-function-single IPIs other than TLB
+    /// shootdowns': wakeups queued on an idle guest CPU's wakelist
+    /// (`ttwu_queue_wakelist`, 6.12) and the phase generator's synchronous
+    /// calls (`smp_call_function_single`). The rest of `ipis_sent` are the
+    /// shootdowns' call-function IPIs.
+    pub ipis_call_function_single: u64,
     /// ICR writes and PV send-IPI hypercalls that exited to KVM.
     pub ipi_exits: u64,
     /// Unicast IPIs recorded by the IPI tracker.
@@ -293,6 +300,9 @@ pub struct Report {
     pub program: Option<ProgramReport>,
     /// What the `[host.yield]` policies did.
     pub yield_stats: crate::sched::yield_to::YieldStats,
+    /// The host scheduler's IPIs to other CPUs by type, as 6.12 sends them
+    /// for remote wakeups and preemptions (`sched::ipis`).
+    pub sched_ipis: crate::sched::ipis::SchedIpiStats,
     /// The scenario file and the effective scenario (after `--set`,
     /// `--seed` and `--duration`).
     pub scenario_file: String,

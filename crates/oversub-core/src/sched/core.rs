@@ -96,6 +96,7 @@ impl Scheduler {
         // __schedule(): a reschedule raised by the pick itself (prev's
         // update_curr() ending its slice, the newidle balance) is dropped.
         self.rqs[cpu.idx()].need_resched = false;
+        self.rqs[cpu.idx()].wakelist_ipi = false;
         if next == prev {
             if let Some(p) = prev {
                 self.tasks[p.idx()].on_cpu = true;
@@ -258,6 +259,11 @@ impl Scheduler {
         // ttwu_queue(): the CPU doing the wakeup is the waker's, or the
         // task's own for a timer (the hrtimer fires where it was armed).
         let this = self.this_cpu.or(waker).unwrap_or(prev_cpu);
+        let wakelisted = self.ttwu_wakelist_cond(cpu, this);
+        if wakelisted {
+            // The call-function IPI of ttwu_queue_wakelist() (`ipis`).
+            self.count_wakelist_ipi(cpu);
+        }
         if self.ttwu_queue_cond(cpu, this) {
             // ttwu_queue_wakelist(): activated by the target CPU when the
             // IPI arrives (sched_ttwu_pending()).
@@ -267,17 +273,23 @@ impl Scheduler {
             self.wakelist.push((p, flags));
             return true;
         }
+        // Activated at once: what resched_curr() sends is counted as 6.12
+        // would send it (`ipis`).
+        self.ttwu_from = Some(this);
+        self.ttwu_wakelisted = wakelisted;
+        if wakelisted {
+            self.rqs[cpu.idx()].wakelist_ipi = true;
+        }
         self.ttwu_do_activate(p, flags, wake_flags);
+        self.ttwu_from = None;
+        self.ttwu_wakelisted = false;
         true
     }
 
     /// `ttwu_queue_cond()` for one LLC: the wakelist is used for another CPU
     /// that is idle (6.12.117), when remote wakeups have a cost at all.
     fn ttwu_queue_cond(&self, cpu: CpuId, this: CpuId) -> bool {
-        self.cfg.costs.remote_wakeup > 0
-            && cpu != this
-            && self.rqs[cpu.idx()].nr_running == 0
-            && self.rqs[cpu.idx()].curr.is_none()
+        self.cfg.costs.remote_wakeup > 0 && self.ttwu_wakelist_cond(cpu, this)
     }
 
     /// `ttwu_do_activate()`: enqueue the woken task and check preemption.

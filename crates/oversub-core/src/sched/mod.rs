@@ -30,6 +30,7 @@ pub mod group;
 pub mod idle_balance;
 pub mod ids;
 pub mod invariants;
+pub mod ipis;
 pub mod load_avg;
 pub mod pelt;
 pub mod select;
@@ -207,6 +208,11 @@ pub struct Rq {
     /// Tasks on this CPU's wakelist (`rq->ttwu_pending`): the CPU is not
     /// idle for `idle_cpu()` while it has some.
     pub(crate) ttwu_pending: u32,
+    /// A wakeup activated here at once (zero `remote_wakeup` cost) would
+    /// have gone through the wakelist in 6.12, so the IPI this CPU gets for
+    /// it is a call-function IPI, not a reschedule IPI (`ipis`); taken by
+    /// the guest IPI sender, cleared by `__schedule()`.
+    pub(crate) wakelist_ipi: bool,
 }
 
 impl Task {
@@ -325,6 +331,14 @@ pub struct Scheduler {
     /// activated by the simulator after `HostCosts::remote_wakeup` with
     /// [`Scheduler::sched_ttwu_pending`]: (task, enqueue flags).
     pub(crate) wakelist: Vec<(TaskId, u32)>,
+    /// The IPIs sent to other CPUs, by type (`ipis`).
+    pub(crate) ipi_stats: ipis::SchedIpiStats,
+    /// The waking CPU while `try_to_wake_up()` activates a task (the CPU
+    /// `resched_curr()` runs on; `this_cpu` may be None for a timer).
+    pub(crate) ttwu_from: Option<CpuId>,
+    /// While `try_to_wake_up()` activates a task at once that 6.12 would
+    /// have queued on the target's wakelist (`ipis`).
+    pub(crate) ttwu_wakelisted: bool,
     /// The `flat` preset's runqueues and task entities (None otherwise).
     pub(crate) flat: Option<flat::FlatState>,
 }
@@ -405,6 +419,9 @@ impl Scheduler {
             this_cpu: None,
             resched_ipis: Vec::new(),
             wakelist: Vec::new(),
+            ipi_stats: ipis::SchedIpiStats::default(),
+            ttwu_from: None,
+            ttwu_wakelisted: false,
             flat: None,
         };
         let mut root_rqs = Vec::with_capacity(n);
@@ -430,6 +447,7 @@ impl Scheduler {
                 yld_count: 0,
                 nr_switches: 0,
                 ttwu_pending: 0,
+                wakelist_ipi: false,
             });
         }
         s.groups.push(TaskGroup {
@@ -599,6 +617,7 @@ impl Scheduler {
     /// reschedule IPI (`smp_send_reschedule()`), which takes effect after
     /// `HostCosts::remote_wakeup` (at once when that cost is zero).
     pub fn resched_curr(&mut self, cpu: CpuId) {
+        self.count_resched_ipi(cpu);
         let remote = self.cfg.costs.remote_wakeup > 0 && self.this_cpu.is_some_and(|c| c != cpu);
         let rq = &mut self.rqs[cpu.idx()];
         if remote {

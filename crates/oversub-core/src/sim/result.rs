@@ -98,6 +98,7 @@ impl Simulator {
             vms,
             program,
             yield_stats: s.yield_stats.clone(),
+            sched_ipis: s.ipi_stats.clone(),
             scenario_file: String::new(),
             scenario: serde_json::Value::Null,
         }

@@ -27,6 +27,7 @@ mod program_properties;
 mod properties;
 mod pv_queue_head;
 mod pvoff_modes;
+mod remote_wakeup_ipis;
 mod sched_behaviour;
 mod wake_preempt_versions;
 mod workloads;

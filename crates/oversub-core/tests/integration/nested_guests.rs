@@ -745,20 +745,24 @@ fn a_flush_inside_the_read_section_holds_the_writer_for_its_ipis() {
 }
 
 #[test]
-fn reschedule_ipis_are_the_wakeups_not_the_shootdowns() {
+fn wakeup_ipis_are_the_wakeups_not_the_shootdowns() {
     // munmap_pair.json: every shootdown IPIs vCPU 1 and no thread blocks:
-    // call-function IPIs only.
+    // the shootdowns' call-function IPIs only, none of them counted as a
+    // reschedule or a call-function-single IPI of a wakeup.
     let m = two_vcpus("munmap_pair.json", false, true, 1);
     let v = &m.vms[0];
     assert!(v.csd_waits > 1000 && v.ipis_sent >= v.csd_waits, "{v:?}");
     assert_eq!(v.ipis_reschedule, 0, "ipis_sent {}", v.ipis_sent);
-    // signal_pair.json: b's wakeups on the halted vCPU 1 are reschedule
-    // IPIs, and nothing else sends one.
+    assert_eq!(v.ipis_call_function_single, 0, "{v:?}");
+    // signal_pair.json: b's wakeups on the halted vCPU 1 are the wakelist's
+    // call-function-single IPIs (6.12's ttwu_queue_cond: an idle target),
+    // and nothing else sends an IPI.
     let s = two_vcpus("signal_pair.json", false, true, 1);
     let w = &s.vms[0];
     assert!(
-        w.ipis_reschedule >= thread(&s, "b").phase_loops / 2,
+        w.ipis_call_function_single >= thread(&s, "b").phase_loops / 2,
         "{w:?}"
     );
-    assert_eq!(w.ipis_reschedule, w.ipis_sent);
+    assert_eq!(w.ipis_call_function_single, w.ipis_sent);
+    assert_eq!(w.ipis_reschedule, 0, "{w:?}");
 }

@@ -506,8 +506,13 @@ impl Simulator {
         }
     }
 
-    /// Reschedule IPIs from vCPU `from` to every other guest CPU that
-    /// `resched_curr()` marked (`smp_send_reschedule`).
+    /// IPIs from vCPU `from` to every other guest CPU that `resched_curr()`
+    /// marked: a reschedule IPI (`smp_send_reschedule`), or for a wakeup
+    /// that 6.12 queues on the idle CPU's wakelist the call-function-single
+    /// IPI of `ttwu_queue_wakelist()` (counted as such, sched::ipis; it is
+    /// delivered as the reschedule IPI is: the guest's `remote_wakeup` cost
+    /// is zero, so the task was activated at the wakeup, and the handler's
+    /// work is the same reschedule of the idle CPU).
     #[inline]
     fn guest_send_resched(&mut self, cpu: CpuId, vi: VmId, from: VcpuIdx) {
         let g = self.guest(vi);
@@ -532,6 +537,8 @@ impl Simulator {
         while let Some(cpu) = c {
             if cpu != gcpu(from) {
                 targets.push(vcpu_of(cpu));
+            } else {
+                g.kernel.sched.take_wakelist_ipi(cpu);
             }
             c = g.kernel.next_resched();
         }
@@ -541,8 +548,10 @@ impl Simulator {
         }
         let running = self.vcpus_running_if(self.kvm.avic, vi);
         for &t in &targets {
-            // set_nr_and_not_polling: a polling idle CPU notices
-            // TIF_NEED_RESCHED itself (sim::vm::idle), no IPI.
+            let wakelist = self.guest(vi).kernel.sched.take_wakelist_ipi(gcpu(t));
+            // set_nr_and_not_polling (set_nr_if_polling for a wakelisted
+            // wakeup): a polling idle CPU notices TIF_NEED_RESCHED itself
+            // (sim::vm::idle), no IPI.
             if self.guest_cpu_polling(vi, t) {
                 self.vms[vi].stats.wake_idle_without_ipi += 1;
                 self.poke(vi, t);
@@ -553,7 +562,11 @@ impl Simulator {
                 continue;
             }
             vm.stats.ipis_sent += 1;
-            vm.stats.ipis_reschedule += 1;
+            if wakelist {
+                vm.stats.ipis_call_function_single += 1;
+            } else {
+                vm.stats.ipis_reschedule += 1;
+            }
             vm.guest.as_mut().expect("program VM").resched_ipis += 1;
             self.send_unicast_ipi(vi, from, t, RESCHEDULE_VECTOR, &running, cpu);
         }

@@ -465,6 +465,7 @@ impl VmRt {
             pv_kicks: s.pv_kicks,
             ipis_sent: s.ipis_sent,
             ipis_reschedule: s.ipis_reschedule,
+            ipis_call_function_single: s.ipis_call_function_single,
             ipi_exits: s.ipi_exits,
             ipis_tracked: s.ipis_tracked,
             eoi_exits: s.eoi_exits,

@@ -112,6 +112,7 @@ impl Simulator {
                     if send {
                         vm.stats.ipis_sent += 1;
                         vm.stats.ipis_reschedule += u64::from(vector == RESCHEDULE_VECTOR);
+                        vm.stats.ipis_call_function_single += u64::from(sync);
                         let running = self.vcpus_running_if(avic, vi);
                         self.send_unicast_ipi(vi, me, t, vector, &running, cpu);
                     }

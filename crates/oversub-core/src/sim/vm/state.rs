@@ -202,6 +202,7 @@ pub(super) struct VmStats {
     pub(super) pv_kicks: u64,
     pub(super) ipis_sent: u64,
     pub(super) ipis_reschedule: u64,
+    pub(super) ipis_call_function_single: u64,
     pub(super) ipi_exits: u64,
     pub(super) ipis_tracked: u64,
     pub(super) eoi_exits: u64,
