@@ -220,6 +220,21 @@ pub fn extend_adaptive_where(
     prefix: &str,
     progress: bool,
 ) -> Result<(Vec<Row>, Vec<summary::PointSummary>), String> {
+    let rule = |p: &summary::PointSummary, c: &summary::Cell| {
+        judged(p).then(|| sweep::adaptive::resolved(c))
+    };
+    extend_adaptive_by(spec, pts, rows, &rule, prefix, progress)
+}
+
+/// [`extend_adaptive`] with the stop rule given (`sweep::adaptive::Rule`).
+pub fn extend_adaptive_by(
+    spec: &SweepSpec,
+    pts: &[sweep::Point],
+    rows: Vec<Row>,
+    rule: &sweep::adaptive::Rule<'_>,
+    prefix: &str,
+    progress: bool,
+) -> Result<(Vec<Row>, Vec<summary::PointSummary>), String> {
     let mut round = 0;
     if let Some(a) = &spec.adaptive {
         if !rows
@@ -232,7 +247,7 @@ pub fn extend_adaptive_where(
             ));
         }
     }
-    sweep::adaptive::extend(spec, pts, rows, judged, &mut |runs| {
+    sweep::adaptive::extend_by(spec, pts, rows, rule, &mut |runs| {
         round += 1;
         let bar = crate::progress::Steps::new(
             runs.len() as u64,

@@ -5,12 +5,16 @@
 //! setup. Each change is a sweep file (`sweeps/history/*.toml`: the
 //! scenarios of `scenarios/history/` x `change` = before / after, before
 //! the baseline), run with the seeds and duration of `[history]` in the
-//! manifest. Outputs: each sweep's files under `DIR/history/<sweep>/`,
+//! manifest. In full mode with `max_seeds`, a row's "after" point gets more
+//! seeds in rounds (`sweep::adaptive`, the headline's mode) until the 95%
+//! CI half-width of its simulated delta is below the published effect
+//! ([`resolves`]) or it has its cap. Outputs: each sweep's files under `DIR/history/<sweep>/`,
 //! `DIR/history/summary.csv`, and a markdown table for summary.md and
 //! report.html. No figure tunes anything: the presets are the commits'.
 
 use crate::provenance::Provenance;
 use crate::sweep_files;
+use oversub::stats::PairedDelta;
 use oversub::sweep::spec::{SweepSpec, FILE_AXIS};
 use oversub::sweep::summary::{Cell, PointSummary};
 use serde::Deserialize;
@@ -37,6 +41,16 @@ pub struct Config {
     /// The same in place of `quick_duration`.
     #[serde(default)]
     pub quick_sweep_durations: BTreeMap<String, String>,
+    /// Full mode: adaptive seeds (`sweep::adaptive`) up to this many per
+    /// point (`seeds` first, then rounds of `seeds.len()` more) for every
+    /// row whose delta is not resolved ([`resolves`]); absent: the fixed
+    /// `seeds`. `--quick` keeps `quick_seeds` and marks what they leave
+    /// unresolved.
+    #[serde(default)]
+    pub max_seeds: Option<usize>,
+    /// A sweep's own cap (its file stem -> seeds) in place of `max_seeds`.
+    #[serde(default)]
+    pub sweep_max_seeds: BTreeMap<String, usize>,
 }
 
 impl Config {
@@ -61,6 +75,16 @@ impl Config {
         match map.get(name) {
             Some(v) => (format!("{mf}.{name}"), v),
             None => (df.to_string(), d),
+        }
+    }
+
+    /// The adaptive cap of sweep `name` (its file stem) and the manifest
+    /// field it comes from; None for the fixed seeds.
+    pub fn max_seeds_of(&self, name: &str) -> Option<(String, usize)> {
+        match (self.sweep_max_seeds.get(name), self.max_seeds) {
+            (Some(&m), _) => Some((format!("sweep_max_seeds.{name}"), m)),
+            (None, Some(m)) => Some(("max_seeds".into(), m)),
+            (None, None) => None,
         }
     }
 }
@@ -150,6 +174,38 @@ pub struct PublishedRow {
     pub source: String,
 }
 
+/// The simulated change in the published metric's terms, % (mean, 95% CI
+/// half-width), from the paired delta of the sweep metric: the mean and
+/// interval of the per-seed relative changes `100 * (after - before) /
+/// before`, before and after run with the same seed (`stats::paired_delta`;
+/// the statistic every sweep's summary gives and the headline's stop rule
+/// judges). An elapsed-time row's interval is the converted one's half
+/// width ([`Metric::of_gain`] is monotonic).
+fn in_published_terms(metric: Metric, d: &PairedDelta) -> Option<(f64, f64)> {
+    if !d.pct.mean.is_finite() {
+        return None;
+    }
+    let mean = metric.of_gain(d.pct.mean);
+    let half = if d.pct.half.is_finite() {
+        let hi = metric.of_gain(d.pct.mean + d.pct.half);
+        let lo = metric.of_gain(d.pct.mean - d.pct.half);
+        (hi - lo) / 2.0
+    } else {
+        f64::NAN
+    };
+    Some((mean, half))
+}
+
+/// The section's stop rule: a simulated delta is resolved when its 95% CI
+/// half-width is below the published effect's magnitude, `half <
+/// |published|`: the interval is then narrower than the effect it is held
+/// against, and around a simulated delta as large as the published one it
+/// excludes zero (the sign is decided). Without an interval (one seed, no
+/// delta), unresolved.
+pub fn resolves(published_pct: f64, sim: Option<(f64, f64)>) -> bool {
+    matches!(sim, Some((_, h)) if h.is_finite() && h < published_pct.abs())
+}
+
 /// One row of the comparison.
 struct Line<'a> {
     p: &'a PublishedRow,
@@ -157,18 +213,38 @@ struct Line<'a> {
     sim: Option<(f64, f64)>,
     /// Baseline ("before") mean of the sweep metric.
     before: Option<f64>,
+    /// Seeds of the paired delta.
+    seeds: usize,
+    /// Modes of the per-seed deltas (`summary::Spread::of_pct`: clusters
+    /// 10 points apart); 0 without a delta.
+    modes: usize,
 }
 
 impl Line<'_> {
-    /// Direction and magnitude in words: "unresolved" when the 95% CI is
-    /// at least as wide as the published effect.
+    fn resolved(&self) -> bool {
+        resolves(self.p.published_pct, self.sim)
+    }
+
+    /// "resolved", or "unresolved (n seeds, ±x)".
+    fn resolution(&self) -> String {
+        match self.sim {
+            _ if self.resolved() => "resolved".into(),
+            Some((_, h)) if h.is_finite() => {
+                format!("unresolved ({} seeds, ±{h:.1})", self.seeds)
+            }
+            _ => format!("unresolved ({} seeds)", self.seeds),
+        }
+    }
+
+    /// Direction and magnitude in words: "unresolved (n seeds, ±x)" when
+    /// the 95% CI is at least as wide as the published effect ([`resolves`]).
     fn verdict(&self) -> String {
         let Some((m, h)) = self.sim else {
             return "not simulated".into();
         };
         let pubv = self.p.published_pct;
-        if !h.is_finite() || h >= pubv.abs() {
-            return "unresolved (CI wider than the published effect)".into();
+        if !self.resolved() {
+            return self.resolution();
         }
         if m - h <= 0.0 && m + h >= 0.0 {
             return "no change resolved".into();
@@ -202,6 +278,51 @@ fn find<'a>(summary: &'a [PointSummary], scenario: &str, side: &str) -> Option<&
 
 fn cell<'a>(p: &'a PointSummary, metric: &str) -> Option<&'a Cell> {
     p.cells.iter().find(|c| c.metric == metric)
+}
+
+/// The published row of sweep `sweep` whose "after" point `p` is (the
+/// reverse of [`find`]).
+fn row_of<'a>(rows: &'a [PublishedRow], sweep: &str, p: &PointSummary) -> Option<&'a PublishedRow> {
+    if !p.labels.iter().any(|(k, v)| k == "change" && v == "after") {
+        return None;
+    }
+    let file = p.labels.iter().find(|(k, _)| k == FILE_AXIS);
+    rows.iter()
+        .find(|r| r.sweep == sweep && file.is_none_or(|(_, v)| *v == r.scenario))
+}
+
+/// The stop rule of sweep `sweep` ([`resolves`] at each row's "after"
+/// point, in the row's metric; other points are not judged).
+fn rule<'a>(
+    rows: &'a [PublishedRow],
+    sweep: &'a str,
+) -> impl Fn(&PointSummary, &Cell) -> Option<bool> + 'a {
+    move |p, c| {
+        let r = row_of(rows, sweep, p)?;
+        (c.metric == r.metric.sweep_metric()).then(|| {
+            resolves(
+                r.published_pct,
+                c.delta.and_then(|d| in_published_terms(r.metric, &d)),
+            )
+        })
+    }
+}
+
+/// The metric the stop rule of sweep `name` judges: its rows' (one per
+/// sweep), None without rows.
+fn sweep_metric(rows: &[PublishedRow], name: &str) -> Result<Option<&'static str>, String> {
+    let mut ms = rows
+        .iter()
+        .filter(|r| r.sweep == name)
+        .map(|r| r.metric.sweep_metric());
+    let first = ms.next();
+    if let Some(other) = ms.find(|m| Some(*m) != first) {
+        return Err(format!(
+            "published history.row: sweep \"{name}\" has rows judged on {} and {other}: allowed one metric per sweep (its adaptive seeds judge one)",
+            first.unwrap_or_default()
+        ));
+    }
+    Ok(first)
 }
 
 /// What the section adds to `oversub reproduce`.
@@ -285,18 +406,49 @@ pub fn run(
             ));
         }
     }
+    // Full mode with a cap: each sweep's rows judged by the section's rule
+    // get adaptive seeds (the sweep's own seeds first, all in one batch).
+    let mut caps = Vec::new();
+    for (spec, name) in specs.iter_mut().zip(&names) {
+        let metric = sweep_metric(&published.row, name)?;
+        if let (Some(metric), Some((field, max)), false) = (metric, c.max_seeds_of(name), quick) {
+            let a = oversub::sweep::adaptive::Adaptive {
+                max_seeds: max,
+                metric: metric.to_string(),
+            };
+            a.check(spec.seeds.len(), oversub::sweep::points(spec).len())
+                .map_err(|e| format!("history.{field}: {e}"))?;
+            spec.adaptive = Some(a);
+            caps.push(max);
+        }
+    }
     let refs: Vec<&SweepSpec> = specs.iter().collect();
     let results = sweep_files::run_many(&refs, "history", progress)?;
-    let prov = Provenance::new(
-        results
-            .iter()
-            .flat_map(|(_, rows)| rows.iter().map(|r| r.kernel.as_str())),
-    );
     let mut files = Vec::new();
     let mut summaries = Vec::new();
-    let mut runs = 0;
+    let mut done = Vec::new();
     for ((spec, name), (points, rows)) in specs.iter().zip(&names).zip(results) {
-        let summary = oversub::sweep::summary::summarise(spec, &points, &rows);
+        let judge = rule(&published.row, name);
+        let (rows, mut summary) = sweep_files::extend_adaptive_by(
+            spec,
+            &points,
+            rows,
+            &judge,
+            &format!("history {name}"),
+            progress,
+        )?;
+        // Quick mode (or no cap): the fixed seeds, judged by the same rule.
+        if let Some(m) = sweep_metric(&published.row, name)? {
+            oversub::sweep::adaptive::mark_by(&mut summary, m, &judge);
+        }
+        done.push((rows, summary));
+    }
+    let prov = Provenance::new(
+        done.iter()
+            .flat_map(|(rows, _)| rows.iter().map(|r| r.kernel.as_str())),
+    );
+    let mut runs = 0;
+    for ((spec, name), (rows, summary)) in specs.iter().zip(&names).zip(done) {
         files.extend(
             sweep_files::outputs(
                 spec,
@@ -318,29 +470,23 @@ pub fn run(
             .map(|(_, s)| s.as_slice())
             .unwrap_or(&[]);
         let m = r.metric.sweep_metric();
-        let sim = find(summary, &r.scenario, "after")
-            .and_then(|p| cell(p, m))
-            .and_then(|c| c.delta)
-            .filter(|d| d.pct.mean.is_finite())
-            .map(|d| {
-                let mean = r.metric.of_gain(d.pct.mean);
-                let half = if d.pct.half.is_finite() {
-                    let hi = r.metric.of_gain(d.pct.mean + d.pct.half);
-                    let lo = r.metric.of_gain(d.pct.mean - d.pct.half);
-                    (hi - lo) / 2.0
-                } else {
-                    f64::NAN
-                };
-                (mean, half)
-            });
+        let after = find(summary, &r.scenario, "after").and_then(|p| cell(p, m));
+        let delta = after.and_then(|c| c.delta);
+        let sim = delta.and_then(|d| in_published_terms(r.metric, &d));
         let before = find(summary, &r.scenario, "before")
             .and_then(|p| cell(p, m))
             .map(|c| c.ci.mean);
-        lines.push(Line { p: r, sim, before });
+        lines.push(Line {
+            p: r,
+            sim,
+            before,
+            seeds: delta.map_or(0, |d| d.pct.n),
+            modes: after.and_then(|c| c.delta_spread).map_or(0, |s| s.modes),
+        });
     }
     // summary.csv
     let mut csv = String::from(
-        "commit,change,workload,vms,published_pct,simulated_pct,ci95,gap_pp,metric,setup,scenario,before,verdict\n",
+        "commit,change,workload,vms,published_pct,simulated_pct,ci95,seeds,resolved,delta_modes,gap_pp,metric,setup,scenario,before,verdict\n",
     );
     for l in &lines {
         let (s, h) = l.sim.unwrap_or((f64::NAN, f64::NAN));
@@ -353,7 +499,7 @@ pub fn run(
         };
         let _ = writeln!(
             csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             l.p.commit,
             csv_field(&l.p.change),
             csv_field(&l.p.workload),
@@ -361,6 +507,9 @@ pub fn run(
             num(l.p.published_pct),
             num(s),
             num(h),
+            l.seeds,
+            l.resolved(),
+            l.modes,
             num(s - l.p.published_pct),
             l.p.metric.name(),
             csv_field(&l.p.setup),
@@ -387,8 +536,15 @@ pub fn run(
     );
     let _ = writeln!(
         md,
-        "Each row: a change's published effect on its setup, and the same change simulated on that setup (scenarios/history/, sweeps/history/), {} seeds x {} of simulated time{}, paired by seed (mean ± 95% CI). Gap = simulated - published (percentage points). \"unresolved\": the CI is at least as wide as the published effect. Elapsed time (kernbench): the build's time for a fixed tree, from the VMs' useful vCPU time per second (the rate its work is done). Host and guests on the CFS model (Linux 6.1).\n",
-        seeds.len(),
+        "Each row: a change's published effect on its setup, and the same change simulated on that setup (scenarios/history/, sweeps/history/), {} x {} of simulated time{}, paired by seed (mean ± 95% CI of the per-seed relative changes). Gap = simulated - published (percentage points). Resolved: the CI half-width is below the published effect's magnitude; \"unresolved (n seeds, ±x)\" otherwise. \"N modes\": the per-seed deltas fall into N clusters 10 points apart. Elapsed time (kernbench): the build's time for a fixed tree, from the VMs' useful vCPU time per second (the rate its work is done). Host and guests on the CFS model (Linux 6.1).\n",
+        match caps.iter().max() {
+            Some(most) => format!(
+                "{} seeds, adaptive up to {most} per row (rounds of {} more until resolved)",
+                seeds.len(),
+                seeds.len()
+            ),
+            None => format!("{} seeds", seeds.len()),
+        },
         d,
         if own.is_empty() {
             String::new()
@@ -398,11 +554,11 @@ pub fn run(
     );
     let _ = writeln!(
         md,
-        "| commit | change | workload | VMs | setup | published % | simulated % | gap pp | verdict |"
+        "| commit | change | workload | VMs | setup | published % | simulated % | seeds | gap pp | verdict |"
     );
     let _ = writeln!(
         md,
-        "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | --- |"
+        "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- |"
     );
     for l in &lines {
         let sim = match l.sim {
@@ -418,14 +574,20 @@ pub fn run(
         } else {
             format!("`{}`", l.p.commit)
         };
+        let modes = if l.modes > 1 {
+            format!("; {} modes", l.modes)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             md,
-            "| {commit} | {} | {} | {} | {} | {:+.1} | {sim} | {gap} | {} |",
+            "| {commit} | {} | {} | {} | {} | {:+.1} | {sim} | {} | {gap} | {}{modes} |",
             l.p.change,
             l.p.workload,
             l.p.vms,
             l.p.setup,
             l.p.published_pct,
+            l.seeds,
             l.verdict()
         );
     }
@@ -508,8 +670,17 @@ mod tests {
             p: &r,
             sim,
             before: None,
+            seeds: 5,
+            modes: 1,
         };
-        assert!(l(Some((50.0, 90.0))).verdict().starts_with("unresolved"));
+        assert_eq!(
+            l(Some((50.0, 90.0))).verdict(),
+            "unresolved (5 seeds, ±90.0)"
+        );
+        // The rule is strict: a half-width equal to the effect is not
+        // narrower than it.
+        assert!(!l(Some((50.0, 78.0))).resolved());
+        assert!(l(Some((50.0, 77.9))).resolved());
         assert_eq!(l(Some((60.0, 10.0))).verdict(), "same direction, within 2x");
         assert_eq!(l(Some((-30.0, 10.0))).verdict(), "opposite direction");
         assert_eq!(l(Some((3.0, 10.0))).verdict(), "no change resolved");
@@ -534,6 +705,8 @@ mod tests {
             quick_duration: "100ms".into(),
             sweep_durations: BTreeMap::new(),
             quick_sweep_durations: BTreeMap::new(),
+            max_seeds: None,
+            sweep_max_seeds: BTreeMap::new(),
         };
         c.sweep_durations.insert("kb".into(), "15s".into());
         assert_eq!(
@@ -546,6 +719,140 @@ mod tests {
             c.duration_of("kb", true),
             ("quick_duration".into(), "100ms")
         );
+    }
+
+    /// A synthetic two-row sweep run by a fake runner (no simulation): row
+    /// "a" resolves after one round of adaptive seeds, row "b" is bimodal
+    /// (per-seed deltas -50 / +50) and stays unresolved at the cap.
+    #[test]
+    fn adaptive_seeds_stop_when_resolved_and_leave_the_bimodal_row_at_the_cap() {
+        use oversub::sweep::{self, Row};
+        let mut spec = SweepSpec::parse(
+            "t.toml",
+            "seeds = [1, 2, 3]\nbaseline = { change = \"before\" }\n\
+             [[axis]]\nkey = \"file\"\nvalues = [\"a.toml\", \"b.toml\"]\n\
+             [[axis]]\nname = \"change\"\n\
+             values = [{ label = \"before\", set = [] }, { label = \"after\", set = [] }]\n",
+            Path::new("."),
+        )
+        .unwrap();
+        let cap = 12;
+        spec.adaptive = Some(oversub::sweep::adaptive::Adaptive {
+            max_seeds: cap,
+            metric: "throughput".into(),
+        });
+        let pts = sweep::points(&spec);
+        let published = |scenario: &str| PublishedRow {
+            sweep: "t".into(),
+            scenario: scenario.into(),
+            ..row(10.0)
+        };
+        let rows_pub = vec![published("a"), published("b")];
+        // Throughput: 100 before; after, "a" +0, +20, +40 at seeds 1-3 and
+        // +20 from then on (half-width 49.7 at 3 seeds, 13.3 at 6, 7.7 at
+        // 9: resolved at 9, below |10|); "b" -50 / +50 by seed parity.
+        let value = |i: usize, seed: u64| -> f64 {
+            let p = &pts[i];
+            let label = |k: &str| {
+                p.labels
+                    .iter()
+                    .find(|(n, _)| n == k)
+                    .map(|(_, v)| v.as_str())
+                    .unwrap()
+            };
+            let delta = match (label(FILE_AXIS), label("change")) {
+                (_, "before") => 0.0,
+                ("a", _) => match seed {
+                    1 => 0.0,
+                    3 => 40.0,
+                    _ => 20.0,
+                },
+                _ if seed % 2 == 0 => 50.0,
+                _ => -50.0,
+            };
+            100.0 + delta
+        };
+        let row_at = |i: usize, seed: u64| Row {
+            point: i,
+            file: String::new(),
+            workload: "w".into(),
+            vms: 1,
+            labels: pts[i].labels.clone(),
+            seed,
+            metrics: vec![("throughput".into(), value(i, seed))],
+            scenario: serde_json::Value::Null,
+            op_latency: Default::default(),
+            kernel: String::new(),
+        };
+        let own: Vec<Row> = (0..pts.len())
+            .flat_map(|i| spec.seeds.iter().map(move |&s| (i, s)))
+            .map(|(i, s)| row_at(i, s))
+            .collect();
+        let mut rounds = 0;
+        let judge = rule(&rows_pub, "t");
+        let (rows, summary) =
+            oversub::sweep::adaptive::extend_by(&spec, &pts, own, &judge, &mut |runs| {
+                rounds += 1;
+                Ok(runs.iter().map(|&(i, s)| row_at(i, s)).collect())
+            })
+            .unwrap();
+        let seeds_of = |scenario: &str, side: &str| {
+            rows.iter()
+                .filter(|r| {
+                    r.labels
+                        .iter()
+                        .any(|(k, v)| k == FILE_AXIS && v == scenario)
+                        && r.labels.iter().any(|(k, v)| k == "change" && v == side)
+                })
+                .map(|r| r.seed)
+                .collect::<Vec<_>>()
+        };
+        // "a": its own 3 seeds and two rounds of 3 (seeds 4-9), then
+        // resolved; its baseline has the same seeds (paired).
+        assert_eq!(seeds_of("a", "after"), (1..=9).collect::<Vec<_>>());
+        assert_eq!(seeds_of("a", "before"), seeds_of("a", "after"));
+        // "b": rounds up to the cap, then stops (not past it).
+        assert_eq!(seeds_of("b", "after").len(), cap);
+        assert_eq!(rounds, 3, "rounds of 3 from 3 seeds to the cap of 12");
+        let cell_of = |scenario: &str| {
+            find(&summary, scenario, "after")
+                .and_then(|p| cell(p, "throughput"))
+                .unwrap()
+        };
+        assert_eq!(cell_of("a").resolved, Some(true));
+        assert_eq!(cell_of("b").resolved, Some(false));
+        // The baselines are not judged.
+        assert_eq!(
+            find(&summary, "a", "before")
+                .and_then(|p| cell(p, "throughput"))
+                .unwrap()
+                .resolved,
+            None
+        );
+        // What the table says of each.
+        fn line<'a>(c: &Cell, r: &'a PublishedRow) -> Line<'a> {
+            Line {
+                p: r,
+                sim: c
+                    .delta
+                    .and_then(|d| in_published_terms(Metric::Throughput, &d)),
+                before: None,
+                seeds: c.delta.map_or(0, |d| d.pct.n),
+                modes: c.delta_spread.map_or(0, |s| s.modes),
+            }
+        }
+        let (a, b) = (
+            line(cell_of("a"), &rows_pub[0]),
+            line(cell_of("b"), &rows_pub[1]),
+        );
+        assert_eq!(a.resolution(), "resolved");
+        assert_eq!(a.verdict(), "same direction, within 2x");
+        assert!(
+            b.resolution().starts_with("unresolved (12 seeds, ±"),
+            "{}",
+            b.resolution()
+        );
+        assert_eq!(b.modes, 2, "bimodal");
     }
 
     /// kernbench's elapsed time is read from the rate of useful vCPU time,

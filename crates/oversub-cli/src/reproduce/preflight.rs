@@ -154,6 +154,7 @@ pub(super) fn check(
             ));
         }
         let mut names = std::collections::BTreeSet::new();
+        let mut stems = Vec::new();
         for (i, s) in c.sweeps.iter().enumerate() {
             // Each sweep's outputs go to DIR/history/<its file stem>/.
             let path = dir.join(s);
@@ -173,6 +174,7 @@ pub(super) fn check(
                     echo(s)
                 ));
             }
+            stems.push(stem);
             let mut spec = SweepSpec::load(&path)?;
             spec.seeds = if quick { &c.quick_seeds } else { &c.seeds }.clone();
             specs.push(spec);
@@ -193,6 +195,28 @@ pub(super) fn check(
                     ));
                 }
                 duration(mf, &f, v)?;
+            }
+        }
+        // The adaptive caps (full mode; checked in both): a known sweep,
+        // at least the section's seeds and 2, at most the limit.
+        for k in c.sweep_max_seeds.keys() {
+            if !names.contains(k) {
+                let all: Vec<&str> = names.iter().map(String::as_str).collect();
+                return Err(format!(
+                    "{mf}: history.sweep_max_seeds.{}: not a [history] sweep: allowed the file stem of one of history.sweeps ({})",
+                    echo(k),
+                    all.join(", ")
+                ));
+            }
+        }
+        for (spec, name) in specs.iter().zip(&stems) {
+            if let Some((field, max)) = c.max_seeds_of(name) {
+                let a = oversub::sweep::adaptive::Adaptive {
+                    max_seeds: max,
+                    metric: String::new(),
+                };
+                a.check(c.seeds.len(), oversub::sweep::points(spec).len())
+                    .map_err(|e| format!("{mf}: history.{field}: {e}"))?;
             }
         }
     }

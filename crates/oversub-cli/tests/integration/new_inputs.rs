@@ -193,7 +193,8 @@ const SECTION: &str = "[[section]]\nname = \"a\"\ntitle = \"t\"\nsweep = \"s.tom
 /// manifest's seeds escaped the run cap; a section's duration out of range
 /// was blamed on the scenario; history sweeps with one file name shared a
 /// directory; a history sweep's own duration names no sweep or is out of
-/// range (both modes are checked in either). Each is now refused, naming the manifest, before any run
+/// range (both modes are checked in either); an adaptive cap of the history
+/// section out of range or naming no sweep. Each is now refused, naming the manifest, before any run
 /// (the --out directory is not even created).
 #[test]
 fn a_manifest_is_checked_whole_before_the_first_run() {
@@ -249,6 +250,38 @@ fn a_manifest_is_checked_whole_before_the_first_run() {
                 + "[history.quick_sweep_durations]\nc = \"100000s\"\n",
             vec![],
             &["history.quick_sweep_durations.c", "100000s", "3600"],
+        ),
+        // The adaptive caps: at least the section's seeds and 2, at most
+        // 100, a sweep's own naming one of the sweeps; checked in --quick
+        // too (a manifest is right for both modes).
+        (
+            hist.replacen(", \"y/c.toml\"", "", 1) + "max_seeds = 1\n",
+            vec!["--quick"],
+            &["history.max_seeds", "1 is not allowed", "allowed 2 ..= 100"],
+        ),
+        (
+            hist.replacen(", \"y/c.toml\"", "", 1) + "max_seeds = 101\n",
+            vec![],
+            &[
+                "history.max_seeds",
+                "101 is not allowed",
+                "allowed 2 ..= 100",
+            ],
+        ),
+        (
+            hist.replacen(", \"y/c.toml\"", "", 1)
+                + "max_seeds = 10\n[history.sweep_max_seeds]\nc = 0\n",
+            vec![],
+            &[
+                "history.sweep_max_seeds.c",
+                "0 is not allowed",
+                "allowed 2 ..= 100",
+            ],
+        ),
+        (
+            hist.replacen(", \"y/c.toml\"", "", 1) + "[history.sweep_max_seeds]\nd = 5\n",
+            vec![],
+            &["history.sweep_max_seeds.d", "not a [history] sweep", "(c)"],
         ),
         (
             SECTION.replacen("duration = \"1ms\"", "duration = \"100000s\"", 1),

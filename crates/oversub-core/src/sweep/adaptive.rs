@@ -1,7 +1,8 @@
 //! Adaptive seeds: a sweep point gets more seeds until its judged metric is
-//! resolved (the 95% CI half-width at most [`RESOLVE_POINTS`] points of
-//! percent: [`half_points`]) or it has [`Adaptive::max_seeds`], and is
-//! marked unresolved otherwise (`summary::Cell::resolved`).
+//! resolved (by default the 95% CI half-width at most [`RESOLVE_POINTS`]
+//! points of percent: [`half_points`]; a caller may give its own rule per
+//! point, [`Rule`]) or it has [`Adaptive::max_seeds`], and is marked
+//! unresolved otherwise (`summary::Cell::resolved`).
 //!
 //! Deterministic: the seeds are fixed by the rule, not drawn. Every point
 //! runs a prefix of one sequence, the sweep's seeds followed by
@@ -56,15 +57,33 @@ pub fn resolved(c: &Cell) -> bool {
     h.is_finite() && h <= RESOLVE_POINTS
 }
 
+/// A stop rule: its verdict on the judged metric's cell of a point
+/// (`Some(true)`: resolved), or None where the point is not judged. The
+/// default rule is [`resolved`] ([`RESOLVE_POINTS`]) at the points a
+/// selection judges ([`mark`], [`extend`]); a caller with a limit per point
+/// (`oversub reproduce`'s history: the published effect of the point's row)
+/// gives its own ([`mark_by`], [`extend_by`]).
+pub type Rule<'a> = dyn Fn(&PointSummary, &Cell) -> Option<bool> + 'a;
+
 /// Marks the `metric` cell of every point `judged` selects resolved or not
-/// (`Cell::resolved`); other cells keep None.
+/// (`Cell::resolved`, by [`resolved`]); other cells keep None.
 pub fn mark(s: &mut [PointSummary], metric: &str, judged: &dyn Fn(&PointSummary) -> bool) {
+    mark_by(s, metric, &|p, c| judged(p).then(|| resolved(c)));
+}
+
+/// Marks the `metric` cell of every point with `rule`'s verdict where it
+/// gives one; other cells keep what they had.
+pub fn mark_by(s: &mut [PointSummary], metric: &str, rule: &Rule<'_>) {
     for p in s.iter_mut() {
-        if !judged(p) {
-            continue;
-        }
-        for c in p.cells.iter_mut().filter(|c| c.metric == metric) {
-            c.resolved = Some(resolved(c));
+        let verdicts: Vec<Option<bool>> = p
+            .cells
+            .iter()
+            .map(|c| (c.metric == metric).then(|| rule(p, c)).flatten())
+            .collect();
+        for (c, v) in p.cells.iter_mut().zip(verdicts) {
+            if v.is_some() {
+                c.resolved = v;
+            }
         }
     }
 }
@@ -106,8 +125,20 @@ pub type RunPairs<'a> = dyn FnMut(&[(usize, u64)]) -> Result<Vec<Row>, String> +
 pub fn extend(
     spec: &SweepSpec,
     pts: &[Point],
-    mut rows: Vec<Row>,
+    rows: Vec<Row>,
     judged: &dyn Fn(&PointSummary) -> bool,
+    run: &mut RunPairs<'_>,
+) -> Result<(Vec<Row>, Vec<PointSummary>), String> {
+    extend_by(spec, pts, rows, &|p, c| judged(p).then(|| resolved(c)), run)
+}
+
+/// [`extend`] with the stop rule given ([`Rule`]): a point is open while
+/// `rule` calls its cell unresolved.
+pub fn extend_by(
+    spec: &SweepSpec,
+    pts: &[Point],
+    mut rows: Vec<Row>,
+    rule: &Rule<'_>,
     run: &mut RunPairs<'_>,
 ) -> Result<(Vec<Row>, Vec<PointSummary>), String> {
     let Some(a) = &spec.adaptive else {
@@ -116,7 +147,7 @@ pub fn extend(
     };
     loop {
         let mut s = summarise(spec, pts, &rows);
-        mark(&mut s, &a.metric, judged);
+        mark_by(&mut s, &a.metric, rule);
         let mut have = vec![0; pts.len()];
         for r in &rows {
             have[r.point] += 1;
