@@ -259,12 +259,14 @@ impl Scheduler {
         // ttwu_queue(): the CPU doing the wakeup is the waker's, or the
         // task's own for a timer (the hrtimer fires where it was armed).
         let this = self.this_cpu.or(waker).unwrap_or(prev_cpu);
-        let wakelisted = self.ttwu_wakelist_cond(cpu, this);
+        let wakelisted = self.ttwu_queue_cond(cpu, this);
         if wakelisted {
             // The call-function IPI of ttwu_queue_wakelist() (`ipis`).
             self.count_wakelist_ipi(cpu);
         }
-        if self.ttwu_queue_cond(cpu, this) {
+        // The wakelist is modelled only when remote wakeups have a cost;
+        // without one the task is activated at once (`sched::ipis`).
+        if wakelisted && self.cfg.costs.remote_wakeup > 0 {
             // ttwu_queue_wakelist(): activated by the target CPU when the
             // IPI arrives (sched_ttwu_pending()).
             self.tasks[p.idx()].waking = true;
@@ -284,12 +286,6 @@ impl Scheduler {
         self.ttwu_from = None;
         self.ttwu_wakelisted = false;
         true
-    }
-
-    /// `ttwu_queue_cond()` for one LLC: the wakelist is used for another CPU
-    /// that is idle (6.12.117), when remote wakeups have a cost at all.
-    fn ttwu_queue_cond(&self, cpu: CpuId, this: CpuId) -> bool {
-        self.cfg.costs.remote_wakeup > 0 && self.ttwu_wakelist_cond(cpu, this)
     }
 
     /// `ttwu_do_activate()`: enqueue the woken task and check preemption.

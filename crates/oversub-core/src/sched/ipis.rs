@@ -43,7 +43,7 @@ impl Scheduler {
     /// nothing (`!cpu_rq(cpu)->nr_running`; in the model a CPU whose task
     /// blocked has switched away already, so `curr` is None too). TTWU_QUEUE
     /// is on (its default outside PREEMPT_RT).
-    pub(crate) fn ttwu_wakelist_cond(&self, cpu: CpuId, this: CpuId) -> bool {
+    pub(crate) fn ttwu_queue_cond(&self, cpu: CpuId, this: CpuId) -> bool {
         let rq = &self.rqs[cpu.idx()];
         cpu != this && rq.nr_running == 0 && rq.curr.is_none()
     }
