@@ -82,11 +82,24 @@ series_id() {
 	series_patches | xargs cat | sha256sum | cut -d' ' -f1
 }
 
+# clean_in_tree_build TREE: a make without O= in TREE (an in-tree build, or an in-tree
+# headers_install) leaves .config, include/config or arch/x86/include/generated behind, and
+# every later O= build of TREE then stops in the top Makefile's outputmakefile check ("The
+# source tree is not clean").  A cached tree that has them gets its untracked files removed,
+# except the O= directories ($OUT_SUBDIR*) and git am's *.orig; tracked files are untouched.
+clean_in_tree_build() {
+	local tree=$1
+	[[ -e $tree/.config || -d $tree/include/config || -d $tree/arch/x86/include/generated ]] || return 0
+	log "removing an in-tree build from $tree (O= builds of a tree with one stop: 'source tree is not clean')"
+	git -C "$tree" clean -q -fdx -e '*.orig' -e "/$OUT_SUBDIR*"
+}
+
 # Extract the pristine tree once (git repo, commit tagged "base").
 prepare_base() {
 	local id; id=$(base_id)
 	if [[ -f $SRC/base-id && "$(cat "$SRC/base-id")" == "$id" ]] &&
 		git -C "$TREE_UNPATCHED" rev-parse -q --verify base >/dev/null; then
+		clean_in_tree_build "$TREE_UNPATCHED"
 		return 0
 	fi
 	log "extracting /usr/src/linux-source-6.12.tar.xz into $TREE_UNPATCHED"
@@ -110,6 +123,7 @@ prepare_patched() {
 	prepare_base
 	local id; id=$(series_id)
 	if [[ -f $SRC/series-id && "$(cat "$SRC/series-id")" == "$id" && -d $TREE_PATCHED ]]; then
+		clean_in_tree_build "$TREE_PATCHED"
 		return 0
 	fi
 	log "applying kernel/patches onto base in $TREE_PATCHED"

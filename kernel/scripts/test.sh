@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make test-kernel: everything that checks the kernel series.
 #
+#  0. a cached tree with an in-tree build is cleaned (and the cleaning is tested)
 #  1. apply kernel/patches (posted) and kernel/comparison (comparison series) onto pristine
 #     linux-source-6.12 with git am
 #  2. checkpatch.pl --strict on every patch (0 errors/warnings/checks)
@@ -69,6 +70,31 @@ stamp_set() { touch "$STAMPS/$1"; }
 
 stage "dependencies"
 ensure_deps
+
+stage "cached trees: an in-tree build is removed before an O= build"
+# clean_in_tree_build on a small git tree: the files an in-tree make leaves (which make every
+# O= build stop with "The source tree is not clean") go; tracked files and the O= directory stay.
+ct=$(mktemp -d)
+(
+	cd "$ct"
+	git init -q
+	mkdir -p kernel arch/x86/include/generated/uapi include/config "$OUT_SUBDIR"
+	echo tracked >kernel/fair.c
+	git add kernel/fair.c
+	git "${GIT_ID[@]}" commit -q -m base
+	echo gen >arch/x86/include/generated/uapi/unistd_64.h
+	echo gen >include/config/auto.conf
+	echo CONFIG_KVM=y >.config
+	echo obj >"$OUT_SUBDIR/fair.o"
+) >/dev/null
+clean_in_tree_build "$ct" 2>/dev/null
+if [[ ! -e $ct/.config && ! -e $ct/include/config && ! -e $ct/arch/x86/include/generated &&
+	-f $ct/kernel/fair.c && -f $ct/$OUT_SUBDIR/fair.o ]]; then
+	pass "clean_in_tree_build removes .config, include/config, arch/x86/include/generated; keeps tracked files and $OUT_SUBDIR/"
+else
+	fail "clean_in_tree_build left an in-tree build behind, or removed a tracked file or $OUT_SUBDIR/ (in $ct)"
+fi
+rm -rf "$ct"
 
 stage "prepare trees (base = pristine linux-source-6.12, series applied with git am)"
 if (locked_prepare prepare_patched); then
