@@ -130,17 +130,19 @@ def sim_host(oversub, workload, cpus, hogs, tmp):
     return s
 
 
-def run_program_vm(oversub, program, cpus, secs, sc):
+def run_program_vm(oversub, program, cpus, secs, sc, guest=None):
     """Runs `program` as the guest of one VM of `cpus` vCPUs pinned 1:1
-    for `secs` s (scenario written to `sc`); returns the VM's report and
-    the totals of the program's threads (cpu_ns, switches, wakeups,
-    loops)."""
+    for `secs` s (scenario written to `sc`, with the `[guest]` settings
+    `guest`, a dict of booleans); returns the VM's report and the totals
+    of the program's threads (cpu_ns, switches, wakeups, loops)."""
     pins = ", ".join(str(i) for i in range(cpus))
     with open(sc, "w") as f:
         f.write(
             f'[host]\ncpus = {cpus}\nduration = "{secs}s"\n\n[[vm]]\nname = "g"\n'
             f'vcpus = {cpus}\npin = [{pins}]\nprogram = "{program}"\nops = "t*"\n'
         )
+        if guest:
+            f.write("\n[guest]\n" + "".join(f"{k} = {'true' if v else 'false'}\n" for k, v in guest.items()))
     v = json.loads(run([oversub, "run", sc, "--json"]))["vms"][0]
     s = collections.Counter()
     for t in v["threads"]:
@@ -204,13 +206,13 @@ def op_loops(w, v):
     return sum(loops) / len(loops) if loops else None
 
 
-def sim_guest(oversub, workload, cpus, hogs, tmp, secs=None):
+def sim_guest(oversub, workload, cpus, hogs, tmp, secs=None, guest=None):
     """The steady-state program (recordings/REC/guest.json) as the guest of
     a VM of `cpus` vCPUs pinned 1:1 to otherwise idle pCPUs, with `hogs`
     busy-loop threads added to the guest beside the program's threads (as
     the real hogs run beside the real program's threads on the same CPUs
     and the same scheduler), for `secs` simulated s (default
-    guest_seconds)."""
+    guest_seconds), with the `[guest]` settings `guest` (guest_settings)."""
     w = load_ordered(workload)
     secs = secs or guest_seconds(w, cpus)
     w.pop("provenance", None)
@@ -221,7 +223,7 @@ def sim_guest(oversub, workload, cpus, hogs, tmp, secs=None):
     prog = os.path.join(tmp, "guest-program.json")
     with open(prog, "w") as f:
         json.dump(w, f)
-    v, s = run_program_vm(oversub, prog, cpus, secs, os.path.join(tmp, "guest.toml"))
+    v, s = run_program_vm(oversub, prog, cpus, secs, os.path.join(tmp, "guest.toml"), guest)
     ops = max(v["ops_per_s"] * secs, 1e-9)
     hog_ns = sum(t["cpu_ns"] for t in v["threads"] if t["name"].startswith("hog"))
     return {"hog_share": hog_ns / max(hog_ns + s["cpu_ns"], 1), "cpu_ns": s["cpu_ns"] / ops,
@@ -232,6 +234,18 @@ def sim_guest(oversub, workload, cpus, hogs, tmp, secs=None):
             # CPU), IPIs sent or not, as the recorder's TLB_REMOTE_SEND_IPI.
             "tlb_shootdowns": v["program"]["tlb_shootdowns"] / ops,
             "ops_per_s": v["ops_per_s"], "secs": secs, "op_loops": op_loops(w, v)}
+
+
+def guest_settings(gj, prof):
+    """The `[guest]` settings of the guest that replays program `gj` of a
+    recording (its profile `prof`): the kernel-build programs
+    (scripts/derive-kernbench.py) take their recording kernel's TLB code
+    (derive-kernbench's guest_settings); the others the defaults (6.12)."""
+    if os.path.basename(gj) != "forks.json":
+        return None
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import importlib
+    return importlib.import_module("derive-kernbench").guest_settings(prof, gj)
 
 
 def named_guest_list():
@@ -463,8 +477,9 @@ def guest(oversub, only, no_real, seconds):
                       "ipis_reschedule": t.get("ipis", {}).get("reschedule", 0),
                       "ipis_call_function": round(call_function_ipis(t.get("ipis", {}), t["tlb_shootdowns"])),
                       "tlb_shootdowns": t["tlb_shootdowns"]}
-            sim = sim_guest(oversub, gj, cpus, 0, tmp)
-            side = f"guest of {cpus}-vCPU VM ({gj})"
+            gs = guest_settings(gj, prof)
+            sim = sim_guest(oversub, gj, cpus, 0, tmp, guest=gs)
+            side = f"guest of {cpus}-vCPU VM ({gj}{''.join(f', guest.{k}' for k, v in (gs or {}).items() if v)})"
             for m in ("cpu_ns", "switches", "wakeups", "tlb_shootdowns"):
                 j.add(name, side, m + "/op", real[m], sim[m], count=counts.get(m), known=known.get(m + "/op"))
             for m, label in IPI_ROWS:
@@ -487,10 +502,10 @@ def guest(oversub, only, no_real, seconds):
             s0 = sim
             if sim["op_loops"] and sim["op_loops"] < B_MIN_LOOPS:
                 s0 = sim_guest(oversub, gj, cpus, 0, tmp,
-                               math.ceil(sim["secs"] * B_MIN_LOOPS / max(sim["op_loops"], 1)))
+                               math.ceil(sim["secs"] * B_MIN_LOOPS / max(sim["op_loops"], 1)), guest=gs)
                 print(f"# {name} part B: {s0['secs']} simulated s ({sim['op_loops']:.3g} loops per op-counting "
                       f"thread in part A's {sim['secs']} s)")
-            s1 = sim_guest(oversub, gj, cpus, hogs, tmp, s0["secs"])
+            s1 = sim_guest(oversub, gj, cpus, hogs, tmp, s0["secs"], guest=gs)
             side = f"{hogs} hogs, guest of {cpus}-vCPU VM"
             steady = all(b["steady"] and h["steady"] for b, h in pairs)
             j.add_repeated(name, side, "throughput with/without hogs" + (" (steady window)" if steady else ""),

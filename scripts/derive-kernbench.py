@@ -64,17 +64,39 @@ TIMER_SLACK_US = 0.001
 # Figures of scripts/check-recordings.py --guest shown, not judged, with
 # the measured reason: REC -> {metric: reason}.
 _SHOOTDOWNS = ("the flushes are written at the recorded rate of each cc1's flush_tlb_mm_range calls (derivation.tlb_flushes); "
-               "which of them are remote is the guest model's mm_cpumask, 6.12.117's: a CPU's bit is cleared when it "
-               "switches to another mm, so a single-threaded process's flush is remote only while a CPU it left is "
-               "idle (lazy TLB). The recording's kernel (6.18) updates mm_cpumask lazily (x86/mm/tlb: Update "
-               "mm_cpumask lazily: the bit of a CPU the process left stays until a flush IPI or the once-a-second "
-               "trim reaches it), so there a flush after a migration is remote: 22% of cc1's flushes at -j16 "
-               "(284 remote flushes per object in all) and 0.3% at -j128 (7.5), following the run's migrations; "
-               "the model's are 0 per object on 2 vCPUs (no CPU is idle); shown, not judged")
+               "which of them are remote is the guest model's mm_cpumask, here the recording kernel's lazy one "
+               "([guest] lazy_mm_cpumask: a CPU the process left stays in the mask until a flush IPI finds it on "
+               "another mm, e.g. the once-a-second trim's). A single-threaded cc1's flush is then remote after it "
+               "migrated, until that IPI: the row follows cc1's migrations, which the recorder does not trace. The "
+               "recording implies many: every IPI a cc1 flush sent (21 per cc1 CPU-second at -j16, 3.1 at -j128) "
+               "found the other CPU in the mask, which a CPU leaves at such an IPI, so most need a migration since "
+               "the last one; the model's cc1s migrate 0.25 times per CPU-second at -j16 (21 in 84 CPU-s, "
+               "2026-11-28) and 0.025 at -j128, so 24 remote flushes per object against 284 (0.09x) and 0.12 "
+               "against 7.5. The flushes that freed page tables (IPIs to lazy CPUs too) are not derived "
+               "(derivation.tlb_flushes.cc1.freed_tables); at their upper bound (6.4% of the flushes) the remote "
+               "ones fall to 1.6 per object at -j16. Shown, not judged")
 KNOWN_GAPS = {
     "kernbench": {"tlb_shootdowns/op": _SHOOTDOWNS},
     "kernbench-64": {"tlb_shootdowns/op": _SHOOTDOWNS},
 }
+
+
+# The first kernel whose x86 TLB code updates mm_cpumask lazily (209954cbc7d0
+# "x86/mm/tlb: Update mm_cpumask lazily" with 6db2526c1d69's once-a-second
+# trim; tip x86/mm, Nov-Dec 2024, for 6.14): the guest of the recordings
+# check takes `[guest] lazy_mm_cpumask` when the recording ran on it or later.
+LAZY_MM_CPUMASK_SINCE = (6, 14)
+
+
+def guest_settings(p, path):
+    """The `[guest]` settings of the guest that replays the recording whose
+    profile is `p` (scripts/check-recordings.py --guest): its kernel's
+    mm_cpumask form, from provenance.machine.kernel."""
+    k = p.get("provenance", {}).get("machine", {}).get("kernel", "")
+    m = re.match(r"(\d+)\.(\d+)", k)
+    if not m:
+        die(f"{path}: provenance.machine.kernel {k!r}: no MAJOR.MINOR version")
+    return {"lazy_mm_cpumask": (int(m.group(1)), int(m.group(2))) >= LAZY_MM_CPUMASK_SINCE}
 
 
 def die(msg):
@@ -160,6 +182,29 @@ def flush_rates(p):
         r[2] += sum(v["events"] for k, v in t.get("ipis_sent", {}).items() if k.startswith("call_function"))
         r[3] += t["cpu_ns"]
     return a
+
+
+def freed_tables_bounds(p, c):
+    """What the recording says about comm `c`'s flushes that freed page
+    tables (its listed threads): its call-function IPIs sent, the most
+    once-a-second trims its processes could have sent (one per whole
+    second of each process's life after the first: should_trim_cpumask()),
+    and its munmap and brk calls per flush_tlb_mm_range (each at most one
+    freed_tables flush: a bound)."""
+    ts = [t for t in p["threads"] if t["comm"] == c]
+    local = sum(t.get("tlb_flush", {}).get("local_mm_shootdown", {}).get("events", 0) for t in ts)
+    calls = sum(t.get("syscalls", {}).get(s, {}).get("count", 0) for t in ts for s in ("munmap", "brk"))
+    return collections.OrderedDict([
+        ("written", 0),
+        ("recorded_ipis", sum(v["events"] for t in ts for k, v in t.get("ipis_sent", {}).items()
+                              if k.startswith("call_function"))),
+        ("trims_at_most", sum(int((t["last_ns"] - t["first_ns"]) // 1_000_000_000) for t in ts)),
+        ("munmap_brk_per_flush_at_most", round(calls / local, 4) if local else None),
+        ("is", "not derived: tlb:tlb_flush does not say which flushes freed page tables; the IPIs a flush sends "
+               "(recorded_ipis) are those freed_tables flushes and the once-a-second trims (trims_at_most, more "
+               "than recorded_ipis), so the two cannot be told apart; munmap_brk_per_flush_at_most bounds the "
+               "freed_tables fraction from above (every munmap and brk call freeing page tables). The munmap "
+               "events carry no freed_tables (the option exists: docs/workloads.md, munmap)")])
 
 
 def add_flushes(ph, m):
@@ -324,13 +369,15 @@ def derive(rec):
             ("per_cpu_s", round(local / (cpu / 1e9), 1) if cpu else 0.0),
             ("per_process", flushes.get(c, 0)),
             ("recorded_remote_fraction", round(remote / local, 4) if local else None),
-            ("recorded_ipis_per_cpu_s", round(ipis / (cpu / 1e9), 2) if cpu else 0.0)])
+            ("recorded_ipis_per_cpu_s", round(ipis / (cpu / 1e9), 2) if cpu else 0.0),
+            ("freed_tables", freed_tables_bounds(p, c))])
     tf["is"] = ("measured: per cc1 process, its listed threads' tlb:tlb_flush TLB_LOCAL_MM_SHOOTDOWN events (every "
                 "flush_tlb_mm_range of its mm on its CPU) per CPU-second times its comm's mean CPU per process; "
                 "written as munmap events (run 0: the syscalls' CPU is in the measured runs; pages 1: the recorded "
                 "mean is 1.06 pages, and the model's flush cost does not depend on it) spread evenly over the "
                 "process's spinlock sections (times / per_loops); which CPUs a flush interrupts is the guest "
-                "model's (the process's own mm_cpumask minus lazy CPUs); recorded_remote_fraction and "
+                "model's (the process's own mm_cpumask, should_flush_tlb(); the recordings check's guest takes the "
+                "recording kernel's lazy mm_cpumask, [guest] lazy_mm_cpumask); recorded_remote_fraction and "
                 "recorded_ipis_per_cpu_s are the recording's (6.18: mm_cpumask updated lazily), shown")
     tf["not_written"] = collections.OrderedDict(
         (c, round(r[0] / (r[3] / 1e9), 1)) for c, r in sorted(rates.items())

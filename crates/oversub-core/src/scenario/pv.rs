@@ -13,6 +13,7 @@ pub(super) struct RawGuest {
     wakeup_locks: Option<bool>,
     pv_wait_early: Option<bool>,
     pv_lock_stealing: Option<bool>,
+    lazy_mm_cpumask: Option<bool>,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -68,6 +69,14 @@ pub struct PvSpec {
     /// while the queue head is not spinning); false: every newcomer that
     /// misses the fast path queues (`guest::spinlock::PvSlowpath::steal`).
     pub pv_lock_stealing: bool,
+    /// `[guest] lazy_mm_cpumask`: the guest's x86 TLB code keeps a CPU in
+    /// the `mm_cpumask` of the mm it switched away from, and clears it
+    /// only when a flush IPI finds the CPU on another mm (Linux 6.14's
+    /// "x86/mm/tlb: Update mm_cpumask lazily", 209954cbc7d0, with the
+    /// once-a-second trim of 6db2526c1d69); false (the default): 6.12's
+    /// `switch_mm_irqs_off()` clears it at the switch
+    /// (`sim::vm::guest`, `guest_tlb_shootdown`).
+    pub lazy_mm_cpumask: bool,
 }
 
 impl Default for PvSpec {
@@ -84,6 +93,7 @@ impl Default for PvSpec {
             wakeup_locks: false,
             pv_wait_early: true,
             pv_lock_stealing: true,
+            lazy_mm_cpumask: false,
         }
     }
 }
@@ -104,5 +114,6 @@ pub(super) fn pv(g: Option<RawGuest>) -> PvSpec {
         wakeup_locks: g.wakeup_locks.unwrap_or(d.wakeup_locks),
         pv_wait_early: g.pv_wait_early.unwrap_or(d.pv_wait_early),
         pv_lock_stealing: g.pv_lock_stealing.unwrap_or(d.pv_lock_stealing),
+        lazy_mm_cpumask: g.lazy_mm_cpumask.unwrap_or(d.lazy_mm_cpumask),
     }
 }

@@ -314,6 +314,13 @@ impl<'a> SimBuilder<'a> {
                 ));
                 if let Some(g) = rt.guest.as_mut() {
                     g.wakeup = wakeup;
+                    // `[guest] lazy_mm_cpumask`: one mask per mm (the
+                    // start-up process's and each forked copy's).
+                    g.mm_cpumasks = crate::guest::tlb::MmCpumasks::new(
+                        sc.pv.lazy_mm_cpumask,
+                        p.threads.len() + 1,
+                        v.vcpus as usize,
+                    );
                 }
             }
             sim.vms.push(rt);

@@ -84,7 +84,9 @@ pub enum KernelOp {
     },
     /// `flush_tlb_mm_range` -> `flush_tlb_multi` of the mm's other CPUs
     /// (synchronous). Step again afterwards.
-    TlbShootdown { pages: u32 },
+    /// `freed_tables`: page tables were freed (`native_flush_tlb_multi()`
+    /// then interrupts lazy CPUs too).
+    TlbShootdown { pages: u32, freed_tables: bool },
     /// The sleeping lock `lock` is taken (by `owner` when a task owns it; a
     /// reader-owned rwsem has none). The caller either spins and steps
     /// again (optimistic spinning), or calls `sleeping_lock_wait` and
@@ -112,7 +114,7 @@ enum Pending {
     /// A syscall's kernel work ran: its locked part comes next.
     KernelLock(KlockId, Nanos),
     /// munmap's kernel work ran: its TLB shootdown comes next.
-    Shootdown(u32),
+    Shootdown(u32, bool),
     /// Wants the sleeping lock, then holds it for the CPU time, then
     /// (pages > 0) flushes the TLB of that many pages holding it.
     SleepingWant(KlockId, SleepMode, Nanos, u32),
@@ -817,9 +819,12 @@ impl ProgramRt {
                     self.threads[t].pending = Pending::Done;
                     return Action::KernelLock { lock, hold };
                 }
-                Pending::Shootdown(pages) => {
+                Pending::Shootdown(pages, freed_tables) => {
                     self.threads[t].pending = Pending::Done;
-                    return Action::Kernel(KernelOp::TlbShootdown { pages });
+                    return Action::Kernel(KernelOp::TlbShootdown {
+                        pages,
+                        freed_tables,
+                    });
                 }
                 Pending::SleepingWant(lock, mode, hold, flush) => {
                     if !self.sleeping_try(t, lock, mode, now) {
@@ -840,7 +845,10 @@ impl ProgramRt {
                 // unlock): the lock stays held while its IPIs are out.
                 Pending::SleepingFlush(lock, mode, pages) => {
                     self.threads[t].pending = Pending::SleepingHeld(lock, mode);
-                    return Action::Kernel(KernelOp::TlbShootdown { pages });
+                    return Action::Kernel(KernelOp::TlbShootdown {
+                        pages,
+                        freed_tables: false,
+                    });
                 }
                 Pending::SleepingHeld(lock, mode) => {
                     self.sleeping_release(t, lock, mode, wake);
@@ -1005,8 +1013,12 @@ impl ProgramRt {
                         return Action::Run(pre);
                     }
                 }
-                Event::Munmap { run, pages } => {
-                    self.threads[t].pending = Pending::Shootdown(pages);
+                Event::Munmap {
+                    run,
+                    pages,
+                    freed_tables,
+                } => {
+                    self.threads[t].pending = Pending::Shootdown(pages, freed_tables);
                     if run > Nanos::ZERO {
                         return Action::Run(run);
                     }

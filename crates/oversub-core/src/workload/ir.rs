@@ -124,10 +124,13 @@ pub enum Event {
     },
     /// Extension: `munmap` of `pages` pages: `run` of kernel work, then a
     /// TLB shootdown of every other CPU the process's threads ran on
-    /// (`flush_tlb_multi`, synchronous).
+    /// (`flush_tlb_multi`, synchronous). `freed_tables`: the unmap freed
+    /// page tables (`mmu_gather::freed_tables`), so the flush also
+    /// interrupts CPUs in lazy TLB mode.
     Munmap {
         run: Nanos,
         pages: u32,
+        freed_tables: bool,
     },
     /// Extension: `smp_call_function_single` (or `_many` with `targets`
     /// CPUs) with `wait`: the handler runs `handler` on each target.

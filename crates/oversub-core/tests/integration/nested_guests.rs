@@ -766,3 +766,134 @@ fn wakeup_ipis_are_the_wakeups_not_the_shootdowns() {
     assert_eq!(w.ipis_call_function_single, w.ipis_sent);
     assert_eq!(w.ipis_reschedule, 0, "{w:?}");
 }
+
+/// `prog` (with `FREED` replaced by `freed`) as the guest of 2 vCPUs
+/// pinned to CPUs 0 and 1 for `secs` s, `[guest] lazy_mm_cpumask =
+/// lazy`, no PV TLB flush (every target is interrupted).
+fn tlb_run(name: &str, prog: &str, lazy: bool, freed: bool, secs: u32) -> Report {
+    let dir = std::env::temp_dir().join(format!("oversub-tlb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("{name}-{lazy}-{freed}.json"));
+    std::fs::write(&p, prog.replace("FREED", &freed.to_string())).unwrap();
+    run_toml(&format!(
+        "[host]\ncpus = 2\nduration = \"{secs}s\"\n\
+         [guest]\nlazy_mm_cpumask = {lazy}\n[guest.pv]\ntlb_flush = false\n\
+         [[vm]]\nname = \"g\"\nvcpus = 2\npin = [0, 1]\nprogram = \"{}\"\n",
+        p.display()
+    ))
+}
+
+/// Two processes: "unmapper" (vCPU 0) flushes after every 100 us of work;
+/// "launcher", a thread of its process, runs on vCPU 1 first (vCPU 1
+/// loads its mm), then forks "other", another process, which runs on
+/// vCPU 1 from then on.
+const MUNMAP_LEFT: &str = r#"{"global": {"duration": 10}, "tasks": {
+    "unmapper": {"cpus": [0], "munmap": {"run": 20, "pages": 16, "freed_tables": FREED}, "run": 100},
+    "launcher": {"cpus": [1], "run": 10, "fork": "other"},
+    "other": {"cpus": [1], "run": 5000000}}}"#;
+
+/// The lazy mm_cpumask (`[guest] lazy_mm_cpumask`, 6.14+): vCPU 1, which
+/// left the unmapper's mm for another process's, stays in its cpumask, so
+/// every flush is remote (counted) yet sends nothing (another mm loaded,
+/// not lazy) until the first flush more than a second after the mm's
+/// creation trims the mask: one IPI, which clears vCPU 1's bit, and the
+/// flushes are local again. With 6.12's eager clearing no flush is remote.
+/// A flush that freed page tables IPIs the whole mask: the first one
+/// clears the bit at once. Mutants: the switch ignored (no remote flush),
+/// no trim (remote for the whole 2.5 s, no IPI), the bit not cleared by
+/// the IPI (remote after the trim too), freed_tables ignored (thousands of
+/// remote flushes with it).
+#[test]
+fn the_lazy_mm_cpumask_keeps_a_cpu_that_left_until_a_flush_ipi_trims_it() {
+    let remote = |r: &Report| {
+        r.vms[0]
+            .program
+            .as_ref()
+            .expect("a program VM")
+            .tlb_shootdowns
+    };
+    let eager = tlb_run("left", MUNMAP_LEFT, false, false, 2);
+    let flushes = thread(&eager, "unmapper").phase_loops;
+    assert!(flushes > 10_000, "{flushes} loops");
+    // (Remote only in the moment vCPU 1 idles with the mm loaded between
+    // the launcher's fork and the other process's start: lazy, no IPI.)
+    assert!(remote(&eager) <= 10, "{}", remote(&eager));
+    assert_eq!(eager.vms[0].csd_waits, 0);
+    let lazy = tlb_run("left", MUNMAP_LEFT, true, false, 2);
+    let (u, v) = (thread(&lazy, "unmapper"), &lazy.vms[0]);
+    // Remote for the first second (the flushes of about 1 s of the 2),
+    // then local.
+    let r = remote(&lazy);
+    assert!(
+        r * 10 > u.phase_loops * 4 && r * 10 < u.phase_loops * 6,
+        "{r} remote of {} flushes",
+        u.phase_loops
+    );
+    // One IPI: the trim's, to vCPU 1, which runs the other process.
+    assert_eq!(v.csd_waits, 1, "{v:?}");
+    assert!(thread(&lazy, "launcher/other").cpu_ns > 1_900_000_000);
+    // freed_tables: the first flush after vCPU 1 left IPIs it and clears
+    // its bit; eagerly, vCPU 1 is not in the mask to be sent one.
+    let freed = tlb_run("left", MUNMAP_LEFT, true, true, 2);
+    assert!(remote(&freed) <= 4, "{}", remote(&freed));
+    assert_eq!(freed.vms[0].csd_waits, remote(&freed));
+    let eager_freed = tlb_run("left", MUNMAP_LEFT, false, true, 2);
+    assert!(remote(&eager_freed) <= 1, "{}", remote(&eager_freed));
+    assert_eq!(eager_freed.vms[0].csd_waits, remote(&eager_freed));
+}
+
+/// One process: "unmapper" (vCPU 0) flushes after every 100 us of work;
+/// "napper", a thread of its process, runs 50 us on vCPU 1 every 2 ms,
+/// idle in between with the mm loaded (lazy TLB).
+const MUNMAP_NAPPER: &str = r#"{"global": {"duration": 10}, "tasks": {
+    "unmapper": {"cpus": [0], "munmap": {"run": 20, "pages": 16, "freed_tables": FREED}, "run": 100},
+    "napper": {"cpus": [1], "run": 50, "sleep": 2000}}}"#;
+
+/// `should_flush_tlb()` skips a lazy CPU unless the flush freed page
+/// tables (`native_flush_tlb_multi()`): then the idle vCPU 1 is woken
+/// from HLT for the IPI (its host CPU time and the halts grow) and drops
+/// the mm (switch to init_mm), so it takes one such IPI per idle period:
+/// about one per nap beyond the IPIs while the napper runs. With the lazy
+/// mm_cpumask the CPU keeps its bit after that switch and the next
+/// freed_tables flush IPIs it again to clear it: two per nap. Mutants:
+/// freed_tables ignored (no extra IPIs), lazy CPUs always interrupted
+/// (an IPI per flush), the init_mm switch left out (an IPI per flush).
+#[test]
+fn flushes_that_freed_page_tables_wake_a_lazy_vcpu_once_per_idle_period() {
+    let base = tlb_run("napper", MUNMAP_NAPPER, false, false, 1);
+    let freed = tlb_run("napper", MUNMAP_NAPPER, false, true, 1);
+    let lazy_freed = tlb_run("napper", MUNMAP_NAPPER, true, true, 1);
+    let naps = thread(&freed, "napper").phase_loops;
+    let flushes = thread(&freed, "unmapper").phase_loops;
+    assert!(
+        naps > 400 && flushes > 5_000,
+        "{naps} naps {flushes} flushes"
+    );
+    let (b, f, l) = (&base.vms[0], &freed.vms[0], &lazy_freed.vms[0]);
+    // Without freed_tables only the napper's running time draws IPIs.
+    assert!(b.csd_waits * 10 < flushes, "{} of {flushes}", b.csd_waits);
+    let extra = f.csd_waits - b.csd_waits;
+    assert!(
+        extra * 10 > naps * 8 && extra * 10 < naps * 12,
+        "{extra} more IPIs for {naps} naps"
+    );
+    let extra_lazy = l.csd_waits - b.csd_waits;
+    assert!(
+        extra_lazy * 10 > naps * 18 && extra_lazy * 10 < naps * 22,
+        "{extra_lazy} more IPIs (lazy mask) for {naps} naps"
+    );
+    // Who loses CPU: vCPU 1 leaves HLT for each of them.
+    let vcpu1 = |r: &Report| r.tasks.iter().find(|t| t.name == "g.vcpu1").unwrap().cpu_ns;
+    assert!(
+        f.halts > b.halts + naps * 8 / 10,
+        "halts {} vs {}",
+        f.halts,
+        b.halts
+    );
+    assert!(
+        vcpu1(&freed) > vcpu1(&base),
+        "{} vs {}",
+        vcpu1(&freed),
+        vcpu1(&base)
+    );
+}

@@ -125,6 +125,11 @@ pub(crate) struct GuestLevel {
     /// none yet (`init_mm`), or an exited process's whose copy was forked
     /// again (a new mm under the same [`MmId`]).
     pub(crate) loaded_mm: Vec<Option<MmId>>,
+    /// The programs' `mm_cpumask`s (`guest::tlb`; state only in the lazy
+    /// form of `[guest] lazy_mm_cpumask`).
+    pub(crate) mm_cpumasks: crate::guest::tlb::MmCpumasks,
+    /// Scratch: each CPU as a flush reads it (`guest::tlb::CpuTlb`).
+    tlb_cpus: Vec<crate::guest::tlb::CpuTlb>,
     /// Buffers kept between steps (the threads a program step wakes, the
     /// guest CPUs to send a reschedule IPI), so the hot path allocates
     /// nothing.
@@ -211,6 +216,8 @@ impl GuestLevel {
             tlb_flush_deferred: 0,
             tlb_shootdowns: 0,
             loaded_mm: vec![None; n],
+            mm_cpumasks: crate::guest::tlb::MmCpumasks::new(false, 0, n),
+            tlb_cpus: Vec::with_capacity(n),
             wake_buf: Vec::new(),
             fork_buf: Vec::new(),
             resched_buf: Vec::new(),
@@ -319,7 +326,9 @@ impl Simulator {
             let t = GuestTask(t);
             // switch_mm_irqs_off(): the CPU runs (so has loaded) the
             // thread's mm; it keeps it while idle (lazy TLB).
-            g.loaded_mm[i.idx()] = Some(g.prog.program().mm_of(t.0.idx()));
+            let mm = g.prog.program().mm_of(t.0.idx());
+            g.loaded_mm[i.idx()] = Some(mm);
+            g.mm_cpumasks.switch_mm(i, mm);
             match g.kernel.remaining(t.0) {
                 Some(d) if d > Nanos::ZERO => {
                     g.running[i.idx()] = Some(t);
@@ -388,8 +397,8 @@ impl Simulator {
                     }
                     continue;
                 }
-                Action::Kernel(KernelOp::TlbShootdown { .. }) => {
-                    if let Some(next) = self.guest_tlb_shootdown(vi, i) {
+                Action::Kernel(KernelOp::TlbShootdown { freed_tables, .. }) => {
+                    if let Some(next) = self.guest_tlb_shootdown(vi, i, freed_tables) {
                         return next;
                     }
                     continue;
@@ -427,51 +436,54 @@ impl Simulator {
     }
 
     /// `flush_tlb_mm_range` -> `flush_tlb_multi` from vCPU `i` (6.12.117,
-    /// arch/x86/mm/tlb.c) for the mm of its current thread (the thread's
-    /// process: [`Program::mm_of`]). `mm_cpumask(mm)` is the CPUs whose
-    /// loaded mm is this one: `switch_mm_irqs_off()` sets a CPU's bit when
-    /// it switches to a thread of the mm and, in 6.12, clears it when the
-    /// CPU switches to another mm; a CPU that went idle (lazy TLB) keeps
-    /// its bit. With another CPU in the mask the flush is remote (counted:
-    /// `flush_tlb_multi`, traced TLB_REMOTE_SEND_IPI) and its targets are
-    /// those `should_flush_tlb()` keeps: not lazy, i.e. running a thread of
-    /// the mm now (munmap is taken as freeing no page tables, so the
-    /// `freed_tables` IPI to every CPU of the mask is not modelled; the
-    /// periodic trim of 6.12's `should_trim_cpumask()` has nothing to trim
-    /// when the mask is cleared eagerly). With PV TLB flush
-    /// (`kvm_flush_tlb_multi`, needs steal time) preempted vCPUs are
-    /// dropped and flush on their next entry. None: nobody to interrupt.
-    fn guest_tlb_shootdown(&mut self, vi: VmId, i: VcpuIdx) -> Option<GuestNext> {
+    /// arch/x86/mm/tlb.c; with `[guest] lazy_mm_cpumask` the lazy
+    /// `mm_cpumask` of 6.14 and later) for the mm of its current thread
+    /// (the thread's process: [`Program::mm_of`]): the targets are those of
+    /// `guest::tlb::MmCpumasks::flush_tlb_multi` (the mask, then
+    /// `should_flush_tlb()`, every CPU of the mask when the flush freed
+    /// page tables). A CPU is lazy when idle with a user mm loaded. With
+    /// PV TLB flush (`kvm_flush_tlb_multi`, needs steal time) preempted
+    /// vCPUs are dropped and flush on their next entry. A remote flush is
+    /// counted (the recorder's TLB_REMOTE_SEND_IPI). None: nobody to
+    /// interrupt.
+    fn guest_tlb_shootdown(
+        &mut self,
+        vi: VmId,
+        i: VcpuIdx,
+        freed_tables: bool,
+    ) -> Option<GuestNext> {
         let pv = self.pv.tlb_flush && self.pv.steal_time;
+        let now = self.now;
         let vm = &mut self.vms[vi];
         let g = vm.guest.as_mut().expect("a program VM");
         let prog = g.prog.program();
         let rqs = &g.kernel.sched.rqs;
         // (The flushing thread is current: a step's op.)
-        let mm = Some(prog.mm_of(rqs[i.idx()].curr?.idx()));
+        let mm = prog.mm_of(rqs[i.idx()].curr?.idx());
+        let mut cpus = std::mem::take(&mut g.tlb_cpus);
+        cpus.clear();
+        cpus.extend(VcpuIdx::all(rqs.len() as u32).map(|t| {
+            let curr = rqs[t.idx()].curr;
+            crate::guest::tlb::CpuTlb {
+                loaded: curr.map_or(g.loaded_mm[t.idx()], |u| Some(prog.mm_of(u.idx()))),
+                is_lazy: curr.is_none() && g.loaded_mm[t.idx()].is_some(),
+                pv_dropped: pv && vm.vcpus[t].preempted,
+            }
+        }));
         let mut targets = std::mem::take(&mut g.call_buf);
         targets.clear();
-        let mut remote = false;
-        for t in VcpuIdx::all(rqs.len() as u32).filter(|&t| t != i) {
-            let curr = rqs[t.idx()].curr;
-            let loaded = match curr {
-                Some(u) => Some(prog.mm_of(u.idx())),
-                None => g.loaded_mm[t.idx()],
-            };
-            if loaded != mm {
-                continue;
+        let f = g
+            .mm_cpumasks
+            .flush_tlb_multi(mm, i, now, freed_tables, &mut cpus, &mut targets);
+        // A lazy target's handler switched it to init_mm.
+        for &t in &targets {
+            if rqs[t.idx()].curr.is_none() {
+                g.loaded_mm[t.idx()] = cpus[t.idx()].loaded;
             }
-            remote = true;
-            if curr.is_none() {
-                continue;
-            }
-            if pv && vm.vcpus[t].preempted {
-                g.tlb_flush_deferred += 1;
-                continue;
-            }
-            targets.push(t);
         }
-        g.tlb_shootdowns += u64::from(remote);
+        g.tlb_cpus = cpus;
+        g.tlb_flush_deferred += u64::from(f.deferred);
+        g.tlb_shootdowns += u64::from(f.remote);
         if targets.is_empty() {
             g.call_buf = targets;
             return None;

@@ -90,10 +90,12 @@ impl Simulator {
             g.exited[c] = false;
             // A new mm (copy_mm): a CPU still holding the copy's previous,
             // exited process's mm lazily is not in the new one's cpumask.
-            let mm = Some(g.prog.program().mm_of(c));
+            let id = g.prog.program().mm_of(c);
+            let mm = Some(id);
             for l in g.loaded_mm.iter_mut().filter(|l| **l == mm) {
                 *l = None;
             }
+            g.mm_cpumasks.new_mm(id, now);
             g.kernel.sched.sched_fork(TaskId(c as u32), cpu);
             g.kernel.sched.wake_up_new_task(TaskId(c as u32));
         }

@@ -124,12 +124,15 @@ fn a_reader_queues_behind_a_waiting_writer_and_the_writer_leaves_the_list() {
 #[test]
 fn munmap_and_smp_call_ask_the_guest_kernel() {
     let mut p = rt(r#"{"global": {"duration": 1}, "tasks": {"t": {
-          "munmap": {"run": 3, "pages": 4}, "smp_call": {"targets": 2, "handler": 1, "wait": false}}}}"#);
+          "munmap": {"run": 3, "pages": 4, "freed_tables": true}, "smp_call": {"targets": 2, "handler": 1, "wait": false}}}}"#);
     let t0 = Time::ZERO;
     assert_eq!(p.step(0, t0).1, Action::Run(Nanos::from_us(3)));
     assert_eq!(
         p.step(0, t0).1,
-        Action::Kernel(KernelOp::TlbShootdown { pages: 4 })
+        Action::Kernel(KernelOp::TlbShootdown {
+            pages: 4,
+            freed_tables: true
+        })
     );
     assert_eq!(
         p.step(0, t0).1,
@@ -565,7 +568,7 @@ fn a_repeat_runs_its_event_at_its_rate_spread_over_the_loops() {
                 break;
             }
             match a {
-                Action::Kernel(KernelOp::TlbShootdown { pages: 4 }) => m += 1,
+                Action::Kernel(KernelOp::TlbShootdown { pages: 4, .. }) => m += 1,
                 Action::Run(d) if d == Nanos::from_us(2) => s += 1,
                 other => panic!("loop {l}: {other:?}"),
             }
@@ -588,7 +591,10 @@ fn a_flush_in_a_sleeping_lock_section_comes_before_the_release() {
     assert_eq!(p.step(0, t).1, Action::Run(Nanos::from_us(20)));
     assert_eq!(
         p.step(0, t).1,
-        Action::Kernel(KernelOp::TlbShootdown { pages: 8 })
+        Action::Kernel(KernelOp::TlbShootdown {
+            pages: 8,
+            freed_tables: false
+        })
     );
     assert!(
         matches!(

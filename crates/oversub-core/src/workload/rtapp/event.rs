@@ -226,9 +226,15 @@ impl Builder {
                 });
             }
             "munmap" => {
-                let f = fields(v, at, &["run", "pages", "times", "per_loops"], &["run"])?;
+                let f = fields(
+                    v,
+                    at,
+                    &["run", "pages", "freed_tables", "times", "per_loops"],
+                    &["run"],
+                )?;
                 let mut run = Nanos::ZERO;
                 let mut pages = 1;
+                let mut freed_tables = false;
                 let mut rep = Repeat::default();
                 for (k, x) in f {
                     let a = Sub(&at, k.as_str());
@@ -237,11 +243,16 @@ impl Builder {
                     }
                     match k.as_str() {
                         "run" => run = micros(x, a)?,
+                        "freed_tables" => freed_tables = boolean(x, a)?,
                         _ => pages = int(x, a, 1, 1 << 30, " pages")? as u32,
                     }
                 }
                 rep.push(out, at)?;
-                out.push(Event::Munmap { run, pages });
+                out.push(Event::Munmap {
+                    run,
+                    pages,
+                    freed_tables,
+                });
             }
             "smp_call" => {
                 let f = fields(v, at, &["targets", "handler", "wait"], &["handler"])?;

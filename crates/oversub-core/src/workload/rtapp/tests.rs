@@ -114,7 +114,8 @@ fn extensions_parse() {
             },
             Event::Munmap {
                 run: Nanos::from_us(3),
-                pages: 16
+                pages: 16,
+                freed_tables: false
             },
             Event::SmpCall {
                 targets: 3,
@@ -605,7 +606,8 @@ fn repeats_and_flushes_parse_and_bad_ones_name_the_field() {
             },
             Event::Munmap {
                 run: Nanos::ZERO,
-                pages: 1
+                pages: 1,
+                freed_tables: false
             },
         ]
     );
