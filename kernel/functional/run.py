@@ -305,8 +305,9 @@ def main():
         first = None
         if status != "done":
             # One more boot after a boot that did not finish (a crash, an RCU stall, a
-            # timeout): the emulated host (nested SVM under TCG) has stopped a CPU or
-            # corrupted its state in some boots of an unchanged kernel.  The failed boot is
+            # timeout): some boots of an unchanged patched kernel have not finished, and
+            # whether the series or nested SVM under TCG causes it is not triaged
+            # (kernel/functional/README.md, "boot:").  The failed boot is
             # kept (console-attempt1.log), named in the boot row and in the summary, and
             # the verdict is the second boot's; a kernel that fails twice fails the stage.
             reps = kernel_reports(lines)
