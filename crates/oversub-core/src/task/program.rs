@@ -250,6 +250,12 @@ pub struct ProgramRt {
     stuck: Option<(usize, Time)>,
 }
 
+/// The futex word of queue `q` in `futex_ops`: mutexes first, then
+/// condition variables, barriers, and queues (one word per object).
+fn queue_futex(prog: &Program, q: QueueId) -> usize {
+    prog.mutexes.len() + prog.conds.len() + prog.barriers.len() + q.idx()
+}
+
 impl ProgramRt {
     /// A program at its start (every thread before its first event). The
     /// program must be valid (`Program::validate`).
@@ -627,8 +633,7 @@ impl ProgramRt {
             qr.count >= k
         };
         let th = &mut self.threads[t];
-        let futex =
-            self.prog.mutexes.len() + self.prog.conds.len() + self.prog.barriers.len() + q.idx();
+        let futex = queue_futex(&self.prog, q);
         if !fits {
             self.futex_ops.push(futex);
             th.queue_wait_since.get_or_insert(now);
@@ -677,11 +682,7 @@ impl ProgramRt {
         qr.count += k;
         if let Some(w) = qr.getters.pop_front() {
             wake.push(w);
-            let futex = self.prog.mutexes.len()
-                + self.prog.conds.len()
-                + self.prog.barriers.len()
-                + q.idx();
-            self.futex_ops.push(futex);
+            self.futex_ops.push(queue_futex(&self.prog, q));
             self.futex_wakes += 1;
         }
     }
